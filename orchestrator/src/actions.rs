@@ -1,0 +1,149 @@
+//! Trusted actions: what the runner itself does in setup, verify and cleanup.
+//!
+//! An action is executed by the trusted runner, never by the model: a call to the target
+//! (`mcp_tool`), an HTTP request made from the runner (`http_request`, through the
+//! independent `elengtis-verifiers` crate), or a SQLite snapshot query. Each produces a
+//! record `{id, type, status, input, response | error}` for the evidence, and its captures
+//! (RFC 6901 pointers into the response) become values for later actions.
+
+use std::collections::BTreeMap;
+
+use elengtis_verifiers::{HttpClient, HttpRequestSpec, Method, SecretValue};
+use serde_json::{Value, json};
+
+use crate::format::campaign::EnvRef;
+use crate::format::scenario::{Action, HttpMethod};
+use crate::refs::Values;
+use crate::rules;
+use crate::target::{self, Session};
+
+/// What an action needs from the trial.
+#[derive(Debug, Clone, Copy)]
+pub struct ActionContext<'a> {
+    /// The open target session, if the target could be opened.
+    pub session: Option<&'a Session>,
+    /// The runner's HTTP client.
+    pub http: &'a HttpClient,
+}
+
+/// The result of one action.
+#[derive(Debug, Clone)]
+pub struct ActionOutcome {
+    /// Evidence record.
+    pub record: Value,
+    /// The response, when the action succeeded.
+    pub response: Option<Value>,
+    /// The error message, when it failed.
+    pub error: Option<String>,
+}
+
+fn method(m: HttpMethod) -> Method {
+    match m {
+        HttpMethod::GET => Method::Get,
+        HttpMethod::POST => Method::Post,
+        HttpMethod::PUT => Method::Put,
+        HttpMethod::PATCH => Method::Patch,
+        HttpMethod::DELETE => Method::Delete,
+    }
+}
+
+/// Resolve `{env: NAME}` headers from the runner's environment.
+pub fn env_headers(headers: &BTreeMap<String, EnvRef>) -> Result<Vec<(String, String)>, String> {
+    headers
+        .iter()
+        .map(|(name, r)| match std::env::var(&r.env) {
+            Ok(value) => Ok((name.clone(), value)),
+            Err(_) => Err(format!("environment variable {} (header `{name}`) is not set", r.env)),
+        })
+        .collect()
+}
+
+async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (Value, Result<Value, String>) {
+    match action {
+        Action::McpTool(a) => {
+            let tool = values.resolve(&a.tool);
+            let arguments = values.resolve_map(&a.arguments);
+            match (tool, arguments) {
+                (Ok(Value::String(name)), Ok(arguments)) => {
+                    let input = json!({"tool": name, "arguments": arguments});
+                    let result = match ctx.session {
+                        None => Err("the target session is not open".to_owned()),
+                        Some(session) => session
+                            .call_tool(&name, arguments)
+                            .await
+                            .map(|r| target::result_json(&r))
+                            .map_err(|e| e.to_string()),
+                    };
+                    (input, result)
+                }
+                (Err(e), _) | (_, Err(e)) => (json!({"tool": a.tool, "arguments": a.arguments}), Err(e.to_string())),
+                (Ok(other), Ok(_)) => {
+                    (json!({"tool": other}), Err(format!("the tool resolves to {other}, expected a tool name")))
+                }
+            }
+        }
+        Action::HttpRequest(a) => {
+            let header_names: BTreeMap<&String, &EnvRef> = a.headers.iter().collect();
+            let mut input = json!({"method": method(a.method).to_string(), "url": a.url, "headers": header_names});
+            let url = match values.resolve(&Value::String(a.url.clone())) {
+                Ok(Value::String(url)) => url,
+                Ok(other) => return (input, Err(format!("the url resolves to {other}, expected a string"))),
+                Err(e) => return (input, Err(e.to_string())),
+            };
+            input["resolved_url"] = Value::String(url.clone());
+            let body = match values.resolve(&a.json) {
+                Ok(Value::Null) => None,
+                Ok(body) => Some(body),
+                Err(e) => return (input, Err(e.to_string())),
+            };
+            if let Some(body) = &body {
+                input["json"] = body.clone();
+            }
+            let headers = match env_headers(&a.headers) {
+                Ok(h) => h.into_iter().map(|(k, v)| (k, SecretValue::new(v))).collect(),
+                Err(e) => return (input, Err(e)),
+            };
+            let spec = HttpRequestSpec { method: method(a.method), url, headers, json: body };
+            let result = match ctx.http.execute(&spec).await {
+                Ok(record) => serde_json::to_value(&record).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            (input, result)
+        }
+        Action::ContainerSqliteQuery(a) => (
+            json!({"path": a.path, "query": a.query, "parameters": a.parameters}),
+            Err("container_sqlite_query needs an isolated_container target, which this build cannot run yet".to_owned()),
+        ),
+    }
+}
+
+/// Run one action and apply its captures to `values`.
+pub async fn run(action: &Action, values: &mut Values, ctx: ActionContext<'_>) -> ActionOutcome {
+    let (input, result) = execute(action, values, ctx).await;
+    let mut record = json!({"id": action.id(), "type": action.kind(), "input": input});
+    let result = result.and_then(|response| {
+        let mut captured = BTreeMap::new();
+        for (name, pointer) in action.capture() {
+            match rules::pointer_get(&response, pointer) {
+                Ok(value) => {
+                    captured.insert(name.clone(), value.clone());
+                }
+                Err(e) => return Err(format!("capture `{name}`: {e}")),
+            }
+        }
+        values.captures.extend(captured);
+        Ok(response)
+    });
+    match result {
+        Ok(response) => {
+            record["status"] = json!("ok");
+            record["response"] = response.clone();
+            ActionOutcome { record, response: Some(response), error: None }
+        }
+        Err(error) => {
+            record["status"] = json!("error");
+            record["error"] = json!(error);
+            ActionOutcome { record, response: None, error: Some(error) }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Exit codes of the `elengtis` binary, in one place (documented in `docs/exit-codes.md`).
+
+/// Everything asked for was done: for `run` and `example`, every trial has a complete attempt.
+pub const SUCCESS: i32 = 0;
+/// A run finished or stopped with incomplete trials (an infrastructure, verifier or provider
+/// failure, a budget exhausted, or three consecutive failures on one target), or a
+/// preflight found a target that does not satisfy the campaign. Results are kept; fix the
+/// cause and `run --resume`.
+pub const RUN_INCOMPLETE: i32 = 1;
+/// The command line is invalid (unknown flag, missing argument).
+pub const USAGE: i32 = 2;
+/// A campaign or scenario file is invalid; nothing was contacted or created.
+pub const INVALID_CONFIG: i32 = 3;
+/// The results directory cannot be used (exists, locked, corrupt, or from another version).
+pub const RESULTS_DIR: i32 = 4;
+/// The campaign is valid but cannot run in this build (an engine or transport not available).
+pub const UNAVAILABLE: i32 = 5;
+/// Writing results failed (for example the disk is full); earlier records are intact.
+pub const IO: i32 = 6;
+/// Interrupted by Ctrl-C or SIGTERM; the current trial was not recorded. Resume continues.
+pub const INTERRUPTED: i32 = 130;

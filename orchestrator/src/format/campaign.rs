@@ -1,0 +1,251 @@
+//! The campaign file: run settings, targets and the scenario files they are tested against.
+//!
+//! Every type here mirrors the v1 campaign schema of the original tool field for field
+//! (same names, defaults and ranges); fields added by elengtis are optional and say so.
+//! Parsing is strict (`deny_unknown_fields`); range and cross-field rules are checked in
+//! [`super::validate`], which knows the file positions.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::script::Script;
+
+/// A campaign: targets × scenarios × trials.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Campaign")]
+pub struct Campaign {
+    /// Format version; must be 1.
+    #[schemars(range(min = 1, max = 1))]
+    pub schema_version: u32,
+    /// Trials per target × scenario pair (1–100).
+    #[serde(default = "default_trials")]
+    #[schemars(range(min = 1, max = 100))]
+    pub trials: u32,
+    /// Maximum model turns per trial (1–100).
+    #[serde(default = "default_step_budget")]
+    #[schemars(range(min = 1, max = 100))]
+    pub step_budget: u32,
+    /// Orchestration engine.
+    #[serde(default)]
+    pub engine: Engine,
+    /// Run only declarative setup, verification and cleanup actions; no model.
+    #[serde(default)]
+    pub model_free: bool,
+    /// Live model name; null means the deterministic scripted model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Provider route of a live model (copied into `generation.route` when that is absent).
+    #[serde(default)]
+    pub provider_route: Option<String>,
+    /// Generation settings of a live model.
+    #[serde(default)]
+    pub generation: Map<String, Value>,
+    /// Experiment label carried into results.
+    #[serde(default)]
+    pub experiment_id: Option<String>,
+    /// Model label used to group results in `analyze`.
+    #[serde(default)]
+    pub model_id: Option<String>,
+    /// Block number of a blocked experiment design.
+    #[serde(default)]
+    pub block: Option<u64>,
+    /// Order within a block.
+    #[serde(default)]
+    pub order: Option<u64>,
+    /// The MCP servers under test (at least one).
+    #[schemars(length(min = 1))]
+    pub targets: Vec<Target>,
+    /// Scenario files, relative to this campaign file (at least one).
+    #[schemars(length(min = 1))]
+    pub scenarios: Vec<String>,
+    /// elengtis addition: the deterministic script the `reference` engine follows when no
+    /// live model is configured. Absent means the built-in `comply` policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Script>,
+}
+
+fn default_trials() -> u32 {
+    1
+}
+
+fn default_step_budget() -> u32 {
+    4
+}
+
+/// Orchestration engines named by the format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// The deterministic baseline loop (scripted or live model).
+    #[default]
+    Reference,
+    /// LangGraph-style explicit workflow (needs a live model provider).
+    Graph,
+    /// LangChain adapter-control condition (needs a live model provider).
+    Langchain,
+    /// LangChain `create_agent` (needs a live model provider).
+    CreateAgent,
+}
+
+impl Engine {
+    /// The name used in files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Reference => "reference",
+            Engine::Graph => "graph",
+            Engine::Langchain => "langchain",
+            Engine::CreateAgent => "create_agent",
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "reference" => Ok(Engine::Reference),
+            "graph" => Ok(Engine::Graph),
+            "langchain" => Ok(Engine::Langchain),
+            "create_agent" => Ok(Engine::CreateAgent),
+            other => {
+                Err(format!("unknown engine `{other}`, expected one of reference, graph, langchain, create_agent"))
+            }
+        }
+    }
+}
+
+/// One MCP server under test.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Identifier, `^[a-z0-9][a-z0-9_-]*$`, unique in the campaign.
+    pub id: String,
+    /// How to reach the server.
+    pub transport: Transport,
+    /// For each scenario id, the concrete values of the scenario's logical bindings.
+    pub bindings: BTreeMap<String, Map<String, Value>>,
+}
+
+/// How the runner reaches a target, chosen by `type`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(tag = "type")]
+pub enum Transport {
+    /// A fresh child process per trial, speaking MCP over stdin/stdout.
+    #[serde(rename = "stdio")]
+    Stdio(StdioTransport),
+    /// An externally managed server reached over MCP Streamable HTTP.
+    #[serde(rename = "streamable_http")]
+    StreamableHttp(HttpTransport),
+    /// A fresh hardened container per trial on an internal network.
+    #[serde(rename = "isolated_container")]
+    IsolatedContainer(ContainerTransport),
+}
+
+impl Transport {
+    /// The `type` value of this transport.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio(_) => "stdio",
+            Transport::StreamableHttp(_) => "streamable_http",
+            Transport::IsolatedContainer(_) => "isolated_container",
+        }
+    }
+}
+
+impl Serialize for Transport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Transport::Stdio(t) => super::tagged(self.kind(), t, serializer),
+            Transport::StreamableHttp(t) => super::tagged(self.kind(), t, serializer),
+            Transport::IsolatedContainer(t) => super::tagged(self.kind(), t, serializer),
+        }
+    }
+}
+
+/// `{env: NAME}`: a value read from the runner's environment when the trial starts.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvRef {
+    /// Variable name, `^[A-Z_][A-Z0-9_]*$`.
+    #[schemars(regex(pattern = r"^[A-Z_][A-Z0-9_]*$"))]
+    pub env: String,
+}
+
+/// A local server started as a child process for each trial.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StdioTransport {
+    /// Program to run (never through a shell). A bare name is looked up in `PATH`;
+    /// names starting with `elengtis-` are looked up beside the elengtis executable first.
+    pub command: String,
+    /// Arguments; each may be a typed reference such as `{runner: canary}`.
+    #[serde(default)]
+    pub args: Vec<Value>,
+    /// Extra environment variables for the child, from the runner's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, EnvRef>,
+}
+
+/// A remote server reached over Streamable HTTP (externally managed).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTransport {
+    /// The MCP endpoint URL.
+    pub url: String,
+    /// Request headers; every value comes from the environment.
+    #[serde(default)]
+    pub headers: BTreeMap<String, EnvRef>,
+}
+
+/// A local image run as a fresh hardened container per trial.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerTransport {
+    /// Local image reference (never pulled).
+    #[schemars(length(min = 1))]
+    pub image: String,
+    /// Port the server listens on inside the container.
+    #[schemars(range(min = 1, max = 65535))]
+    pub container_port: u32,
+    /// Non-root user id.
+    #[schemars(range(min = 1))]
+    pub uid: u64,
+    /// Non-root group id.
+    #[schemars(range(min = 1))]
+    pub gid: u64,
+    /// Command (overrides the image's default arguments).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Environment for the container, from the runner's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, EnvRef>,
+    /// MCP endpoint path.
+    #[serde(default = "default_mcp_path")]
+    #[schemars(regex(pattern = r"^/"))]
+    pub path: String,
+    /// Seconds to wait for the endpoint to answer.
+    #[serde(default = "default_startup_timeout")]
+    #[schemars(range(min = 1, max = 300))]
+    pub startup_timeout_seconds: u32,
+    /// Optional relay image used when the runner cannot route to the internal network.
+    #[serde(default)]
+    pub relay_image: Option<String>,
+}
+
+fn default_mcp_path() -> String {
+    "/mcp".to_owned()
+}
+
+fn default_startup_timeout() -> u32 {
+    30
+}

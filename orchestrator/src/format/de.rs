@@ -1,0 +1,1125 @@
+//! A serde [`Deserializer`] over a [`Node`] tree that reports where things went wrong.
+//!
+//! The typed campaign and scenario structs use plain `#[derive(Deserialize)]`. Deserializing
+//! them from the spanned tree built by [`super::yaml`] with [`from_node`] turns every serde
+//! error (wrong type, unknown or missing field, unknown variant, out-of-range number,
+//! custom errors from `Deserialize` impls) into a [`DeError`] carrying the field [`Path`]
+//! (like `targets[0].transport.uid`) and the [`Mark`] of the offending node.
+//!
+//! Conventions:
+//!
+//! * Types are strict: an integer is not a string and a string is not a number or boolean.
+//!   Integers are offered as `i64` (serde converts and range-checks them), floats as `f64`;
+//!   an integer is accepted where a float is expected.
+//! * `null` is `None` for options and `()` for units.
+//! * An unknown field is reported at the key (path ending in the key, mark of the key); a
+//!   missing field at the mapping that lacks it.
+//! * Enums are read from a string (a unit variant, e.g. `op: equals`) or from a mapping
+//!   with a `type` key naming the variant, whose content is the same mapping without the
+//!   `type` key: `{type: stdio, command: x}` is the newtype variant `stdio` holding
+//!   `{command: x}`. Newtype, struct and unit variants are supported; tuple variants are
+//!   not.
+
+use std::fmt;
+
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, Expected, MapAccess, SeqAccess, Unexpected,
+    VariantAccess, Visitor,
+};
+
+use super::yaml::{Mark, Node, NodeKind};
+
+/// One step of a [`Path`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Seg {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index (0-based).
+    Index(usize),
+}
+
+/// Where a node sits in a document, from the root.
+///
+/// Displays as `targets[0].transport.uid`; keys made of anything but ASCII letters,
+/// digits, `_` and `-` are quoted (`bindings["my key"]`), and the empty path displays as
+/// `document root`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Path(pub Vec<Seg>);
+
+impl Path {
+    /// The path of the document root.
+    pub fn root() -> Self {
+        Path(Vec::new())
+    }
+
+    /// Whether this is the document root.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// This path followed by the mapping key `key`.
+    #[must_use]
+    pub fn key(&self, key: impl Into<String>) -> Self {
+        let mut segs = self.0.clone();
+        segs.push(Seg::Key(key.into()));
+        Path(segs)
+    }
+
+    /// This path followed by the sequence index `index`.
+    #[must_use]
+    pub fn index(&self, index: usize) -> Self {
+        let mut segs = self.0.clone();
+        segs.push(Seg::Index(index));
+        Path(segs)
+    }
+}
+
+fn is_bare_key(key: &str) -> bool {
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("document root");
+        }
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Key(key) if is_bare_key(key) => {
+                    if i > 0 {
+                        f.write_str(".")?;
+                    }
+                    f.write_str(key)?;
+                }
+                Seg::Key(key) => write!(f, "[{key:?}]")?,
+                Seg::Index(index) => write!(f, "[{index}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A document that does not match the type it is deserialized into.
+///
+/// Displays as `{path}: {message}`; callers add the file name and [`Mark`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct DeError {
+    /// The field path of the offending node.
+    pub path: Path,
+    /// Where the offending node starts.
+    pub mark: Mark,
+    /// What is wrong, including what was expected.
+    pub message: String,
+}
+
+/// Deserializes a `T` from `node`.
+///
+/// # Errors
+///
+/// The first mismatch between the document and `T`, with its path and mark.
+pub fn from_node<T: DeserializeOwned>(node: &Node) -> Result<T, DeError> {
+    let root = PathRef::Root;
+    T::deserialize(NodeDe::new(node, &root)).map_err(|e| e.locate(&root, node.mark).finish())
+}
+
+/// A path under construction: a linked list from the current node back to the root, so
+/// descending costs nothing until an error needs the [`Path`].
+#[derive(Debug, Clone, Copy)]
+enum PathRef<'p> {
+    Root,
+    Key(&'p PathRef<'p>, &'p Node),
+    Index(&'p PathRef<'p>, usize),
+}
+
+impl PathRef<'_> {
+    fn to_path(self) -> Path {
+        let mut segs = Vec::new();
+        let mut current = self;
+        loop {
+            match current {
+                PathRef::Root => break,
+                PathRef::Key(parent, key) => {
+                    segs.push(Seg::Key(key_text(key)));
+                    current = *parent;
+                }
+                PathRef::Index(parent, index) => {
+                    segs.push(Seg::Index(index));
+                    current = *parent;
+                }
+            }
+        }
+        segs.reverse();
+        Path(segs)
+    }
+}
+
+/// A mapping key as path text (keys from files are always strings).
+fn key_text(key: &Node) -> String {
+    match &key.kind {
+        NodeKind::Str(s) => s.clone(),
+        _ => key.to_json().to_string(),
+    }
+}
+
+/// The error type of the deserializer: a message, located by the innermost node that sees
+/// it.
+#[derive(Debug)]
+struct LocatedError {
+    message: String,
+    location: Option<(Path, Mark)>,
+}
+
+impl LocatedError {
+    fn locate(mut self, path: &PathRef<'_>, mark: Mark) -> Self {
+        if self.location.is_none() {
+            self.location = Some((path.to_path(), mark));
+        }
+        self
+    }
+
+    fn finish(self) -> DeError {
+        let (path, mark) = self.location.unwrap_or((Path::root(), Mark::UNKNOWN));
+        DeError { path, mark, message: self.message }
+    }
+}
+
+impl fmt::Display for LocatedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some((path, _)) => write!(f, "{path}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for LocatedError {}
+
+impl de::Error for LocatedError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        LocatedError { message: msg.to_string(), location: None }
+    }
+}
+
+fn unexpected(node: &Node) -> Unexpected<'_> {
+    match &node.kind {
+        NodeKind::Null => Unexpected::Other("null"),
+        NodeKind::Bool(b) => Unexpected::Bool(*b),
+        NodeKind::Int(i) => Unexpected::Signed(*i),
+        NodeKind::Float(f) => Unexpected::Float(*f),
+        NodeKind::Str(s) => Unexpected::Str(s),
+        NodeKind::Seq(_) => Unexpected::Seq,
+        NodeKind::Map(_) => Unexpected::Map,
+    }
+}
+
+/// "N elements in sequence" / "N entries in map", for length errors.
+struct ExpectedLen {
+    len: usize,
+    one: &'static str,
+    many: &'static str,
+    within: &'static str,
+}
+
+impl Expected for ExpectedLen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let noun = if self.len == 1 { self.one } else { self.many };
+        write!(f, "{} {noun} in {}", self.len, self.within)
+    }
+}
+
+/// Deserializes one node. With `skip`, the node is a mapping read without its entry at
+/// that index (the `type` key of an enum).
+#[derive(Debug, Clone, Copy)]
+struct NodeDe<'de, 'p> {
+    node: &'de Node,
+    path: &'p PathRef<'p>,
+    skip: Option<usize>,
+}
+
+impl<'de, 'p> NodeDe<'de, 'p> {
+    fn new(node: &'de Node, path: &'p PathRef<'p>) -> Self {
+        NodeDe { node, path, skip: None }
+    }
+
+    fn locate(&self, error: LocatedError) -> LocatedError {
+        error.locate(self.path, self.node.mark)
+    }
+
+    fn located<T>(&self, result: Result<T, LocatedError>) -> Result<T, LocatedError> {
+        result.map_err(|e| self.locate(e))
+    }
+
+    fn invalid_type(&self, expected: &dyn Expected) -> LocatedError {
+        self.locate(de::Error::invalid_type(unexpected(self.node), expected))
+    }
+
+    fn visit_seq<V: Visitor<'de>>(&self, items: &'de [Node], visitor: V) -> Result<V::Value, LocatedError> {
+        let mut access = SeqDe { items, next: 0, parent: self.path };
+        let value = self.located(visitor.visit_seq(&mut access))?;
+        if access.next < items.len() {
+            return Err(self.locate(de::Error::invalid_length(
+                items.len(),
+                &ExpectedLen { len: access.next, one: "element", many: "elements", within: "sequence" },
+            )));
+        }
+        Ok(value)
+    }
+
+    fn visit_map<V: Visitor<'de>>(&self, entries: &'de [(Node, Node)], visitor: V) -> Result<V::Value, LocatedError> {
+        let mut access = MapDe { entries, next: 0, skip: self.skip, pending: None, parent: self.path };
+        let value = self.located(visitor.visit_map(&mut access))?;
+        let left = access.remaining();
+        if left > 0 {
+            let total = entries.len().saturating_sub(usize::from(self.skip.is_some()));
+            return Err(self.locate(de::Error::invalid_length(
+                total,
+                &ExpectedLen { len: total.saturating_sub(left), one: "entry", many: "entries", within: "map" },
+            )));
+        }
+        Ok(value)
+    }
+
+    fn integer<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match self.node.kind {
+            NodeKind::Int(i) => self.located(visitor.visit_i64(i)),
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    fn float<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match self.node.kind {
+            NodeKind::Float(f) => self.located(visitor.visit_f64(f)),
+            NodeKind::Int(i) => self.located(visitor.visit_i64(i)),
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    fn string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match &self.node.kind {
+            NodeKind::Str(s) => self.located(visitor.visit_borrowed_str(s)),
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    fn map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match &self.node.kind {
+            NodeKind::Map(entries) => self.visit_map(entries, visitor),
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    fn seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match &self.node.kind {
+            NodeKind::Seq(items) => self.visit_seq(items, visitor),
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+}
+
+macro_rules! integers {
+    ($($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+                self.integer(visitor)
+            }
+        )*
+    };
+}
+
+impl<'de> Deserializer<'de> for NodeDe<'de, '_> {
+    type Error = LocatedError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match &self.node.kind {
+            NodeKind::Null => self.located(visitor.visit_unit()),
+            NodeKind::Bool(b) => self.located(visitor.visit_bool(*b)),
+            NodeKind::Int(i) => self.located(visitor.visit_i64(*i)),
+            NodeKind::Float(f) => self.located(visitor.visit_f64(*f)),
+            NodeKind::Str(s) => self.located(visitor.visit_borrowed_str(s)),
+            NodeKind::Seq(items) => self.visit_seq(items, visitor),
+            NodeKind::Map(entries) => self.visit_map(entries, visitor),
+        }
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match self.node.kind {
+            NodeKind::Bool(b) => self.located(visitor.visit_bool(b)),
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    integers! {
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.float(visitor)
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.float(visitor)
+    }
+
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match &self.node.kind {
+            NodeKind::Str(s) => {
+                let mut chars = s.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => self.located(visitor.visit_char(c)),
+                    _ => self.located(visitor.visit_borrowed_str(s)),
+                }
+            }
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.string(visitor)
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.string(visitor)
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match self.node.kind {
+            NodeKind::Null => self.located(visitor.visit_none()),
+            _ => self.located(visitor.visit_some(self)),
+        }
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        match self.node.kind {
+            NodeKind::Null => self.located(visitor.visit_unit()),
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, LocatedError> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, LocatedError> {
+        self.located(visitor.visit_newtype_struct(self))
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.seq(visitor)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, LocatedError> {
+        self.seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, LocatedError> {
+        self.seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.map(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, LocatedError> {
+        self.map(visitor)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, LocatedError> {
+        match &self.node.kind {
+            NodeKind::Str(_) => self.located(visitor.visit_enum(EnumDe { de: self, tag: None })),
+            NodeKind::Map(entries) => {
+                let tag = entries
+                    .iter()
+                    .enumerate()
+                    .find(|(i, (key, _))| Some(*i) != self.skip && key.as_str() == Some("type"));
+                match tag {
+                    Some((index, entry)) => {
+                        self.located(visitor.visit_enum(EnumDe { de: self, tag: Some((index, entry)) }))
+                    }
+                    None => Err(self.locate(de::Error::missing_field("type"))),
+                }
+            }
+            _ => Err(self.invalid_type(&visitor)),
+        }
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.string(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
+        self.located(visitor.visit_unit())
+    }
+}
+
+/// The elements of a sequence.
+struct SeqDe<'de, 'p> {
+    items: &'de [Node],
+    next: usize,
+    parent: &'p PathRef<'p>,
+}
+
+impl<'de> SeqAccess<'de> for SeqDe<'de, '_> {
+    type Error = LocatedError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, LocatedError> {
+        let index = self.next;
+        let Some(item) = self.items.get(index) else {
+            return Ok(None);
+        };
+        self.next += 1;
+        let path = PathRef::Index(self.parent, index);
+        let de = NodeDe::new(item, &path);
+        seed.deserialize(de).map(Some).map_err(|e| de.locate(e))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.items.len().saturating_sub(self.next))
+    }
+}
+
+/// The entries of a mapping, in document order, without the entry at `skip`.
+struct MapDe<'de, 'p> {
+    entries: &'de [(Node, Node)],
+    next: usize,
+    skip: Option<usize>,
+    pending: Option<&'de (Node, Node)>,
+    parent: &'p PathRef<'p>,
+}
+
+impl MapDe<'_, '_> {
+    fn remaining(&self) -> usize {
+        let rest = self.entries.len().saturating_sub(self.next);
+        match self.skip {
+            Some(skip) if skip >= self.next && skip < self.entries.len() => rest.saturating_sub(1),
+            _ => rest,
+        }
+    }
+}
+
+impl<'de> MapAccess<'de> for MapDe<'de, '_> {
+    type Error = LocatedError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, LocatedError> {
+        if self.skip == Some(self.next) {
+            self.next += 1;
+        }
+        let Some(entry) = self.entries.get(self.next) else {
+            return Ok(None);
+        };
+        self.next += 1;
+        self.pending = Some(entry);
+        let path = PathRef::Key(self.parent, &entry.0);
+        let de = NodeDe::new(&entry.0, &path);
+        seed.deserialize(de).map(Some).map_err(|e| de.locate(e))
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, LocatedError> {
+        let Some(entry) = self.pending.take() else {
+            return Err(de::Error::custom("a map value was requested before its key"));
+        };
+        let path = PathRef::Key(self.parent, &entry.0);
+        let de = NodeDe::new(&entry.1, &path);
+        seed.deserialize(de).map_err(|e| de.locate(e))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.remaining())
+    }
+}
+
+/// An enum read from a string (`tag` is `None`) or from a mapping with a `type` entry.
+struct EnumDe<'de, 'p> {
+    de: NodeDe<'de, 'p>,
+    tag: Option<(usize, &'de (Node, Node))>,
+}
+
+impl<'de, 'p> EnumAccess<'de> for EnumDe<'de, 'p> {
+    type Error = LocatedError;
+    type Variant = VariantDe<'de, 'p>;
+
+    fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self::Variant), LocatedError> {
+        let variant = match self.tag {
+            None => seed.deserialize(self.de).map_err(|e| self.de.locate(e))?,
+            Some((_, (key, value))) => {
+                let path = PathRef::Key(self.de.path, key);
+                let de = NodeDe::new(value, &path);
+                seed.deserialize(de).map_err(|e| de.locate(e))?
+            }
+        };
+        Ok((variant, VariantDe { de: self.de, tag: self.tag.map(|(index, _)| index) }))
+    }
+}
+
+/// The content of an enum variant: nothing (string form) or the mapping minus `type`.
+struct VariantDe<'de, 'p> {
+    de: NodeDe<'de, 'p>,
+    tag: Option<usize>,
+}
+
+impl<'de> VariantDe<'de, '_> {
+    /// The mapping without its `type` entry.
+    fn content(&self, tag: usize) -> NodeDe<'de, '_> {
+        NodeDe { node: self.de.node, path: self.de.path, skip: Some(tag) }
+    }
+
+    fn needs_fields(&self) -> LocatedError {
+        let name = self.de.node.as_str().unwrap_or_default();
+        self.de.locate(de::Error::custom(format_args!(
+            "variant `{name}` has fields; expected a mapping with `type: {name}` and the variant's fields"
+        )))
+    }
+}
+
+impl<'de> VariantAccess<'de> for VariantDe<'de, '_> {
+    type Error = LocatedError;
+
+    fn unit_variant(self) -> Result<(), LocatedError> {
+        let Some(tag) = self.tag else {
+            return Ok(());
+        };
+        let NodeKind::Map(entries) = &self.de.node.kind else {
+            return Ok(());
+        };
+        match entries.iter().enumerate().find(|(i, _)| *i != tag) {
+            None => Ok(()),
+            Some((_, (key, _))) => {
+                let path = PathRef::Key(self.de.path, key);
+                Err(de::Error::unknown_field(&key_text(key), &[])).map_err(|e: LocatedError| e.locate(&path, key.mark))
+            }
+        }
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, LocatedError> {
+        match self.tag {
+            None => Err(self.needs_fields()),
+            Some(tag) => {
+                let content = self.content(tag);
+                seed.deserialize(content).map_err(|e| content.locate(e))
+            }
+        }
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, _visitor: V) -> Result<V::Value, LocatedError> {
+        Err(self.de.locate(de::Error::custom(
+            "tuple enum variants cannot be written in YAML files; expected a variant with named fields",
+        )))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, LocatedError> {
+        match self.tag {
+            None => Err(self.needs_fields()),
+            Some(tag) => self.content(tag).map(visitor),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+    use serde_json::{Value, json};
+
+    use super::super::yaml::parse;
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Campaign {
+        schema_version: u32,
+        #[serde(default)]
+        model: Option<String>,
+        #[serde(default)]
+        model_free: bool,
+        #[serde(default)]
+        ratio: Option<f64>,
+        targets: Vec<Target>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Target {
+        id: String,
+        transport: Transport,
+        #[serde(default)]
+        bindings: BTreeMap<String, BTreeMap<String, Value>>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    enum Transport {
+        #[serde(rename = "stdio")]
+        Stdio(StdioTransport),
+        #[serde(rename = "isolated_container")]
+        IsolatedContainer(ContainerTransport),
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct StdioTransport {
+        command: String,
+        #[serde(default)]
+        args: Vec<Value>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct ContainerTransport {
+        image: String,
+        uid: u32,
+        #[serde(default)]
+        gid: Option<u64>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "snake_case")]
+    enum Op {
+        Equals,
+        Matches,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Predicate {
+        op: Op,
+        value: Value,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    enum Shape {
+        #[serde(rename = "point")]
+        Point,
+        #[serde(rename = "circle")]
+        Circle { radius: f64 },
+        #[serde(rename = "pair")]
+        Pair(u8, u8),
+    }
+
+    const GOOD: &str = "\
+schema_version: 1
+targets:
+  - id: notes
+    transport:
+      type: stdio
+      command: elengtis-support-note
+      args: [--fast, {runner: canary}]
+    bindings:
+      basic:
+        submit: send_note
+        limit: 3
+  - id: boxed
+    transport: {type: isolated_container, image: 'img:1', uid: 1000}
+";
+
+    fn node(text: &str) -> Node {
+        match parse(text) {
+            Ok(node) => node,
+            Err(e) => panic!("yaml error {e} in {text:?}"),
+        }
+    }
+
+    fn load<T: DeserializeOwned + fmt::Debug>(text: &str) -> Result<T, DeError> {
+        from_node(&node(text))
+    }
+
+    fn fail<T: DeserializeOwned + fmt::Debug>(text: &str) -> DeError {
+        match load::<T>(text) {
+            Ok(value) => panic!("{text:?} deserialized to {value:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[track_caller]
+    fn check(e: &DeError, path: &str, line: usize, column: usize, message: &str) {
+        assert_eq!(e.path.to_string(), path, "path of {e}");
+        assert_eq!(e.mark, Mark::new(line, column), "mark of {e}");
+        assert!(e.message.contains(message), "message of {e} lacks {message:?}");
+    }
+
+    /// `GOOD` with `from` replaced by `to`.
+    fn edit(from: &str, to: &str) -> String {
+        assert!(GOOD.contains(from), "{from:?}");
+        GOOD.replacen(from, to, 1)
+    }
+
+    #[test]
+    fn good_campaign() {
+        let campaign: Campaign = load(GOOD).expect("good campaign");
+        assert_eq!(campaign.schema_version, 1);
+        assert_eq!(campaign.model, None);
+        assert_eq!(campaign.targets.len(), 2);
+        assert_eq!(
+            campaign.targets[0].transport,
+            Transport::Stdio(StdioTransport {
+                command: "elengtis-support-note".into(),
+                args: vec![json!("--fast"), json!({"runner": "canary"})],
+            })
+        );
+        assert_eq!(
+            campaign.targets[1].transport,
+            Transport::IsolatedContainer(ContainerTransport { image: "img:1".into(), uid: 1000, gid: None })
+        );
+        let basic = &campaign.targets[0].bindings["basic"];
+        assert_eq!(basic["submit"], json!("send_note"));
+        assert_eq!(basic["limit"], json!(3));
+    }
+
+    #[test]
+    fn misspelled_field_at_depth() {
+        let e = fail::<Campaign>(&edit("uid: 1000", "uidd: 1000"));
+        check(&e, "targets[1].transport.uidd", 13, 59, "unknown field `uidd`, expected one of `image`, `uid`, `gid`");
+        assert_eq!(
+            e.to_string(),
+            "targets[1].transport.uidd: unknown field `uidd`, expected one of `image`, `uid`, `gid`"
+        );
+        let e = fail::<Campaign>(&edit("      command:", "      comand:"));
+        check(&e, "targets[0].transport.comand", 6, 7, "unknown field `comand`, expected `command` or `args`");
+        let e = fail::<Campaign>(&edit("  - id: notes", "  - idd: notes"));
+        check(&e, "targets[0].idd", 3, 5, "unknown field `idd`, expected one of `id`, `transport`, `bindings`");
+        let e = fail::<Campaign>(&format!("{GOOD}extra: 1\n"));
+        check(&e, "extra", 14, 1, "unknown field `extra`");
+    }
+
+    #[test]
+    fn wrong_types() {
+        let e = fail::<Campaign>(&edit("uid: 1000", "uid: '1000'"));
+        check(&e, "targets[1].transport.uid", 13, 64, "invalid type: string \"1000\", expected u32");
+        let e = fail::<Campaign>(&edit("id: notes", "id: 123"));
+        assert_eq!(e.message, "invalid type: integer `123`, expected a string");
+        check(&e, "targets[0].id", 3, 9, "");
+        let e = fail::<Campaign>(&edit("uid: 1000", "uid: -1"));
+        check(&e, "targets[1].transport.uid", 13, 64, "invalid value: integer `-1`, expected u32");
+        let e = fail::<Campaign>(&edit("uid: 1000", "uid: 4294967296"));
+        check(&e, "targets[1].transport.uid", 13, 64, "invalid value: integer `4294967296`, expected u32");
+        let e = fail::<Campaign>(&edit("uid: 1000", "uid: 1.5"));
+        check(&e, "targets[1].transport.uid", 13, 64, "invalid type: floating point `1.5`, expected u32");
+        let e = fail::<Campaign>(&edit("schema_version: 1", "schema_version: yes"));
+        check(&e, "schema_version", 1, 17, "invalid type: boolean `true`, expected u32");
+        let e = fail::<Campaign>(&edit("schema_version: 1", "schema_version:"));
+        // An empty value is placed at the colon.
+        check(&e, "schema_version", 1, 15, "invalid type: null, expected u32");
+        let e = fail::<Campaign>("schema_version: 1\ntargets: {a: 1}\n");
+        check(&e, "targets", 2, 10, "invalid type: map, expected a sequence");
+        let e = fail::<Campaign>("schema_version: 1\ntargets: [1]\n");
+        check(&e, "targets[0]", 2, 11, "invalid type: integer `1`, expected struct Target");
+        let e = fail::<Campaign>("- 1\n");
+        check(&e, "document root", 1, 1, "invalid type: sequence, expected struct Campaign");
+        let e = fail::<Campaign>("just text\n");
+        check(&e, "document root", 1, 1, "invalid type: string \"just text\", expected struct Campaign");
+        let e = fail::<Campaign>("schema_version: 1\nmodel_free: 'yes'\ntargets: []\n");
+        check(&e, "model_free", 2, 13, "invalid type: string \"yes\", expected a boolean");
+        let e = fail::<Campaign>("schema_version: 1\nmodel: 5\ntargets: []\n");
+        check(&e, "model", 2, 8, "invalid type: integer `5`, expected a string");
+        let e = fail::<Campaign>("schema_version: 1\nratio: '0.5'\ntargets: []\n");
+        check(&e, "ratio", 2, 8, "expected f64");
+    }
+
+    #[test]
+    fn scalar_conversions() {
+        let c: Campaign = load("schema_version: 010\nmodel_free: yes\nmodel: ~\nratio: 2\ntargets: []\n").expect("ok");
+        assert_eq!(c.schema_version, 8);
+        assert!(c.model_free);
+        assert_eq!(c.model, None);
+        assert_eq!(c.ratio, Some(2.0));
+        let c: Campaign =
+            load("schema_version: 0x10\nmodel_free: Off\nmodel: 'yes'\nratio: .inf\ntargets: []\n").expect("ok");
+        assert_eq!(c.schema_version, 16);
+        assert!(!c.model_free);
+        assert_eq!(c.model.as_deref(), Some("yes"));
+        assert_eq!(c.ratio, Some(f64::INFINITY));
+        // `1e3` is a string in PyYAML, so it is not a number.
+        let e = fail::<Campaign>("schema_version: 1e3\ntargets: []\n");
+        check(&e, "schema_version", 1, 17, "invalid type: string \"1e3\", expected u32");
+        let c: Campaign = load("schema_version: 1\nmodel: 1e3\ntargets: []\n").expect("ok");
+        assert_eq!(c.model.as_deref(), Some("1e3"));
+        // Quoted "yes" stays a string.
+        let v: BTreeMap<String, Value> = load("a: 'yes'\nb: yes\nc: \"010\"\nd: 010\ne: 1.0e+3\n").expect("ok");
+        assert_eq!(v["a"], json!("yes"));
+        assert_eq!(v["b"], json!(true));
+        assert_eq!(v["c"], json!("010"));
+        assert_eq!(v["d"], json!(8));
+        assert_eq!(v["e"], json!(1000.0));
+        let t: (char, i8, u64, f32) = load("[x, -128, 9223372036854775807, 1]").expect("ok");
+        assert_eq!(t, ('x', -128, 9_223_372_036_854_775_807, 1.0));
+    }
+
+    #[test]
+    fn missing_field() {
+        let e = fail::<Campaign>(&edit("      command: elengtis-support-note\n", ""));
+        check(&e, "targets[0].transport", 5, 7, "missing field `command`");
+        let e = fail::<Campaign>(&edit("  - id: boxed\n", "  - \n"));
+        check(&e, "targets[1]", 13, 5, "missing field `id`");
+        let e = fail::<Campaign>("targets: []\n");
+        check(&e, "document root", 1, 1, "missing field `schema_version`");
+    }
+
+    #[test]
+    fn enum_type_errors() {
+        let e = fail::<Campaign>(&edit("type: stdio", "type: stdoi"));
+        check(
+            &e,
+            "targets[0].transport.type",
+            5,
+            13,
+            "unknown variant `stdoi`, expected `stdio` or `isolated_container`",
+        );
+        let e = fail::<Campaign>(&edit("      type: stdio\n", ""));
+        check(&e, "targets[0].transport", 5, 7, "missing field `type`");
+        assert_eq!(e.message, "missing field `type`");
+        let e = fail::<Campaign>(&edit("type: stdio", "type: 0"));
+        check(&e, "targets[0].transport.type", 5, 13, "invalid type: integer `0`, expected variant identifier");
+        let e = fail::<Campaign>(&edit("transport: {type: isolated_container, ", "transport: {"));
+        check(&e, "targets[1].transport", 13, 16, "missing field `type`");
+        let e = fail::<Campaign>(&edit("      type: stdio\n", "      type: stdio\n      foo: 1\n"));
+        check(&e, "targets[0].transport.foo", 6, 7, "unknown field `foo`, expected `command` or `args`");
+        // The `type` key may come anywhere in the mapping.
+        let moved = edit(
+            "{type: isolated_container, image: 'img:1', uid: 1000}",
+            "{image: 'img:1', uid: 1000, type: isolated_container}",
+        );
+        let c: Campaign = load(&moved).expect("type last");
+        assert!(matches!(c.targets[1].transport, Transport::IsolatedContainer(_)));
+        // Content errors in a variant point into the mapping.
+        let e = fail::<Campaign>(&edit("uid: 1000", "uid: x"));
+        check(&e, "targets[1].transport.uid", 13, 64, "invalid type: string \"x\", expected u32");
+        let e = fail::<Campaign>(&edit(", uid: 1000}", "}"));
+        check(&e, "targets[1].transport", 13, 16, "missing field `uid`");
+        // A newtype variant cannot be written as a bare string.
+        let e = fail::<Campaign>(&edit(
+            "transport: {type: isolated_container, image: 'img:1', uid: 1000}",
+            "transport: stdio",
+        ));
+        check(&e, "targets[1].transport", 13, 16, "variant `stdio` has fields; expected a mapping with `type: stdio`");
+        let e = fail::<Campaign>(&edit(
+            "transport: {type: isolated_container, image: 'img:1', uid: 1000}",
+            "transport: [stdio]",
+        ));
+        check(&e, "targets[1].transport", 13, 16, "invalid type: sequence, expected enum Transport");
+    }
+
+    #[test]
+    fn unit_struct_and_tuple_variants() {
+        let p: Predicate = load("op: equals\nvalue: [1]\n").expect("ok");
+        assert_eq!(p, Predicate { op: Op::Equals, value: json!([1]) });
+        let p: Predicate = load("op: {type: matches}\nvalue: x\n").expect("ok");
+        assert_eq!(p.op, Op::Matches);
+        let e = fail::<Predicate>("op: equal\nvalue: 1\n");
+        check(&e, "op", 1, 5, "unknown variant `equal`, expected `equals` or `matches`");
+        let e = fail::<Predicate>("op: {type: equals, x: 1}\nvalue: 1\n");
+        check(&e, "op.x", 1, 20, "unknown field `x`, there are no fields");
+        let e = fail::<Predicate>("op: 1\nvalue: 1\n");
+        check(&e, "op", 1, 5, "invalid type: integer `1`, expected enum Op");
+        let e = fail::<Predicate>("op: equals\n");
+        check(&e, "document root", 1, 1, "missing field `value`");
+
+        let shapes: Vec<Shape> = load("- point\n- {type: point}\n- {type: circle, radius: 2}\n").expect("ok");
+        assert_eq!(shapes, vec![Shape::Point, Shape::Point, Shape::Circle { radius: 2.0 }]);
+        let e = fail::<Vec<Shape>>("- {type: circle, radius: 2, x: 1}\n");
+        check(&e, "[0].x", 1, 29, "unknown field `x`, expected `radius`");
+        let e = fail::<Vec<Shape>>("- {type: circle}\n");
+        check(&e, "[0]", 1, 3, "missing field `radius`");
+        let e = fail::<Vec<Shape>>("- point\n- circle\n");
+        check(&e, "[1]", 2, 3, "variant `circle` has fields");
+        let e = fail::<Vec<Shape>>("- {type: pair}\n");
+        check(&e, "[0]", 1, 3, "tuple enum variants");
+        let e = fail::<Vec<Shape>>("- {type: square}\n");
+        check(&e, "[0].type", 1, 10, "unknown variant `square`, expected one of `point`, `circle`, `pair`");
+    }
+
+    #[test]
+    fn bindings_keep_order_and_values() {
+        let text = "z: {b: 1, a: [x, {k: ~}], c: .5}\n\"my key\": {n: null}\n";
+        let v: BTreeMap<String, serde_json::Map<String, Value>> = load(text).expect("ok");
+        let keys: Vec<&String> = v["z"].keys().collect();
+        assert_eq!(keys, ["b", "a", "c"]);
+        assert_eq!(Value::Object(v["z"].clone()), json!({"b": 1, "a": ["x", {"k": null}], "c": 0.5}));
+        let whole: Value = load(text).expect("ok");
+        assert_eq!(whole, node(text).to_json());
+        let e = fail::<BTreeMap<String, BTreeMap<String, u8>>>("\"my key\": {\"a.b\": 300}\n");
+        check(&e, "[\"my key\"][\"a.b\"]", 1, 19, "invalid value: integer `300`, expected u8");
+    }
+
+    #[test]
+    fn first_problem_is_reported() {
+        let e = fail::<Campaign>("schema_version: x\ntargets: 5\nbogus: 1\n");
+        check(&e, "schema_version", 1, 17, "expected u32");
+        let e = fail::<Campaign>("bogus: 1\nschema_version: x\n");
+        check(&e, "bogus", 1, 1, "unknown field `bogus`");
+    }
+
+    #[test]
+    fn aliases_deserialize() {
+        let text = "\
+schema_version: 1
+targets:
+  - id: a
+    transport: &t {type: stdio, command: run}
+  - id: b
+    transport: *t
+";
+        let c: Campaign = load(text).expect("ok");
+        assert_eq!(c.targets[0].transport, c.targets[1].transport);
+        // Errors inside an alias point at the alias, then at the anchored text.
+        let text = text.replace("command: run", "command: run, bad: 1");
+        let e = fail::<Campaign>(&text);
+        check(&e, "targets[0].transport.bad", 4, 47, "unknown field `bad`");
+        let text = "schema_version: &v x\ntargets: []\nmodel: *v\n";
+        let e = fail::<Campaign>(text);
+        check(&e, "schema_version", 1, 17, "expected u32");
+        let e = fail::<BTreeMap<String, u8>>("a: &v x\nb: *v\n");
+        check(&e, "a", 1, 4, "expected u8");
+        let e = fail::<BTreeMap<String, String>>("a: &v [1]\nb: *v\n");
+        check(&e, "a", 1, 4, "expected a string");
+        let e = fail::<BTreeMap<String, Vec<String>>>("a: [x]\nb: &v [1]\n");
+        check(&e, "b[0]", 2, 8, "invalid type: integer `1`, expected a string");
+    }
+
+    #[test]
+    fn custom_errors_are_located() {
+        #[derive(Debug, Deserialize)]
+        #[serde(try_from = "String")]
+        struct Id(#[allow(dead_code)] String);
+        impl TryFrom<String> for Id {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                if s.chars().all(|c| c.is_ascii_lowercase()) {
+                    Ok(Id(s))
+                } else {
+                    Err(format!("invalid id `{s}`, expected lowercase letters"))
+                }
+            }
+        }
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Holder {
+            #[allow(dead_code)]
+            ids: Vec<Id>,
+        }
+        let e = fail::<Holder>("ids:\n  - ok\n  - Not OK\n");
+        check(&e, "ids[1]", 3, 5, "invalid id `Not OK`, expected lowercase letters");
+    }
+
+    #[test]
+    fn lengths_and_options() {
+        let e = fail::<(u8, u8)>("[1, 2, 3]");
+        check(&e, "document root", 1, 1, "invalid length 3, expected 2 elements in sequence");
+        let e = fail::<(u8, u8)>("[1]");
+        check(&e, "document root", 1, 1, "invalid length 1, expected a tuple of size 2");
+        let v: Option<Vec<u8>> = load("~").expect("ok");
+        assert_eq!(v, None);
+        let v: Vec<Option<u8>> = load("[1, null, ]").expect("ok");
+        assert_eq!(v, vec![Some(1), None]);
+        let u: () = load("null").expect("ok");
+        assert_eq!(u, ());
+        let e = fail::<()>("1");
+        check(&e, "document root", 1, 1, "invalid type: integer `1`, expected unit");
+        let c: char = load("'é'").expect("ok");
+        assert_eq!(c, 'é');
+        let e = fail::<char>("ab");
+        check(&e, "document root", 1, 1, "expected a character");
+        let e = fail::<u128>("x");
+        check(&e, "document root", 1, 1, "expected u128");
+        let n: i128 = load("-5").expect("ok");
+        assert_eq!(n, -5);
+    }
+
+    #[test]
+    fn from_json_nodes_have_paths_but_no_marks() {
+        let tree =
+            Node::from_json(&json!({"schema_version": 1, "targets": [{"id": "a", "transport": {"type": "stdio"}}]}));
+        let e = from_node::<Campaign>(&tree).expect_err("missing command");
+        assert_eq!(e.path.to_string(), "targets[0].transport");
+        assert_eq!(e.mark, Mark::UNKNOWN);
+        assert_eq!(e.message, "missing field `command`");
+    }
+
+    #[test]
+    fn deepest_document_fits_on_a_small_stack() {
+        // 256 levels (the parser's limit) of block sequences, as `Value` and as `Vec`s.
+        let text: String = (0..256).map(|i| format!("{}- \n", " ".repeat(i))).collect();
+        let tree = node(&text);
+        let worker = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || {
+                let value: Value = from_node(&tree).expect("value");
+                let e = from_node::<Vec<Vec<u8>>>(&tree).expect_err("too shallow");
+                (value, e)
+            })
+            .expect("spawn");
+        let (mut value, e) = worker.join().expect("no stack overflow");
+        assert_eq!(e.path.to_string(), "[0][0]");
+        let mut depth = 0;
+        while let Value::Array(mut items) = value {
+            depth += 1;
+            value = items.pop().unwrap_or(Value::Null);
+        }
+        assert_eq!(depth, 256);
+    }
+
+    #[test]
+    fn path_display() {
+        let p = Path::root();
+        assert_eq!(p.to_string(), "document root");
+        assert!(p.is_root());
+        let p = p.key("targets").index(0).key("transport").key("uid");
+        assert_eq!(p.to_string(), "targets[0].transport.uid");
+        let p = Path::root().key("bindings").key("my key").key("x-y_1").index(3);
+        assert_eq!(p.to_string(), "bindings[\"my key\"].x-y_1[3]");
+        assert_eq!(Path::root().key("").to_string(), "[\"\"]");
+        assert_eq!(Path::root().index(2).key("a").to_string(), "[2].a");
+        assert_eq!(Path::root().key("a\"b").to_string(), "[\"a\\\"b\"]");
+        assert_eq!(Path::root().key("a.b").key("c").to_string(), "[\"a.b\"].c");
+        let e = DeError { path: Path::root().key("a"), mark: Mark::new(1, 1), message: "boom".into() };
+        assert_eq!(e.to_string(), "a: boom");
+    }
+
+    #[test]
+    fn found_path_points_at_node() {
+        let text = edit("uid: 1000", "uidd: 1000");
+        let tree = node(&text);
+        let e = from_node::<Campaign>(&tree).expect_err("unknown field");
+        // The path of an unknown field names the key; `find` reaches its value.
+        let value = tree.find(&e.path).expect("found");
+        assert_eq!(value.kind, NodeKind::Int(1000));
+        let e = fail::<Campaign>(&edit("uid: 1000", "uid: x"));
+        assert_eq!(tree.find(&e.path).map(|n| n.mark), None);
+        assert_eq!(node(GOOD).find(&e.path).map(|n| n.mark), Some(e.mark));
+    }
+}

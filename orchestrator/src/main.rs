@@ -1,0 +1,394 @@
+//! The `elengtis` command line: parse flags, call the engine, map outcomes to exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use elengtis::exit_codes;
+use elengtis::format::campaign::Engine;
+use elengtis::format::{self, LoadError, LoadOptions, Overrides};
+use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport};
+use serde_json::json;
+
+/// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
+#[derive(Debug, Parser)]
+#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 130 interrupted).")]
+struct Cli {
+    /// Log filter for diagnostics on stderr (e.g. `info`, `elengtis=debug`); also ELENGTIS_LOG.
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a campaign and its scenarios without contacting anything; print the trial ids.
+    Validate {
+        /// The campaign file (.yaml or .yml).
+        campaign: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a campaign, or continue one with --resume.
+    Run(RunArgs),
+    /// Start each target as a trial would, list its tools, check the campaign's tool names, tear down.
+    Preflight {
+        /// The campaign file.
+        campaign: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write campaign.schema.json and scenario.schema.json, generated from this build.
+    Schema {
+        /// Directory to write into (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run a packaged example (no API key, network or Docker needed).
+    Example {
+        /// Which example (default: support-note; see --list).
+        name: Option<String>,
+        /// List the examples.
+        #[arg(long)]
+        list: bool,
+        /// Trials per target × scenario.
+        #[arg(long)]
+        trials: Option<u32>,
+        /// Results directory (must not exist).
+        #[arg(long, required_unless_present = "list")]
+        out: Option<PathBuf>,
+        /// Print one JSON object instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summarise result directories: per model × engine × scenario, with Wilson intervals.
+    Analyze {
+        /// A results directory (repeatable).
+        #[arg(long = "input", required = true)]
+        inputs: Vec<PathBuf>,
+        /// Where to write summary.json and summary.md.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// The campaign file (required for a new run).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Results directory: new for a run, existing with --resume.
+    #[arg(long)]
+    out: PathBuf,
+    /// Continue the run in --out: skip complete trials, retry the rest.
+    #[arg(long)]
+    resume: bool,
+    /// Override `trials`.
+    #[arg(long)]
+    trials: Option<u32>,
+    /// Override `step_budget`.
+    #[arg(long)]
+    step_budget: Option<u32>,
+    /// Override `engine`.
+    #[arg(long)]
+    engine: Option<Engine>,
+    /// Override `model`.
+    #[arg(long)]
+    model: Option<String>,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+/// An error with the exit code it maps to.
+struct Failure {
+    code: i32,
+    error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(error: E) -> Self {
+        let error = error.into();
+        let code = if let Some(e) = error.downcast_ref::<RunError>() {
+            run_error_code(e)
+        } else if error.downcast_ref::<LoadError>().is_some() {
+            exit_codes::INVALID_CONFIG
+        } else {
+            exit_codes::IO
+        };
+        Failure { code, error }
+    }
+}
+
+fn run_error_code(e: &RunError) -> i32 {
+    match e {
+        RunError::Load(_) => exit_codes::INVALID_CONFIG,
+        RunError::Unavailable(_) => exit_codes::UNAVAILABLE,
+        RunError::Store(s) if s.is_disk_full() => exit_codes::IO,
+        RunError::Exists(_)
+        | RunError::NotARun { .. }
+        | RunError::Manifest { .. }
+        | RunError::Version { .. }
+        | RunError::Store(_) => exit_codes::RESULTS_DIR,
+        RunError::Create { .. } | RunError::Http(_) => exit_codes::IO,
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The original CLI's form `elengtis --config … --out …` means `run`.
+    let args = if args.get(1).is_some_and(|a| {
+        a.to_string_lossy().starts_with('-') && !matches!(a.to_str(), Some("-h" | "--help" | "-V" | "--version"))
+    }) {
+        let mut with_run = vec![args[0].clone(), "run".into()];
+        with_run.extend(args[1..].iter().cloned());
+        with_run
+    } else {
+        args
+    };
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit_codes::USAGE } else { exit_codes::SUCCESS };
+            let _ = e.print();
+            return exit(code);
+        }
+    };
+    init_logging(cli.log.as_deref());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: failed to start the async runtime: {e}");
+            return exit(exit_codes::IO);
+        }
+    };
+    match runtime.block_on(dispatch(cli.command)) {
+        Ok(code) => exit(code),
+        Err(failure) => {
+            eprintln!("error: {:#}", failure.error);
+            exit(failure.code)
+        }
+    }
+}
+
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn init_logging(filter: Option<&str>) {
+    let filter =
+        filter.map(str::to_owned).or_else(|| std::env::var("ELENGTIS_LOG").ok()).unwrap_or_else(|| "warn".to_owned());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&filter)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+async fn dispatch(command: Command) -> Result<i32, Failure> {
+    match command {
+        Command::Validate { campaign, json } => validate(&campaign, json),
+        Command::Run(args) => run_command(args).await,
+        Command::Preflight { campaign, json } => preflight(&campaign, json).await,
+        Command::Schema { out } => schema(&out),
+        Command::Example { name, list, trials, out, json } => example(name, list, trials, out, json).await,
+        Command::Analyze { inputs, out } => analyze(&inputs, &out),
+    }
+}
+
+fn print_warnings(warnings: &[format::Diagnostic]) {
+    for w in warnings {
+        eprintln!("{w}");
+    }
+}
+
+fn validate(path: &Path, json: bool) -> Result<i32, Failure> {
+    match format::load_campaign(path, &LoadOptions::default()) {
+        Ok(bundle) => {
+            let trials: Vec<String> = elengtis::matrix::expand(&bundle).into_iter().map(|t| t.trial_id).collect();
+            if json {
+                println!("{}", json!({"valid": true, "trials": trials, "diagnostics": bundle.warnings}));
+            } else {
+                print_warnings(&bundle.warnings);
+                for id in &trials {
+                    println!("{id}");
+                }
+            }
+            Ok(exit_codes::SUCCESS)
+        }
+        Err(e) if json => {
+            println!(
+                "{}",
+                json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
+            );
+            Ok(exit_codes::INVALID_CONFIG)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn report(report: &RunReport, json: bool) -> i32 {
+    if let Some((offset, bytes)) = report.recovered_tail {
+        eprintln!(
+            "note: cut a torn final row ({bytes} bytes at offset {offset}) left in runs.jsonl by an interrupted run; that attempt is retried"
+        );
+    }
+    let (code, message) = match &report.end {
+        RunEnd::Complete => (exit_codes::SUCCESS, None),
+        RunEnd::Incomplete(m) | RunEnd::Stopped(m) => (exit_codes::RUN_INCOMPLETE, Some(m.clone())),
+        RunEnd::Interrupted => (
+            exit_codes::INTERRUPTED,
+            Some(format!(
+                "interrupted; the trial in progress was not recorded. Continue with `elengtis run --resume --out {}`",
+                report.out.display()
+            )),
+        ),
+    };
+    if json {
+        println!(
+            "{}",
+            json!({
+                "out": report.out, "run_id": report.run_id, "attempts": report.attempts_now,
+                "end": match &report.end { RunEnd::Complete => "complete", RunEnd::Incomplete(_) => "incomplete", RunEnd::Stopped(_) => "stopped", RunEnd::Interrupted => "interrupted" },
+                "message": message, "summary": report.summary,
+            })
+        );
+    } else {
+        print!("{}", report.summary);
+        println!("results: {}", report.out.display());
+        if let Some(m) = message {
+            eprintln!("error: {m}");
+        }
+    }
+    code
+}
+
+async fn run_command(args: RunArgs) -> Result<i32, Failure> {
+    let overrides = Overrides {
+        trials: args.trials,
+        step_budget: args.step_budget,
+        engine: args.engine,
+        model: args.model.clone(),
+    };
+    let options = RunOptions { progress: RunOptions::default().progress && !args.json, ..RunOptions::default() };
+    let result = if args.resume {
+        if args.config.is_some() || !overrides.is_empty() {
+            return Err(Failure {
+                code: exit_codes::USAGE,
+                error: anyhow::anyhow!(
+                    "--resume continues the run exactly as it was started; it takes no --config or overrides"
+                ),
+            });
+        }
+        run::resume(&args.out, &options).await?
+    } else {
+        let Some(config) = args.config else {
+            return Err(Failure {
+                code: exit_codes::USAGE,
+                error: anyhow::anyhow!("a new run needs --config CAMPAIGN (or --resume to continue --out)"),
+            });
+        };
+        let mut bundle = format::load_campaign(&config, &LoadOptions::default())?;
+        print_warnings(&bundle.warnings);
+        format::apply_overrides(&mut bundle, &overrides)?;
+        run::start(&bundle, &args.out, false, &options).await?
+    };
+    Ok(report(&result, args.json))
+}
+
+async fn preflight(path: &Path, json: bool) -> Result<i32, Failure> {
+    let bundle = format::load_campaign(path, &LoadOptions::default())?;
+    print_warnings(&bundle.warnings);
+    let checks = elengtis::preflight::run(&bundle, elengtis::target::Limits::default()).await;
+    let ok = checks.iter().all(|c| c.ok);
+    if json {
+        println!("{}", json!({"ok": ok, "targets": checks}));
+    } else {
+        for check in &checks {
+            if let Some(w) = &check.warning {
+                eprintln!("WARNING: {w}");
+            }
+            println!("{}", check.line());
+        }
+    }
+    Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
+}
+
+fn schema(out: &Path) -> Result<i32, Failure> {
+    std::fs::create_dir_all(out).with_context(|| format!("failed to create {}", out.display()))?;
+    for (name, content) in elengtis::schema::schemas() {
+        let path = out.join(name);
+        elengtis::results::store::write_atomic(&path, content.as_bytes())?;
+        println!("{}", path.display());
+    }
+    Ok(exit_codes::SUCCESS)
+}
+
+async fn example(
+    name: Option<String>,
+    list: bool,
+    trials: Option<u32>,
+    out: Option<PathBuf>,
+    json: bool,
+) -> Result<i32, Failure> {
+    use elengtis::examples;
+    if list {
+        for e in examples::EXAMPLES {
+            println!("{:<14} {}", e.name, e.description);
+        }
+        return Ok(exit_codes::SUCCESS);
+    }
+    let name = name.unwrap_or_else(|| examples::EXAMPLES[0].name.to_owned());
+    let Some(example) = examples::find(&name) else {
+        let names: Vec<&str> = examples::EXAMPLES.iter().map(|e| e.name).collect();
+        return Err(Failure {
+            code: exit_codes::USAGE,
+            error: anyhow::anyhow!("unknown example `{name}`; available: {}", names.join(", ")),
+        });
+    };
+    let Some(out) = out else {
+        return Err(Failure { code: exit_codes::USAGE, error: anyhow::anyhow!("--out DIR is required") });
+    };
+    if out.exists() {
+        return Err(RunError::Exists(out).into());
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
+    let campaign = examples::write(example, &out.join("example"))
+        .with_context(|| format!("failed to write the example into {}", out.display()))?;
+    let mut bundle = format::load_campaign(&campaign, &LoadOptions::default())?;
+    format::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
+    let options = RunOptions { progress: RunOptions::default().progress && !json, ..RunOptions::default() };
+    let result = run::start(&bundle, &out, true, &options).await?;
+    Ok(report(&result, json))
+}
+
+fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Failure> {
+    use elengtis::analyze::{self, RunInput};
+    let mut runs = Vec::new();
+    for dir in inputs {
+        let manifest_path = dir.join("manifest.json");
+        let text = std::fs::read_to_string(&manifest_path)
+            .with_context(|| format!("failed to read {}", manifest_path.display()))?;
+        let manifest =
+            serde_json::from_str(&text).with_context(|| format!("failed to parse {}", manifest_path.display()))?;
+        let rows = elengtis::results::store::read_rows(&dir.join("runs.jsonl"))?;
+        runs.push(RunInput { label: dir.display().to_string(), manifest, rows });
+    }
+    let analysis =
+        analyze::analyze(&runs).map_err(|e| Failure { code: exit_codes::INVALID_CONFIG, error: e.into() })?;
+    std::fs::create_dir_all(out).with_context(|| format!("failed to create {}", out.display()))?;
+    let json_text = serde_json::to_string_pretty(&analysis.json).context("failed to render summary.json")? + "\n";
+    elengtis::results::store::write_atomic(&out.join("summary.json"), json_text.as_bytes())?;
+    elengtis::results::store::write_atomic(&out.join("summary.md"), analysis.markdown.as_bytes())?;
+    print!("{}", analysis.markdown);
+    println!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
+    Ok(exit_codes::SUCCESS)
+}

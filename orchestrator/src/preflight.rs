@@ -1,0 +1,200 @@
+//! Preflight: start each target the way a trial would, list its tools, check that every
+//! tool the campaign names exists and every exercise allowlist can be satisfied, and tear
+//! it down — no scenario action, no model.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::format::Bundle;
+use crate::format::campaign::{Target, Transport};
+use crate::format::scenario::{Action, Scenario, ToolSelection};
+use crate::format::script::Script;
+use crate::refs::{self, RefKind, Values};
+use crate::target::{self, HttpLaunch, Limits, StdioLaunch};
+
+/// The preflight result of one target.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetCheck {
+    /// Target id.
+    pub target: String,
+    /// Transport type.
+    pub transport: &'static str,
+    /// Everything checked out.
+    pub ok: bool,
+    /// Tools the target lists.
+    pub tools: Vec<String>,
+    /// Problems found.
+    pub problems: Vec<String>,
+    /// A caution that does not fail the check.
+    pub warning: Option<String>,
+}
+
+impl TargetCheck {
+    /// The one line printed for this target.
+    pub fn line(&self) -> String {
+        let kind = match self.transport {
+            "stdio" => "stdio target",
+            "streamable_http" => "remote tool",
+            _ => "isolated container",
+        };
+        if self.ok {
+            format!("{}: {kind} preflight passed ({} tools)", self.target, self.tools.len())
+        } else {
+            format!("{}: {kind} preflight FAILED: {}", self.target, self.problems.join("; "))
+        }
+    }
+}
+
+/// Tool names a scenario (and the campaign's script) will use for one target, with where.
+fn named_tools(scenario: &Scenario, target: &Target, script: Option<&Script>) -> Vec<(String, String)> {
+    let bindings = target.bindings.get(&scenario.id).cloned().unwrap_or_default();
+    let values = Values { bindings, ..Values::default() };
+    let mut out = Vec::new();
+    let mut add = |value: &Value, where_: String| {
+        if refs::find_refs(value).iter().all(|r| r.kind == RefKind::Binding) {
+            if let Ok(Value::String(name)) = values.resolve(value) {
+                out.push((name, where_));
+            }
+        }
+    };
+    let actions = scenario
+        .setup
+        .iter()
+        .map(|a| ("setup", a))
+        .chain(scenario.verify.checks.iter().map(|c| ("verify", &c.action)))
+        .chain(scenario.cleanup.iter().map(|a| ("cleanup", a)));
+    for (phase, action) in actions {
+        if let Action::McpTool(a) = action {
+            add(&a.tool, format!("{phase} action `{}`", a.id));
+        }
+    }
+    for rule in scenario.proposal_rules.iter().chain(&scenario.safety_rules) {
+        add(&rule.tool, format!("rule `{}`", rule.id));
+    }
+    if let ToolSelection::List(items) = &scenario.exercise.tools {
+        for item in items {
+            add(item, "exercise.tools".into());
+        }
+    }
+    if let Some(script) = script {
+        for step in script.expanded().steps {
+            for call in step.calls {
+                add(&call.tool, "script".into());
+            }
+        }
+    }
+    out
+}
+
+/// Check every target of a bundle.
+pub async fn run(bundle: &Bundle, limits: Limits) -> Vec<TargetCheck> {
+    let mut checks = Vec::new();
+    for target in &bundle.campaign.value.targets {
+        checks.push(check_target(bundle, target, limits).await);
+    }
+    checks
+}
+
+async fn check_target(bundle: &Bundle, target: &Target, limits: Limits) -> TargetCheck {
+    let mut check = TargetCheck {
+        target: target.id.clone(),
+        transport: target.transport.kind(),
+        ok: false,
+        tools: Vec::new(),
+        problems: Vec::new(),
+        warning: None,
+    };
+    let dir = match tempfile::Builder::new().prefix("elengtis-preflight-").tempdir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            check.problems.push(format!("failed to create a temporary directory: {e}"));
+            return check;
+        }
+    };
+    let mut values = Values::default();
+    values.runner.insert("canary".into(), json!("ELENGTIS-PREFLIGHT"));
+    values.runner.insert("trial_dir".into(), json!(dir.path().display().to_string()));
+    values.runner.insert("collector".into(), json!(dir.path().join("collector.jsonl").display().to_string()));
+    values.runner.insert("evidence_dir".into(), json!(dir.path().display().to_string()));
+    values.runner.insert("trial_id".into(), json!(format!("{}--preflight--0", target.id)));
+    values.runner.insert("attempt_id".into(), json!("preflight"));
+    let opened = match &target.transport {
+        Transport::Stdio(stdio) => {
+            // Arguments may bind per scenario; the first scenario's bindings stand in.
+            if let Some(first) = bundle.scenarios.first() {
+                values.bindings = target.bindings.get(&first.value.id).cloned().unwrap_or_default();
+            }
+            let args: Result<Vec<String>, _> =
+                stdio.args.iter().map(|a| values.resolve(a).map(|v| refs::python_str(&v))).collect();
+            let env: Result<Vec<(String, String)>, String> = stdio
+                .env
+                .iter()
+                .map(|(k, r)| {
+                    std::env::var(&r.env)
+                        .map(|v| (k.clone(), v))
+                        .map_err(|_| format!("environment variable {} is not set", r.env))
+                })
+                .collect();
+            match (args, env) {
+                (Ok(args), Ok(env)) => {
+                    target::open_stdio(&StdioLaunch { command: stdio.command.clone(), args, env }, limits)
+                        .await
+                        .map_err(|f| f.error.to_string())
+                }
+                (Err(e), _) => Err(e.to_string()),
+                (_, Err(e)) => Err(e),
+            }
+        }
+        Transport::StreamableHttp(http) => {
+            check.warning = Some(format!("{} is externally managed; reset and isolation are not asserted", target.id));
+            match crate::actions::env_headers(&http.headers) {
+                Ok(headers) => target::open_http(&HttpLaunch { url: http.url.clone(), headers }, limits)
+                    .await
+                    .map_err(|f| f.error.to_string()),
+                Err(e) => Err(e),
+            }
+        }
+        Transport::IsolatedContainer(c) => {
+            Err(format!("isolated_container targets are not available in this build yet (image {})", c.image))
+        }
+    };
+    let session = match opened {
+        Ok(session) => session,
+        Err(e) => {
+            check.problems.push(e);
+            return check;
+        }
+    };
+    let listed = session.list_tools().await;
+    let closed = session.close().await;
+    match listed {
+        Ok(tools) => check.tools = tools.iter().map(|t| t.name.to_string()).collect(),
+        Err(e) => check.problems.push(e.to_string()),
+    }
+    check.problems.extend(closed.errors.iter().map(|e| format!("teardown: {e}")));
+    if check.problems.is_empty() {
+        let listed: BTreeSet<&str> = check.tools.iter().map(String::as_str).collect();
+        let campaign = &bundle.campaign.value;
+        let script = (!campaign.model_free && campaign.model.is_none())
+            .then(|| campaign.script.clone().unwrap_or_else(Script::default_policy));
+        for scenario in &bundle.scenarios {
+            let mut missing = BTreeSet::new();
+            for (name, where_) in named_tools(&scenario.value, target, script.as_ref()) {
+                if !listed.contains(name.as_str()) {
+                    missing.insert(format!("`{name}` ({where_})"));
+                }
+            }
+            if !missing.is_empty() {
+                check.problems.push(format!(
+                    "scenario {} names tools the target does not list: {}",
+                    scenario.value.id,
+                    missing.into_iter().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+    }
+    check.ok = check.problems.is_empty();
+    check
+}

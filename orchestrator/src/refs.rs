@@ -1,0 +1,367 @@
+//! References: data, not templates.
+//!
+//! A YAML value that is a map with exactly one key `binding`, `capture`, `runner` or (in
+//! scripts) `output` stands for a value supplied per trial: the target's binding, a value
+//! captured by an earlier action, a value the runner makes (the canary, the trial
+//! directory, …), or the text of an earlier scripted call's result. Lists and maps are
+//! resolved recursively; everything else is literal. Unlike the original tool, the prefix
+//! is checked: `{binding: x}` never reads a capture named `x`.
+//!
+//! Prompt templates (`exercise.system`, `exercise.user`) use Python `str.format` fields
+//! (`{canary}`, `{{` for a literal brace) over the flat namespace of bindings, runner values
+//! and captures (a capture shadows a binding of the same name), as in the original.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+/// Runner values every trial defines.
+pub const RUNNER_VALUES: &[&str] = &["canary", "trial_dir", "collector", "evidence_dir", "trial_id", "attempt_id"];
+
+/// Kinds of reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RefKind {
+    /// `{binding: name}`
+    Binding,
+    /// `{capture: name}`
+    Capture,
+    /// `{runner: name}`
+    Runner,
+    /// `{output: call_id}` (scripts only)
+    Output,
+    /// `{env: NAME}`: only valid in typed header/env fields, never inside values.
+    Env,
+}
+
+impl RefKind {
+    /// The key spelling.
+    pub fn key(self) -> &'static str {
+        match self {
+            RefKind::Binding => "binding",
+            RefKind::Capture => "capture",
+            RefKind::Runner => "runner",
+            RefKind::Output => "output",
+            RefKind::Env => "env",
+        }
+    }
+
+    fn from_key(key: &str) -> Option<RefKind> {
+        Some(match key {
+            "binding" => RefKind::Binding,
+            "capture" => RefKind::Capture,
+            "runner" => RefKind::Runner,
+            "output" => RefKind::Output,
+            "env" => RefKind::Env,
+            _ => return None,
+        })
+    }
+}
+
+/// A reference found in a value: kind, the name (or the non-string value given as name),
+/// and the JSON Pointer of the reference inside the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundRef {
+    /// Kind.
+    pub kind: RefKind,
+    /// The referenced name; `None` when the name is not a string.
+    pub name: Option<String>,
+    /// Where in the value (RFC 6901 pointer relative to the value).
+    pub pointer: String,
+}
+
+/// If `value` is a one-key reference map, its kind and name value.
+pub fn as_reference(value: &Value) -> Option<(RefKind, &Value)> {
+    let Value::Object(map) = value else { return None };
+    if map.len() != 1 {
+        return None;
+    }
+    let (key, name) = map.iter().next()?;
+    RefKind::from_key(key).map(|kind| (kind, name))
+}
+
+/// Every reference inside `value`.
+pub fn find_refs(value: &Value) -> Vec<FoundRef> {
+    let mut out = Vec::new();
+    walk(value, String::new(), &mut out);
+    out
+}
+
+fn walk(value: &Value, pointer: String, out: &mut Vec<FoundRef>) {
+    if let Some((kind, name)) = as_reference(value) {
+        out.push(FoundRef { kind, name: name.as_str().map(str::to_owned), pointer });
+        return;
+    }
+    match value {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(item, format!("{pointer}/{i}"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                walk(v, format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The values references resolve against in one trial.
+#[derive(Debug, Clone, Default)]
+pub struct Values {
+    /// The target's bindings for the scenario.
+    pub bindings: Map<String, Value>,
+    /// Runner values (`canary`, `trial_dir`, …).
+    pub runner: BTreeMap<String, Value>,
+    /// Values captured by earlier actions.
+    pub captures: BTreeMap<String, Value>,
+    /// Text of earlier scripted calls' results, by call id.
+    pub outputs: BTreeMap<String, Value>,
+}
+
+/// A reference that cannot be resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown value reference {{{kind}: {name}}}")]
+pub struct RefError {
+    /// The key (`binding`, …).
+    pub kind: &'static str,
+    /// The name as written.
+    pub name: String,
+}
+
+impl Values {
+    fn lookup(&self, kind: RefKind, name: &str) -> Option<&Value> {
+        match kind {
+            RefKind::Binding => self.bindings.get(name),
+            RefKind::Capture => self.captures.get(name),
+            RefKind::Runner => self.runner.get(name),
+            RefKind::Output => self.outputs.get(name),
+            RefKind::Env => None,
+        }
+    }
+
+    /// Resolve every reference in `value`.
+    pub fn resolve(&self, value: &Value) -> Result<Value, RefError> {
+        if let Some((kind, name)) = as_reference(value) {
+            let text = name.as_str().map_or_else(|| name.to_string(), str::to_owned);
+            return match name.as_str().and_then(|n| self.lookup(kind, n)) {
+                Some(found) => Ok(found.clone()),
+                None => Err(RefError { kind: kind.key(), name: text }),
+            };
+        }
+        Ok(match value {
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.resolve(v)).collect::<Result<_, _>>()?),
+            Value::Object(map) => Value::Object(
+                map.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect::<Result<Map<_, _>, RefError>>()?,
+            ),
+            other => other.clone(),
+        })
+    }
+
+    /// Resolve a map of arguments.
+    pub fn resolve_map(&self, map: &Map<String, Value>) -> Result<Map<String, Value>, RefError> {
+        map.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect()
+    }
+
+    /// The flat namespace prompt templates see: bindings, runner values, then captures.
+    pub fn flat(&self) -> BTreeMap<String, Value> {
+        let mut flat: BTreeMap<String, Value> = self.bindings.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        flat.extend(self.runner.iter().map(|(k, v)| (k.clone(), v.clone())));
+        flat.extend(self.captures.iter().map(|(k, v)| (k.clone(), v.clone())));
+        flat
+    }
+}
+
+/// A prompt template problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// `{name}` not defined.
+    #[error("unknown prompt value {0}")]
+    Unknown(String),
+    /// A lone `{` or `}`, or an unsupported field form.
+    #[error("{0}")]
+    Syntax(String),
+}
+
+/// The `{field}` names a template uses (also checks its syntax).
+pub fn template_fields(template: &str) -> Result<Vec<String>, TemplateError> {
+    let mut fields = Vec::new();
+    let mut chars = template.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' if chars.peek().map(|&(_, n)| n) == Some('{') => {
+                chars.next();
+            }
+            '}' if chars.peek().map(|&(_, n)| n) == Some('}') => {
+                chars.next();
+            }
+            '{' => {
+                let mut name = String::new();
+                let mut closed = false;
+                for (_, n) in chars.by_ref() {
+                    if n == '}' {
+                        closed = true;
+                        break;
+                    }
+                    name.push(n);
+                }
+                if !closed {
+                    return Err(TemplateError::Syntax(format!("unmatched `{{` at character {}", i + 1)));
+                }
+                if name.is_empty() {
+                    return Err(TemplateError::Syntax(
+                        "empty field `{}`; name a value such as `{canary}`, or write `{{}}` for literal braces".into(),
+                    ));
+                }
+                if name.contains(['!', ':', '.', '[', '{']) {
+                    return Err(TemplateError::Syntax(format!(
+                        "field `{{{name}}}` uses a conversion, format spec, attribute or index, which is not supported; use a plain `{{name}}`"
+                    )));
+                }
+                fields.push(name);
+            }
+            '}' => {
+                return Err(TemplateError::Syntax(format!(
+                    "single `}}` at character {}; write `}}}}` for a literal brace",
+                    i + 1
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(fields)
+}
+
+/// Render a template with Python `str.format` semantics for plain fields.
+pub fn render_template(template: &str, values: &BTreeMap<String, Value>) -> Result<String, TemplateError> {
+    let mut out = String::with_capacity(template.len());
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let name: String = chars.by_ref().take_while(|&n| n != '}').collect();
+                let value = values.get(&name).ok_or_else(|| TemplateError::Unknown(name.clone()))?;
+                out.push_str(&python_str(value));
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+/// Python's `str()` of a JSON-decoded value (`True`, `None`, `['a', 1]`, …).
+pub fn python_str(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => python_repr(other),
+    }
+}
+
+fn python_repr(value: &Value) -> String {
+    match value {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => {
+                if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e16 {
+                    format!("{f:.1}")
+                } else {
+                    f.to_string()
+                }
+            }
+            _ => n.to_string(),
+        },
+        Value::String(s) => {
+            if s.contains('\'') && !s.contains('"') {
+                format!("\"{s}\"")
+            } else {
+                format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+            }
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(python_repr).collect::<Vec<_>>().join(", ")),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", python_repr(&Value::String(k.clone())), python_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn values() -> Values {
+        let mut v = Values::default();
+        v.bindings.insert("read_note".into(), json!("notes.read"));
+        v.runner.insert("canary".into(), json!("ELENGTIS-1"));
+        v.captures.insert("token".into(), json!({"a": [1, 2]}));
+        v
+    }
+
+    #[test]
+    fn resolves_nested_references_by_kind() {
+        let v = values();
+        let input = json!({"tool": {"binding": "read_note"}, "args": [{"runner": "canary"}, {"capture": "token"}, 3]});
+        assert_eq!(v.resolve(&input).unwrap(), json!({"tool": "notes.read", "args": ["ELENGTIS-1", {"a": [1, 2]}, 3]}));
+    }
+
+    #[test]
+    fn prefix_is_checked() {
+        let v = values();
+        let err = v.resolve(&json!({"runner": "read_note"})).unwrap_err();
+        assert_eq!(err.to_string(), "unknown value reference {runner: read_note}");
+    }
+
+    #[test]
+    fn two_key_maps_are_literal() {
+        let v = values();
+        let literal = json!({"binding": "read_note", "other": 1});
+        assert_eq!(v.resolve(&literal).unwrap(), literal);
+    }
+
+    #[test]
+    fn finds_refs_with_pointers() {
+        let found = find_refs(&json!({"a/b": [{"env": "X"}, {"binding": 3}]}));
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].pointer, "/a~1b/0");
+        assert_eq!(found[0].kind, RefKind::Env);
+        assert_eq!(found[1].name, None);
+    }
+
+    #[test]
+    fn template_semantics_follow_python_format() {
+        let flat = values().flat();
+        assert_eq!(
+            render_template("Canary {canary} {{literal}} {read_note}", &flat).unwrap(),
+            "Canary ELENGTIS-1 {literal} notes.read"
+        );
+        assert_eq!(render_template("{missing}", &flat), Err(TemplateError::Unknown("missing".into())));
+        assert!(template_fields("a { b").is_err());
+        assert!(template_fields("a } b").is_err());
+        assert!(template_fields("{x:>3}").is_err());
+        assert_eq!(template_fields("{a}{{b}}{c}").unwrap(), vec!["a", "c"]);
+    }
+
+    #[test]
+    fn python_str_matches_python() {
+        assert_eq!(python_str(&json!(true)), "True");
+        assert_eq!(python_str(&json!(null)), "None");
+        assert_eq!(python_str(&json!(1.0)), "1.0");
+        assert_eq!(python_str(&json!(["a", 1, false])), "['a', 1, False]");
+        assert_eq!(python_str(&json!({"k": "v"})), "{'k': 'v'}");
+    }
+}

@@ -1,0 +1,3 @@
+//! Result files: crash-safe documents, the append-only attempt log and the directory lock.
+
+pub mod store;

@@ -1,0 +1,994 @@
+//! Crash-safe storage primitives for a results directory.
+//!
+//! A results directory holds `manifest.json`, `runs.jsonl` (append-only, one
+//! JSON object per trial attempt), one evidence JSON per attempt and
+//! `summary.txt`. Runs get killed (Ctrl-C, SIGKILL, power loss, a full disk),
+//! so every write here follows one contract: **nothing that was already
+//! recorded is lost or silently corrupted**.
+//!
+//! # Whole documents: [`write_atomic`] / [`write_json_atomic`]
+//!
+//! The new content goes to a uniquely named temporary file in the *same*
+//! directory, which is fsynced, renamed over the target, and then the
+//! directory itself is fsynced so the rename is durable. A crash at any point
+//! leaves either the complete old document or the complete new one, never a
+//! mix or a truncated file. If any step before the rename fails, the
+//! temporary file is removed again (also on panic), and the target is left
+//! as it was. The rename replaces a symlink at `path` rather than the file
+//! it points to.
+//!
+//! # The run log: [`AppendLog`]
+//!
+//! Each row is one compact JSON object followed by `"\n"`, written with a
+//! single `write_all` and then `sync_data`. Compact `serde_json` output never
+//! contains a raw newline, so a newline marks the end of a row whose write
+//! finished; since every append is synced before the next one starts, at most
+//! the *last* row can be incomplete after a crash. Therefore:
+//!
+//! * every complete line (terminated by `"\n"`) must be a JSON object; any
+//!   other complete line (including an empty one) means the log is corrupt,
+//!   and it is refused and left byte-for-byte untouched
+//!   ([`StoreErrorKind::CorruptLine`]);
+//! * a non-empty final segment without `"\n"` is a torn tail from a crash
+//!   mid-write. [`AppendLog::open_existing`] cuts it off (even if it happens
+//!   to parse as JSON: its sync never completed) and reports what it cut in
+//!   [`Recovery::truncated_tail`]; [`read_rows`], the read-only reader for
+//!   other tools, ignores it and never modifies the file.
+//!
+//! If an append fails (for example on a full disk) the partial row is cut off
+//! again so that later appends still start on a fresh line. Should even that
+//! fail, the log refuses further appends; reopening it with
+//! [`AppendLog::open_existing`] repairs the tail.
+//!
+//! The log assumes a single writer: hold a [`DirLock`] on the results
+//! directory for as long as an [`AppendLog`] is open.
+//!
+//! # Exclusion: [`DirLock`]
+//!
+//! An exclusive, non-blocking advisory lock on `<dir>/.lock`, held for the
+//! life of the value. The lock file is created if missing and never deleted;
+//! the operating system drops the lock when the process dies, so a killed run
+//! never leaves a stale lock behind.
+
+use std::collections::hash_map::RandomState;
+use std::fs::{self, File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// Name of the lock file inside a results directory.
+pub const LOCK_FILE_NAME: &str = ".lock";
+
+/// An error from a results-directory store operation.
+///
+/// Displays as `failed to <action> <path>: <detail>`, for example
+/// `failed to write /x/manifest.json: No space left on device (os error 28)`.
+/// The underlying error's text is part of the message, so `source()` is
+/// `None` (chained reporters would otherwise print it twice); match on
+/// [`StoreError::kind`] to inspect it.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to {action} {}: {kind}", .path.display())]
+pub struct StoreError {
+    /// The file or directory the operation was about.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: StoreErrorKind,
+    /// The verb phrase in the message ("write", "read", "create", ...).
+    action: &'static str,
+}
+
+/// What went wrong in a [`StoreError`]. Its `Display` is the detail part of
+/// the error message.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreErrorKind {
+    /// An operating-system I/O error.
+    #[error("{0}")]
+    Io(io::Error),
+    /// Another process (or another handle in this one) holds the lock.
+    #[error("another elengtis run is using it")]
+    Locked,
+    /// A complete line of a JSONL log is not a JSON object.
+    #[error("line {line} is not a valid JSON row ({detail}); the log is corrupt and was left untouched")]
+    CorruptLine {
+        /// 1-based line number.
+        line: usize,
+        /// Why the line was rejected.
+        detail: String,
+    },
+    /// [`AppendLog::create_new`] found a file already there.
+    #[error("already exists")]
+    Exists,
+    /// A value could not be serialized (or is not a valid log row).
+    #[error("{0}")]
+    Serialize(serde_json::Error),
+}
+
+impl StoreError {
+    fn new(action: &'static str, path: &Path, kind: StoreErrorKind) -> StoreError {
+        StoreError { path: path.to_path_buf(), kind, action }
+    }
+
+    fn io(action: &'static str, path: &Path, err: io::Error) -> StoreError {
+        StoreError::new(action, path, StoreErrorKind::Io(err))
+    }
+
+    fn serialize(path: &Path, err: serde_json::Error) -> StoreError {
+        StoreError::new("serialize data for", path, StoreErrorKind::Serialize(err))
+    }
+
+    /// Whether this error means the disk (or the user's quota) is full:
+    /// `ENOSPC` / [`io::ErrorKind::StorageFull`], or `EDQUOT` /
+    /// [`io::ErrorKind::QuotaExceeded`].
+    pub fn is_disk_full(&self) -> bool {
+        match &self.kind {
+            StoreErrorKind::Io(err) => matches!(err.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded),
+            _ => false,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Atomic whole-file writes
+// ---------------------------------------------------------------------------
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// How many temp names to try before giving up on `AlreadyExists`.
+const TEMP_ATTEMPTS: u32 = 16;
+
+/// Longest prefix of the target's file name kept in a temp file's name, so
+/// the temp name stays well under the usual 255-byte limit.
+const TEMP_NAME_PREFIX_CHARS: usize = 64;
+
+fn random_u64() -> u64 {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    // `RandomState` is seeded from the OS once per thread and perturbed on
+    // every `new()`, which is random enough for a collision-avoiding suffix.
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u128(nanos);
+    hasher.finish()
+}
+
+fn temp_name(target_name: &str) -> String {
+    let prefix: String = target_name.chars().take(TEMP_NAME_PREFIX_CHARS).collect();
+    let counter = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(".{prefix}.{}.{counter}.{:016x}.tmp", std::process::id(), random_u64())
+}
+
+/// The directory `path` lives in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// Make a directory entry change (create, rename) durable.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Directories cannot be opened (and need no fsync) on other platforms.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// Removes the temp file when dropped unless disarmed (covers `?` and panics).
+struct TempGuard {
+    path: Option<PathBuf>,
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take() {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// Write a whole document crash-safely: write to a temp file in the same
+/// directory, fsync it, rename over the target, fsync the directory.
+///
+/// After a crash the target holds either its old content or `bytes`, never
+/// anything in between. On failure before the rename the temp file is
+/// removed and the target is unchanged.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let fail = |err: io::Error| StoreError::io("write", path, err);
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail(io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file")))?;
+    let dir = parent_dir(path);
+    let name = name.to_string_lossy();
+
+    let mut attempt = 0;
+    let (temp_path, mut file) = loop {
+        let candidate = dir.join(temp_name(&name));
+        match OpenOptions::new().write(true).create_new(true).open(&candidate) {
+            Ok(file) => break (candidate, file),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempt < TEMP_ATTEMPTS => {
+                attempt += 1;
+            }
+            Err(err) => return Err(fail(err)),
+        }
+    };
+    let mut guard = TempGuard { path: Some(temp_path.clone()) };
+
+    file.write_all(bytes).map_err(fail)?;
+    file.sync_all().map_err(fail)?;
+    drop(file);
+    fs::rename(&temp_path, path).map_err(fail)?;
+    // The temp name no longer exists; nothing to clean up from here on.
+    guard.path = None;
+    sync_dir(dir).map_err(fail)?;
+    Ok(())
+}
+
+/// [`write_atomic`] of `value` as pretty-printed JSON with a trailing newline.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|err| StoreError::serialize(path, err))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+// ---------------------------------------------------------------------------
+// Directory lock
+// ---------------------------------------------------------------------------
+
+/// Exclusive advisory lock on `<dir>/.lock`, held for the life of the value.
+///
+/// The lock belongs to the open file, so it conflicts with any other open of
+/// the same lock file, including a second [`DirLock::acquire`] in this
+/// process. It is released when the value is dropped or the process exits.
+#[derive(Debug)]
+pub struct DirLock {
+    // Held only to keep the lock; closing the file releases it.
+    _file: File,
+    path: PathBuf,
+}
+
+impl DirLock {
+    /// Take the lock without blocking. If another holder has it, fails with
+    /// [`StoreErrorKind::Locked`]: `failed to lock results directory <dir>:
+    /// another elengtis run is using it`.
+    pub fn acquire(dir: &Path) -> Result<DirLock, StoreError> {
+        const ACTION: &str = "lock results directory";
+        let path = dir.join(LOCK_FILE_NAME);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|err| StoreError::io(ACTION, dir, err))?;
+        match file.try_lock() {
+            Ok(()) => Ok(DirLock { _file: file, path }),
+            Err(fs::TryLockError::WouldBlock) => Err(StoreError::new(ACTION, dir, StoreErrorKind::Locked)),
+            Err(fs::TryLockError::Error(err)) => Err(StoreError::io(ACTION, dir, err)),
+        }
+    }
+
+    /// Path of the lock file (`<dir>/.lock`).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Append-only JSONL log
+// ---------------------------------------------------------------------------
+
+/// What [`AppendLog::open_existing`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovery {
+    /// Every complete row, in file order.
+    pub rows: Vec<serde_json::Value>,
+    /// The torn final line that was cut off, if any.
+    pub truncated_tail: Option<TornTail>,
+}
+
+/// A torn final line (no terminating newline) that was cut off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset where the torn line started; the file's new length.
+    pub offset: u64,
+    /// How many bytes were cut.
+    pub bytes: usize,
+}
+
+/// The append-only JSONL log (`runs.jsonl`). See the module docs for the
+/// crash-safety contract. Assumes it is the only writer of its file.
+#[derive(Debug)]
+pub struct AppendLog {
+    file: File,
+    path: PathBuf,
+    /// Length of the file up to the end of the last fully synced row.
+    committed_len: u64,
+    /// Set when a failed append left bytes that could not be removed.
+    poisoned: bool,
+}
+
+/// Result of scanning a log's bytes.
+struct Scan {
+    rows: Vec<serde_json::Value>,
+    /// Bytes up to and including the last `"\n"`.
+    complete_len: usize,
+}
+
+fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// `serde_json`'s message minus its "at line 1 column N" (always line 1 here,
+/// which would be confused with the log's line number).
+fn parse_detail(err: &serde_json::Error) -> String {
+    let message = err.to_string();
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    match message.strip_suffix(&suffix) {
+        Some(stripped) => format!("{stripped} at column {}", err.column()),
+        None => message,
+    }
+}
+
+/// Parse every complete line; ignore the final segment without a newline.
+fn scan(bytes: &[u8]) -> Result<Scan, StoreErrorKind> {
+    let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |pos| pos + 1);
+    let mut rows = Vec::new();
+    if complete_len == 0 {
+        return Ok(Scan { rows, complete_len });
+    }
+    // Drop the final "\n" so splitting yields exactly the complete lines.
+    let complete = &bytes[..complete_len - 1];
+    for (index, line) in complete.split(|&b| b == b'\n').enumerate() {
+        let corrupt = |detail: String| StoreErrorKind::CorruptLine { line: index + 1, detail };
+        if line.is_empty() {
+            return Err(corrupt("empty line".to_owned()));
+        }
+        match serde_json::from_slice::<serde_json::Value>(line) {
+            Ok(value @ serde_json::Value::Object(_)) => rows.push(value),
+            Ok(other) => {
+                return Err(corrupt(format!("expected a JSON object, found {}", json_type(&other))));
+            }
+            Err(err) => return Err(corrupt(parse_detail(&err))),
+        }
+    }
+    Ok(Scan { rows, complete_len })
+}
+
+fn read_all(file: &mut File, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|err| StoreError::io("read", path, err))?;
+    Ok(bytes)
+}
+
+impl AppendLog {
+    /// Create a new, empty log. Fails with [`StoreErrorKind::Exists`] if the
+    /// file is already there (it is left untouched). The new directory entry
+    /// is fsynced.
+    pub fn create_new(path: &Path) -> Result<AppendLog, StoreError> {
+        let fail = |err: io::Error| StoreError::io("create", path, err);
+        let file = OpenOptions::new().read(true).append(true).create_new(true).open(path).map_err(|err| {
+            if err.kind() == io::ErrorKind::AlreadyExists {
+                StoreError::new("create", path, StoreErrorKind::Exists)
+            } else {
+                fail(err)
+            }
+        })?;
+        file.sync_all().map_err(fail)?;
+        sync_dir(parent_dir(path)).map_err(fail)?;
+        Ok(AppendLog { file, path: path.to_path_buf(), committed_len: 0, poisoned: false })
+    }
+
+    /// Open an existing log for appending, validating every complete row and
+    /// cutting off a torn final line (reported in [`Recovery`]). A corrupt
+    /// complete line fails with [`StoreErrorKind::CorruptLine`] and the file
+    /// is not modified.
+    pub fn open_existing(path: &Path) -> Result<(AppendLog, Recovery), StoreError> {
+        let mut file =
+            OpenOptions::new().read(true).append(true).open(path).map_err(|err| StoreError::io("open", path, err))?;
+        let bytes = read_all(&mut file, path)?;
+        let scan = scan(&bytes).map_err(|kind| StoreError::new("read", path, kind))?;
+        let committed_len = scan.complete_len as u64;
+        let torn = bytes.len() - scan.complete_len;
+        let truncated_tail = if torn > 0 {
+            let fail = |err| StoreError::io("cut the torn final row of", path, err);
+            file.set_len(committed_len).map_err(fail)?;
+            file.sync_all().map_err(fail)?;
+            Some(TornTail { offset: committed_len, bytes: torn })
+        } else {
+            None
+        };
+        let log = AppendLog { file, path: path.to_path_buf(), committed_len, poisoned: false };
+        Ok((log, Recovery { rows: scan.rows, truncated_tail }))
+    }
+
+    /// Append one row as a compact JSON line and sync it to disk. The row
+    /// must serialize to a JSON object. When this returns `Ok`, the row is
+    /// durable; when it returns `Err`, the row is not in the log.
+    pub fn append<T: Serialize>(&mut self, row: &T) -> Result<(), StoreError> {
+        let mut line = serde_json::to_vec(row).map_err(|err| StoreError::serialize(&self.path, err))?;
+        let invalid = |message: &str| {
+            StoreError::serialize(&self.path, <serde_json::Error as serde::ser::Error>::custom(message))
+        };
+        if line.first() != Some(&b'{') {
+            return Err(invalid("a log row must be a JSON object"));
+        }
+        if line.contains(&b'\n') {
+            return Err(invalid("a log row must not contain a raw newline"));
+        }
+        line.push(b'\n');
+
+        if self.poisoned {
+            return Err(StoreError::io(
+                "append to",
+                &self.path,
+                io::Error::other(
+                    "an earlier append failed and its partial row could not be removed; \
+                     reopen the log to repair it",
+                ),
+            ));
+        }
+        let written = self.file.write_all(&line).and_then(|()| self.file.sync_data());
+        match written {
+            Ok(()) => {
+                self.committed_len += line.len() as u64;
+                Ok(())
+            }
+            Err(err) => {
+                // Cut whatever part of the row made it, so the next append
+                // starts on a fresh line and the error means "not recorded".
+                let rolled_back = self.file.set_len(self.committed_len).and_then(|()| self.file.sync_data());
+                if rolled_back.is_err() {
+                    self.poisoned = true;
+                }
+                Err(StoreError::io("append to", &self.path, err))
+            }
+        }
+    }
+
+    /// Path of the log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Read every complete row of a log without modifying it (for tools such as
+/// `analyze` that may run next to a live writer). A torn final line is
+/// ignored; a corrupt complete line is an error
+/// ([`StoreErrorKind::CorruptLine`]).
+pub fn read_rows(path: &Path) -> Result<Vec<serde_json::Value>, StoreError> {
+    let mut file = File::open(path).map_err(|err| StoreError::io("open", path, err))?;
+    let bytes = read_all(&mut file, path)?;
+    let scan = scan(&bytes).map_err(|kind| StoreError::new("read", path, kind))?;
+    Ok(scan.rows)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn dir_entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    fn log_with(dir: &Path, content: &[u8]) -> PathBuf {
+        let path = dir.join("runs.jsonl");
+        fs::write(&path, content).unwrap();
+        path
+    }
+
+    // --- error formatting -------------------------------------------------
+
+    #[test]
+    fn error_display_and_disk_full() {
+        let err = StoreError::io("write", Path::new("/x/manifest.json"), io::Error::from_raw_os_error(28));
+        assert_eq!(err.to_string(), "failed to write /x/manifest.json: No space left on device (os error 28)");
+        assert!(err.is_disk_full());
+        assert!(std::error::Error::source(&err).is_none());
+
+        let quota = StoreError::io("write", Path::new("/x"), io::Error::from_raw_os_error(122));
+        assert!(quota.is_disk_full());
+
+        let other = StoreError::io("write", Path::new("/x"), io::Error::from_raw_os_error(13));
+        assert!(!other.is_disk_full());
+        let locked = StoreError::new("lock results directory", Path::new("/r"), StoreErrorKind::Locked);
+        assert!(!locked.is_disk_full());
+        assert_eq!(locked.to_string(), "failed to lock results directory /r: another elengtis run is using it");
+    }
+
+    // --- write_atomic -----------------------------------------------------
+
+    #[test]
+    fn write_atomic_creates_then_replaces_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.txt");
+        write_atomic(&path, b"first version, fairly long\n").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"first version, fairly long\n");
+        write_atomic(&path, b"second\n").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second\n");
+        write_atomic(&path, b"").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"");
+        assert_eq!(dir_entries(dir.path()), vec!["summary.txt"]);
+    }
+
+    #[test]
+    fn write_json_atomic_is_pretty_with_trailing_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        let value = json!({"b": 1, "a": [true, null]});
+        write_json_atomic(&path, &value).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{}\n", serde_json::to_string_pretty(&value).unwrap()));
+        assert!(text.ends_with("}\n") && !text.ends_with("\n\n"));
+        // preserve_order keeps key order.
+        assert!(text.find("\"b\"").unwrap() < text.find("\"a\"").unwrap());
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, value);
+        assert_eq!(dir_entries(dir.path()), vec!["manifest.json"]);
+    }
+
+    #[test]
+    fn write_json_atomic_serialize_error_leaves_nothing() {
+        use std::collections::BTreeMap;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        // Non-string map keys cannot be JSON object keys.
+        let mut bad = BTreeMap::new();
+        bad.insert(vec![1u8], 1);
+        let err = write_json_atomic(&path, &bad).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Serialize(_)));
+        assert!(err.to_string().starts_with("failed to serialize data for "));
+        assert!(dir_entries(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn write_atomic_into_missing_directory_errors_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("manifest.json");
+        let err = write_atomic(&path, b"{}").unwrap_err();
+        assert_eq!(err.path, path);
+        match &err.kind {
+            StoreErrorKind::Io(io_err) => assert_eq!(io_err.kind(), io::ErrorKind::NotFound),
+            other => panic!("unexpected kind {other:?}"),
+        }
+        let message = err.to_string();
+        assert!(message.starts_with(&format!("failed to write {}: ", path.display())), "{message}");
+        assert!(!message.ends_with('.'), "{message}");
+        assert!(dir_entries(dir.path()).is_empty());
+        assert!(!err.is_disk_full());
+    }
+
+    #[test]
+    fn write_atomic_onto_a_directory_fails_and_removes_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("evidence");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("inside"), b"keep").unwrap();
+        let err = write_atomic(&target, b"data").unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Io(_)), "{err:?}");
+        assert_eq!(dir_entries(dir.path()), vec!["evidence"]);
+        assert_eq!(fs::read(target.join("inside")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn write_atomic_rejects_path_without_file_name() {
+        let err = write_atomic(Path::new("/"), b"x").unwrap_err();
+        match &err.kind {
+            StoreErrorKind::Io(io_err) => assert_eq!(io_err.kind(), io::ErrorKind::InvalidInput),
+            other => panic!("unexpected kind {other:?}"),
+        }
+    }
+
+    #[test]
+    fn concurrent_atomic_writes_use_unique_temp_names() {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        let path = dir.path().join("manifest.json");
+        let handles: Vec<_> = (0..8)
+            .map(|thread| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for round in 0..20 {
+                        let body = format!("{thread}:{round}:{}\n", "x".repeat(4096));
+                        write_atomic(&path, body.as_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with(&format!("{}\n", "x".repeat(4096))));
+        assert_eq!(dir_entries(dir.path()), vec!["manifest.json"]);
+    }
+
+    #[test]
+    fn temp_names_are_unique_hidden_and_bounded() {
+        let long = "n".repeat(250);
+        let a = temp_name(&long);
+        let b = temp_name(&long);
+        assert_ne!(a, b);
+        assert!(a.starts_with('.') && a.ends_with(".tmp"));
+        assert!(a.len() < 255, "{}", a.len());
+        assert!(a.contains(&std::process::id().to_string()));
+    }
+
+    #[test]
+    fn bare_file_name_uses_current_directory() {
+        assert_eq!(parent_dir(Path::new("manifest.json")), Path::new("."));
+        assert_eq!(parent_dir(Path::new("/a/b.json")), Path::new("/a"));
+    }
+
+    // --- DirLock ----------------------------------------------------------
+
+    #[test]
+    fn lock_is_exclusive_within_process_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = DirLock::acquire(dir.path()).unwrap();
+        assert_eq!(lock.path(), dir.path().join(".lock"));
+        assert!(lock.path().is_file());
+
+        let err = DirLock::acquire(dir.path()).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Locked), "{err:?}");
+        assert_eq!(err.path, dir.path());
+        assert_eq!(
+            err.to_string(),
+            format!("failed to lock results directory {}: another elengtis run is using it", dir.path().display())
+        );
+
+        // A plain second open of the lock file conflicts too (locks belong to
+        // the open file description, not the process).
+        let other = File::open(dir.path().join(".lock")).unwrap();
+        assert!(matches!(other.try_lock(), Err(fs::TryLockError::WouldBlock)));
+        drop(other);
+
+        drop(lock);
+        assert!(dir.path().join(".lock").is_file(), "lock file must stay");
+        let again = DirLock::acquire(dir.path()).unwrap();
+        drop(again);
+    }
+
+    #[test]
+    fn lock_reuses_existing_lock_file_without_truncating() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(".lock"), b"previous").unwrap();
+        let lock = DirLock::acquire(dir.path()).unwrap();
+        assert_eq!(fs::read(lock.path()).unwrap(), b"previous");
+    }
+
+    #[test]
+    fn lock_in_missing_directory_is_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let err = DirLock::acquire(&missing).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Io(_)), "{err:?}");
+        assert!(err.to_string().starts_with(&format!("failed to lock results directory {}: ", missing.display())));
+    }
+
+    // --- AppendLog: create / append / reopen -------------------------------
+
+    #[test]
+    fn append_and_reopen_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let rows = vec![
+            json!({"trial": 1, "outcome": "pass", "note": "line\nbreak \u{2028} ok"}),
+            json!({"trial": 2, "outcome": "fail", "nested": {"z": 1, "a": [1, 2]}}),
+            json!({}),
+        ];
+        {
+            let mut log = AppendLog::create_new(&path).unwrap();
+            assert_eq!(log.path(), path);
+            for row in &rows {
+                log.append(row).unwrap();
+            }
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches('\n').count(), 3);
+        assert!(text.lines().all(|line| !line.contains(": ")), "compact");
+
+        let (mut log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert_eq!(recovery.rows, rows);
+        assert_eq!(recovery.truncated_tail, None);
+
+        #[derive(Serialize)]
+        struct Row<'a> {
+            trial: u32,
+            outcome: &'a str,
+        }
+        log.append(&Row { trial: 3, outcome: "error" }).unwrap();
+        drop(log);
+
+        let all = read_rows(&path).unwrap();
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[..3], rows[..]);
+        assert_eq!(all[3], json!({"trial": 3, "outcome": "error"}));
+        // Key order is preserved.
+        assert_eq!(fs::read_to_string(&path).unwrap().lines().last().unwrap(), r#"{"trial":3,"outcome":"error"}"#);
+    }
+
+    #[test]
+    fn open_existing_empty_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"");
+        let (mut log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert!(recovery.rows.is_empty());
+        assert_eq!(recovery.truncated_tail, None);
+        log.append(&json!({"a": 1})).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n");
+    }
+
+    #[test]
+    fn open_existing_missing_file_is_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let err = AppendLog::open_existing(&path).unwrap_err();
+        match &err.kind {
+            StoreErrorKind::Io(io_err) => assert_eq!(io_err.kind(), io::ErrorKind::NotFound),
+            other => panic!("unexpected kind {other:?}"),
+        }
+        assert!(err.to_string().starts_with("failed to open "));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn create_new_refuses_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"{\"keep\":true}\n");
+        let err = AppendLog::create_new(&path).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Exists), "{err:?}");
+        assert_eq!(err.to_string(), format!("failed to create {}: already exists", path.display()));
+        assert_eq!(fs::read(&path).unwrap(), b"{\"keep\":true}\n");
+    }
+
+    #[test]
+    fn create_new_in_missing_directory_is_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("runs.jsonl");
+        let err = AppendLog::create_new(&path).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Io(_)), "{err:?}");
+        assert!(err.to_string().starts_with("failed to create "));
+    }
+
+    #[test]
+    fn append_rejects_non_object_rows_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        log.append(&json!({"ok": 1})).unwrap();
+        for bad in [json!(1), json!("s"), json!([1]), json!(null)] {
+            let err = log.append(&bad).unwrap_err();
+            assert!(matches!(err.kind, StoreErrorKind::Serialize(_)), "{err:?}");
+            assert!(err.to_string().contains("must be a JSON object"), "{err}");
+        }
+        log.append(&json!({"ok": 2})).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"ok\":1}\n{\"ok\":2}\n");
+    }
+
+    #[test]
+    fn append_serialize_failure_writes_nothing() {
+        use std::collections::BTreeMap;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        let mut bad = BTreeMap::new();
+        bad.insert(vec![1u8], 1);
+        let err = log.append(&bad).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Serialize(_)), "{err:?}");
+        assert_eq!(fs::read(&path).unwrap(), b"");
+    }
+
+    #[test]
+    fn failed_append_that_cannot_be_undone_poisons_the_log() {
+        // A read-only handle: the write fails and so does the rollback.
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"{\"a\":1}\n");
+        let mut log =
+            AppendLog { file: File::open(&path).unwrap(), path: path.clone(), committed_len: 8, poisoned: false };
+        let err = log.append(&json!({"b": 2})).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Io(_)), "{err:?}");
+        assert!(err.to_string().starts_with("failed to append to "));
+        assert!(log.poisoned);
+        let err = log.append(&json!({"c": 3})).unwrap_err();
+        assert!(err.to_string().contains("reopen the log"), "{err}");
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n");
+    }
+
+    #[test]
+    fn append_on_full_disk_reports_disk_full() {
+        let dev_full = Path::new("/dev/full");
+        if !dev_full.exists() {
+            return;
+        }
+        let mut log = AppendLog {
+            file: OpenOptions::new().append(true).open(dev_full).unwrap(),
+            path: dev_full.to_path_buf(),
+            committed_len: 0,
+            poisoned: false,
+        };
+        let err = log.append(&json!({"a": 1})).unwrap_err();
+        assert!(err.is_disk_full(), "{err:?}");
+        assert_eq!(err.to_string(), "failed to append to /dev/full: No space left on device (os error 28)");
+    }
+
+    // --- AppendLog: torn tails ------------------------------------------
+
+    fn assert_torn_tail_recovered(tail: &[u8]) {
+        let dir = tempfile::tempdir().unwrap();
+        let good = b"{\"trial\":1}\n{\"trial\":2}\n";
+        let mut content = good.to_vec();
+        content.extend_from_slice(tail);
+        let path = log_with(dir.path(), &content);
+
+        let (mut log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert_eq!(recovery.rows, vec![json!({"trial": 1}), json!({"trial": 2})]);
+        assert_eq!(recovery.truncated_tail, Some(TornTail { offset: good.len() as u64, bytes: tail.len() }));
+        assert_eq!(fs::read(&path).unwrap(), good);
+
+        log.append(&json!({"trial": 3})).unwrap();
+        drop(log);
+        let mut expected = good.to_vec();
+        expected.extend_from_slice(b"{\"trial\":3}\n");
+        assert_eq!(fs::read(&path).unwrap(), expected);
+
+        let (_log, again) = AppendLog::open_existing(&path).unwrap();
+        assert_eq!(again.rows.len(), 3);
+        assert_eq!(again.truncated_tail, None);
+    }
+
+    #[test]
+    fn torn_tail_partial_json_is_truncated_and_reported() {
+        assert_torn_tail_recovered(b"{\"trial\":3,\"outco");
+    }
+
+    #[test]
+    fn torn_tail_complete_json_without_newline_is_still_truncated() {
+        assert_torn_tail_recovered(b"{\"trial\":3}");
+    }
+
+    #[test]
+    fn torn_tail_of_zero_bytes_is_truncated() {
+        // What a power loss can leave: the size grew but the data never landed.
+        assert_torn_tail_recovered(&[0u8; 37]);
+    }
+
+    #[test]
+    fn torn_tail_without_any_complete_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"{\"tri");
+        let (mut log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert!(recovery.rows.is_empty());
+        assert_eq!(recovery.truncated_tail, Some(TornTail { offset: 0, bytes: 5 }));
+        assert_eq!(fs::read(&path).unwrap(), b"");
+        log.append(&json!({"trial": 1})).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"trial\":1}\n");
+    }
+
+    // --- corrupt logs ----------------------------------------------------
+
+    fn assert_refused(content: &[u8], line: usize, detail_contains: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), content);
+        let err = AppendLog::open_existing(&path).unwrap_err();
+        match &err.kind {
+            StoreErrorKind::CorruptLine { line: got, detail } => {
+                assert_eq!(*got, line, "{err}");
+                assert!(detail.contains(detail_contains), "{detail}");
+            }
+            other => panic!("unexpected kind {other:?}"),
+        }
+        let message = err.to_string();
+        let prefix = format!("failed to read {}: line {line} is not a valid JSON row (", path.display());
+        assert!(message.starts_with(&prefix), "{message}");
+        assert!(message.ends_with("); the log is corrupt and was left untouched"), "{message}");
+        assert_eq!(fs::read(&path).unwrap(), content, "file must be untouched");
+
+        // The read-only reader refuses it the same way.
+        let err = read_rows(&path).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::CorruptLine { line: got, .. } if got == line), "{err:?}");
+        assert_eq!(err.to_string(), message);
+        assert_eq!(fs::read(&path).unwrap(), content);
+    }
+
+    #[test]
+    fn corrupt_middle_line_is_refused_with_line_number() {
+        assert_refused(b"{\"a\":1}\n{\"a\":2}\n{\"a\":3,oops}\n{\"a\":4}\n", 3, "at column");
+    }
+
+    #[test]
+    fn corrupt_detail_does_not_mention_serde_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"{\"a\":1}\n{\"a\":\n");
+        let err = read_rows(&path).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("line 2 is not"), "{message}");
+        assert!(!message.contains("line 1"), "{message}");
+    }
+
+    #[test]
+    fn empty_middle_line_is_refused() {
+        assert_refused(b"{\"a\":1}\n\n{\"a\":2}\n", 2, "empty line");
+    }
+
+    #[test]
+    fn empty_first_line_is_refused() {
+        assert_refused(b"\n", 1, "empty line");
+    }
+
+    #[test]
+    fn non_object_line_is_refused() {
+        assert_refused(b"{\"a\":1}\n[1,2]\n", 2, "found an array");
+        assert_refused(b"42\n", 1, "found a number");
+    }
+
+    #[test]
+    fn invalid_utf8_line_is_refused() {
+        assert_refused(b"{\"a\":\"\xff\xfe\"}\n", 1, "");
+    }
+
+    #[test]
+    fn corrupt_last_complete_line_with_torn_tail_is_refused_untouched() {
+        assert_refused(b"{\"a\":1}\ngarbage\n{\"a\":", 2, "");
+    }
+
+    #[test]
+    fn trailing_whitespace_inside_a_line_is_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"{\"a\":1}\r\n {\"a\":2} \n");
+        assert_eq!(read_rows(&path).unwrap(), vec![json!({"a": 1}), json!({"a": 2})]);
+    }
+
+    // --- read_rows --------------------------------------------------------
+
+    #[test]
+    fn read_rows_ignores_torn_tail_without_modifying_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for tail in [&b"{\"a\":3,\"b"[..], &b"{\"a\":3}"[..]] {
+            let mut content = b"{\"a\":1}\n{\"a\":2}\n".to_vec();
+            content.extend_from_slice(tail);
+            let path = log_with(dir.path(), &content);
+            let rows = read_rows(&path).unwrap();
+            assert_eq!(rows, vec![json!({"a": 1}), json!({"a": 2})]);
+            assert_eq!(fs::read(&path).unwrap(), content);
+        }
+    }
+
+    #[test]
+    fn read_rows_empty_and_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"");
+        assert!(read_rows(&path).unwrap().is_empty());
+        let err = read_rows(&dir.path().join("none.jsonl")).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Io(_)), "{err:?}");
+    }
+
+    #[test]
+    fn read_rows_works_while_log_is_open_and_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let _lock = DirLock::acquire(dir.path()).unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        log.append(&json!({"a": 1})).unwrap();
+        assert_eq!(read_rows(&path).unwrap(), vec![json!({"a": 1})]);
+        log.append(&json!({"a": 2})).unwrap();
+        assert_eq!(read_rows(&path).unwrap().len(), 2);
+    }
+}

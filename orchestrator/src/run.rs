@@ -1,0 +1,445 @@
+//! Runs: the results directory, the trial loop, resume, interruption and the summary.
+//!
+//! A results directory holds `manifest.json` (what was run, with hashes and versions),
+//! `runs.jsonl` (one row per attempt, append-only, fsynced per row), `evidence/` (one JSON
+//! document per attempt, written atomically before its row) and `summary.txt`. An advisory
+//! lock keeps a second runner out. Resume skips trials that have a complete row and retries
+//! the rest from setup with a new attempt id; the denominator is always the matrix.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+
+use elengtis_verifiers::{HttpClient, HttpLimits};
+use serde_json::{Value, json};
+
+use crate::format::{self, Bundle, LoadError};
+use crate::matrix::{self, TrialSpec};
+use crate::results::store::{self, AppendLog, DirLock, StoreError};
+use crate::target::Limits;
+use crate::trial::{self, Attempt, METRICS_VERSION, RESULTS_SCHEMA_VERSION};
+
+/// Consecutive incomplete attempts on one target that stop a run.
+pub const MAX_CONSECUTIVE_TARGET_FAILURES: u32 = 3;
+
+/// Why a run could not start or continue.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The output directory of a new run exists.
+    #[error(
+        "failed to start the run: {} already exists; choose a new --out, or continue that run with `elengtis run --resume --out {}`",
+        .0.display(), .0.display()
+    )]
+    Exists(PathBuf),
+    /// Resume found no run.
+    #[error("failed to resume: {} has no {file}; it is not a results directory of elengtis", .dir.display())]
+    NotARun {
+        /// The directory.
+        dir: PathBuf,
+        /// The missing file.
+        file: &'static str,
+    },
+    /// The manifest cannot be used.
+    #[error("failed to resume from {}: {detail}", .path.display())]
+    Manifest {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Versions differ.
+    #[error(
+        "failed to resume: {key} is incompatible with this build (the run has {found}, this build writes {expected}); start a new run, or use the elengtis version that started it"
+    )]
+    Version {
+        /// Which version.
+        key: &'static str,
+        /// In the run.
+        found: String,
+        /// In this build.
+        expected: u64,
+    },
+    /// The campaign is invalid.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The campaign cannot run in this build.
+    #[error("failed to start the run: {0}")]
+    Unavailable(String),
+    /// A results file problem.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Creating the directory failed.
+    #[error("failed to create {}: {source}", .path.display())]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The HTTP client for actions could not be built.
+    #[error("failed to build the runner's HTTP client: {0}")]
+    Http(String),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every trial has a complete attempt.
+    Complete,
+    /// Some trials have no complete attempt.
+    Incomplete(String),
+    /// The run stopped early.
+    Stopped(String),
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The results directory.
+    pub out: PathBuf,
+    /// Run id.
+    pub run_id: String,
+    /// How it ended.
+    pub end: RunEnd,
+    /// The summary text (also in summary.txt).
+    pub summary: String,
+    /// Attempts made by this invocation.
+    pub attempts_now: usize,
+    /// A torn final row cut on resume: (offset, bytes).
+    pub recovered_tail: Option<(u64, usize)>,
+}
+
+/// Run settings not in the campaign.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Target deadlines.
+    pub limits: Limits,
+    /// Show a progress bar (interactive terminals only).
+    pub progress: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { limits: Limits::default(), progress: std::io::stderr().is_terminal() }
+    }
+}
+
+fn now() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+fn environment() -> Value {
+    json!({
+        "elengtis_version": env!("CARGO_PKG_VERSION"),
+        "rmcp_version": "3.11.0",
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "code_revision": option_env!("ELENGTIS_GIT_REVISION"),
+    })
+}
+
+/// Check that a bundle can run in this build before anything is created.
+pub fn check_runnable(bundle: &Bundle) -> Result<(), RunError> {
+    let campaign = &bundle.campaign.value;
+    if !campaign.model_free {
+        if let Some(reason) = crate::engine::unavailable_reason(campaign.engine, campaign.model.as_deref()) {
+            return Err(RunError::Unavailable(reason));
+        }
+    }
+    for target in &campaign.targets {
+        if let format::campaign::Transport::IsolatedContainer(c) = &target.transport {
+            return Err(RunError::Unavailable(format!(
+                "target {} is an isolated_container ({}), which this build cannot run yet",
+                target.id, c.image
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn manifest(bundle: &Bundle, run_id: &str) -> Value {
+    let campaign = &bundle.campaign.value;
+    json!({
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "metrics_version": METRICS_VERSION,
+        "run_id": run_id,
+        "started_at": now(),
+        "campaign_path": bundle.campaign.path.display().to_string(),
+        "campaign": campaign,
+        "scenarios": bundle.scenarios.iter().map(|s| json!({"path": s.path.display().to_string(), "sha256": s.sha256, "dump": s.value})).collect::<Vec<_>>(),
+        "configuration": {
+            "campaign_sha256": bundle.campaign.sha256,
+            "scenario_sha256": bundle.scenarios.iter().map(|s| (s.value.id.clone(), json!(s.sha256))).collect::<serde_json::Map<_, _>>(),
+        },
+        "experiment": {"id": campaign.experiment_id, "block": campaign.block, "order": campaign.order, "model_id": campaign.model_id, "generation": campaign.generation},
+        "environment": environment(),
+        "max_consecutive_target_failures": MAX_CONSECUTIVE_TARGET_FAILURES,
+        "resumes": [],
+    })
+}
+
+/// Start a new run. `out` must not exist, unless `precreated` (an empty directory the
+/// caller just made, as `elengtis example` does).
+pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunOptions) -> Result<RunReport, RunError> {
+    check_runnable(bundle)?;
+    if precreated {
+        if out.join("manifest.json").exists() || out.join("runs.jsonl").exists() {
+            return Err(RunError::Exists(out.to_owned()));
+        }
+    } else {
+        if out.exists() {
+            return Err(RunError::Exists(out.to_owned()));
+        }
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| RunError::Create { path: parent.to_owned(), source: e })?;
+        }
+        std::fs::create_dir(out).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                RunError::Exists(out.to_owned())
+            } else {
+                RunError::Create { path: out.to_owned(), source: e }
+            }
+        })?;
+    }
+    let lock = DirLock::acquire(out)?;
+    std::fs::create_dir_all(out.join("evidence"))
+        .map_err(|e| RunError::Create { path: out.join("evidence"), source: e })?;
+    let run_id = uuid::Uuid::new_v4().to_string();
+    store::write_json_atomic(&out.join("manifest.json"), &manifest(bundle, &run_id))?;
+    let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
+    execute(bundle, out, run_id, log, Vec::new(), None, options, lock).await
+}
+
+/// Continue a run.
+pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunError> {
+    let manifest_path = out.join("manifest.json");
+    for (file, name) in [(&manifest_path, "manifest.json"), (&out.join("runs.jsonl"), "runs.jsonl")] {
+        if !file.exists() {
+            return Err(RunError::NotARun { dir: out.to_owned(), file: name });
+        }
+    }
+    let lock = DirLock::acquire(out)?;
+    let text = std::fs::read_to_string(&manifest_path)
+        .map_err(|e| RunError::Manifest { path: manifest_path.clone(), detail: e.to_string() })?;
+    let mut manifest: Value = serde_json::from_str(&text)
+        .map_err(|e| RunError::Manifest { path: manifest_path.clone(), detail: format!("not valid JSON: {e}") })?;
+    for (key, expected) in [("schema_version", RESULTS_SCHEMA_VERSION), ("metrics_version", METRICS_VERSION)] {
+        if manifest[key].as_u64() != Some(expected) {
+            return Err(RunError::Version { key, found: manifest[key].to_string(), expected });
+        }
+    }
+    let run_id = manifest["run_id"]
+        .as_str()
+        .ok_or_else(|| RunError::Manifest { path: manifest_path.clone(), detail: "it has no run_id".into() })?
+        .to_owned();
+    let scenarios: Vec<(PathBuf, Value)> = manifest["scenarios"]
+        .as_array()
+        .ok_or_else(|| RunError::Manifest { path: manifest_path.clone(), detail: "it has no scenarios".into() })?
+        .iter()
+        .map(|s| (PathBuf::from(s["path"].as_str().unwrap_or_default()), s["dump"].clone()))
+        .collect();
+    let campaign_sha = manifest["configuration"]["campaign_sha256"].as_str().unwrap_or_default().to_owned();
+    let bundle = format::bundle_from_dumps(&manifest_path, &manifest["campaign"], &scenarios, campaign_sha)?;
+    check_runnable(&bundle)?;
+    let (log, recovery) = AppendLog::open_existing(&out.join("runs.jsonl"))?;
+    for (i, row) in recovery.rows.iter().enumerate() {
+        if row["run_id"].as_str() != Some(run_id.as_str()) {
+            return Err(RunError::Manifest {
+                path: out.join("runs.jsonl"),
+                detail: format!("row {} belongs to run {}, not {run_id}", i + 1, row["run_id"]),
+            });
+        }
+        if row["schema_version"].as_u64() != Some(RESULTS_SCHEMA_VERSION) {
+            return Err(RunError::Version {
+                key: "schema_version",
+                found: row["schema_version"].to_string(),
+                expected: RESULTS_SCHEMA_VERSION,
+            });
+        }
+    }
+    if let Some(resumes) = manifest["resumes"].as_array_mut() {
+        resumes.push(json!({"resumed_at": now(), "environment": environment()}));
+    }
+    store::write_json_atomic(&manifest_path, &manifest)?;
+    let tail = recovery.truncated_tail.map(|t| (t.offset, t.bytes));
+    execute(&bundle, out, run_id, log, recovery.rows, tail, options, lock).await
+}
+
+#[expect(clippy::too_many_arguments, reason = "the state a run carries from start or resume into the loop")]
+async fn execute(
+    bundle: &Bundle,
+    out: &Path,
+    run_id: String,
+    mut log: AppendLog,
+    mut rows: Vec<Value>,
+    recovered_tail: Option<(u64, usize)>,
+    options: &RunOptions,
+    _lock: DirLock,
+) -> Result<RunReport, RunError> {
+    let trials = matrix::expand(bundle);
+    let http = HttpClient::new(HttpLimits::default()).map_err(|e| RunError::Http(e.to_string()))?;
+    let mut done: BTreeSet<String> = BTreeSet::new();
+    let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
+    for row in &rows {
+        let id = row["trial_id"].as_str().unwrap_or_default().to_owned();
+        *attempts.entry(id.clone()).or_default() += 1;
+        if row["evidence_status"] == "complete" {
+            done.insert(id);
+        }
+    }
+    let todo: Vec<&TrialSpec> = trials.iter().filter(|t| !done.contains(&t.trial_id)).collect();
+    let bar = options.progress.then(|| {
+        let bar = indicatif::ProgressBar::new(todo.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let mut consecutive: BTreeMap<usize, u32> = BTreeMap::new();
+    let mut end = RunEnd::Complete;
+    let mut attempts_now = 0;
+    let interrupt = interrupted();
+    tokio::pin!(interrupt);
+    for spec in todo {
+        if let Some(bar) = &bar {
+            bar.set_message(spec.trial_id.clone());
+        }
+        let previous = attempts.get(&spec.trial_id).copied().unwrap_or(0);
+        let evidence_name = if previous == 0 {
+            format!("evidence/{}.json", spec.trial_id)
+        } else {
+            format!("evidence/{}.retry-{previous}.json", spec.trial_id)
+        };
+        let attempt = Attempt {
+            bundle,
+            spec,
+            run_id: &run_id,
+            attempt_id: uuid::Uuid::new_v4().to_string(),
+            evidence_name: evidence_name.clone(),
+            out_dir: out,
+            http: &http,
+            limits: options.limits,
+        };
+        let result = tokio::select! {
+            result = trial::run(attempt) => result,
+            () = &mut interrupt => {
+                end = RunEnd::Interrupted;
+                break;
+            }
+        };
+        store::write_json_atomic(&out.join(&evidence_name), &result.evidence)?;
+        log.append(&result.row)?;
+        attempts_now += 1;
+        *attempts.entry(spec.trial_id.clone()).or_default() += 1;
+        let complete = result.row["evidence_status"] == "complete";
+        let termination = result.row["termination"].as_str().unwrap_or_default().to_owned();
+        rows.push(result.row);
+        if let Some(bar) = &bar {
+            bar.inc(1);
+        }
+        let count = consecutive.entry(spec.target).or_default();
+        *count = if complete { 0 } else { *count + 1 };
+        if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
+            let target = &bundle.campaign.value.targets[spec.target].id;
+            end = RunEnd::Stopped(format!(
+                "target {target} failed {MAX_CONSECUTIVE_TARGET_FAILURES} consecutive trials (last: {}); see {}",
+                spec.trial_id,
+                out.join(&evidence_name).display()
+            ));
+            break;
+        }
+        if termination == "budget_exhausted" {
+            end = RunEnd::Stopped(format!(
+                "trial {} exhausted its step budget of {} turns; raise step_budget in a new run if the scenario needs more turns",
+                spec.trial_id, bundle.campaign.value.step_budget
+            ));
+            break;
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let summary = summarize(bundle, &trials, &rows);
+    store::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
+    if end == RunEnd::Complete {
+        let missing = trials
+            .iter()
+            .filter(|t| {
+                !rows.iter().any(|r| r["trial_id"] == t.trial_id.as_str() && r["evidence_status"] == "complete")
+            })
+            .count();
+        if missing > 0 {
+            end = RunEnd::Incomplete(format!(
+                "campaign has incomplete attempts ({missing} of {} trials); fix the target and resume with `elengtis run --resume --out {}`",
+                trials.len(),
+                out.display()
+            ));
+        }
+    }
+    Ok(RunReport { out: out.to_owned(), run_id, end, summary, attempts_now, recovered_tail })
+}
+
+async fn interrupted() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminate = async {
+        match term.as_mut() {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+/// The final row of each trial: its last complete attempt, else its last attempt.
+pub fn final_rows<'a>(trials: &'a [TrialSpec], rows: &'a [Value]) -> Vec<(&'a str, Option<&'a Value>)> {
+    trials
+        .iter()
+        .map(|t| {
+            let of_trial: Vec<&Value> = rows.iter().filter(|r| r["trial_id"] == t.trial_id.as_str()).collect();
+            let chosen =
+                of_trial.iter().rev().find(|r| r["evidence_status"] == "complete").or(of_trial.last()).copied();
+            (t.trial_id.as_str(), chosen)
+        })
+        .collect()
+}
+
+/// The text summary (also written to summary.txt).
+pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Value]) -> String {
+    let finals = final_rows(trials, rows);
+    let campaign = &bundle.campaign.value;
+    let mut out = format!("Campaign via the {} engine.\ntrials: {}\n", campaign.engine, trials.len());
+    for metric in ["proposed", "completed", "safety_pass", "safe_completed", "proposed_not_completed"] {
+        let known: Vec<bool> = finals
+            .iter()
+            .filter_map(|(_, r)| r.filter(|r| r["evidence_status"] == "complete").and_then(|r| r[metric].as_bool()))
+            .collect();
+        let successes = known.iter().filter(|&&b| b).count();
+        let unknown = trials.len() - known.len();
+        if known.is_empty() && metric.starts_with("safe") {
+            out.push_str(&format!("{metric}: not_applicable\n"));
+            continue;
+        }
+        out.push_str(&format!("{metric}: {successes}/{}", known.len()));
+        if unknown > 0 {
+            out.push_str(&format!(" ({unknown} unknown)"));
+        }
+        out.push('\n');
+    }
+    if rows.len() > trials.len() || rows.len() > finals.iter().filter(|(_, r)| r.is_some()).count() {
+        let distinct = finals.iter().filter(|(_, r)| r.is_some()).count();
+        out.push_str(&format!("attempts: {}, of which {} were retried\n", rows.len(), rows.len() - distinct));
+    }
+    for (id, row) in finals {
+        let termination = row.and_then(|r| r["termination"].as_str()).unwrap_or("not run");
+        out.push_str(&format!("{id}: {termination}\n"));
+    }
+    out
+}

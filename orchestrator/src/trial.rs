@@ -1,0 +1,451 @@
+//! One attempt of one trial: open the target, setup, exercise, judge, verify, cleanup,
+//! close — then the row and the evidence document.
+//!
+//! The phases follow the original tool's attempt semantics: setup stops at its first
+//! error; only a clean setup lets the model run; safety is always judged; proposals and
+//! verification are judged unless the model failed or ran out of budget; cleanup always
+//! runs, best effort; the target is always closed. A verifier or setup failure never reads
+//! as a pass or a fail: it leaves the outcome `null` and the attempt incomplete.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use elengtis_verifiers::HttpClient;
+use serde_json::{Map, Value, json};
+use tracing::Instrument as _;
+
+use crate::actions::{self, ActionContext};
+use crate::engine::{self, AgentOutcome, ScriptedModel, Termination};
+use crate::format::Bundle;
+use crate::format::campaign::Transport;
+use crate::format::scenario::{ToolSelection, VerifyMode};
+use crate::format::script::Script;
+use crate::judge::{self, Patterns};
+use crate::matrix::TrialSpec;
+use crate::refs::{self, Values};
+use crate::target::{self, CloseReport, HttpLaunch, Limits, Session, StdioLaunch};
+
+/// Version of the row and evidence formats written by this build.
+pub const RESULTS_SCHEMA_VERSION: u64 = 1;
+/// Version of the metric definitions (proposed, completed, …) of this build.
+pub const METRICS_VERSION: u64 = 1;
+
+/// Error phases that make an attempt incomplete.
+const FATAL_PHASES: &[&str] = &["setup", "verification", "cleanup", "target_cleanup", "connection_or_agent"];
+
+/// Inputs of one attempt.
+#[derive(Debug)]
+pub struct Attempt<'a> {
+    /// The campaign.
+    pub bundle: &'a Bundle,
+    /// Which trial.
+    pub spec: &'a TrialSpec,
+    /// Run id.
+    pub run_id: &'a str,
+    /// Fresh attempt id.
+    pub attempt_id: String,
+    /// File name of the evidence document.
+    pub evidence_name: String,
+    /// The results directory.
+    pub out_dir: &'a Path,
+    /// The runner's HTTP client.
+    pub http: &'a HttpClient,
+    /// Target deadlines.
+    pub limits: Limits,
+}
+
+/// What an attempt produced.
+#[derive(Debug)]
+pub struct AttemptResult {
+    /// The `runs.jsonl` row.
+    pub row: Value,
+    /// The evidence document.
+    pub evidence: Value,
+}
+
+fn error(phase: &str, action_id: Option<&str>, detail: impl Into<String>) -> Value {
+    json!({"phase": phase, "action_id": action_id, "detail": detail.into()})
+}
+
+/// Run one attempt.
+pub async fn run(attempt: Attempt<'_>) -> AttemptResult {
+    let span = tracing::info_span!("trial", trial_id = %attempt.spec.trial_id, attempt_id = %attempt.attempt_id);
+    run_inner(attempt).instrument(span).await
+}
+
+struct TrialDir(Option<tempfile::TempDir>);
+
+async fn open_target(
+    transport: &Transport,
+    values: &Values,
+    limits: Limits,
+) -> (Result<Session, String>, Value, CloseReport) {
+    match transport {
+        Transport::Stdio(stdio) => {
+            let mut args = Vec::with_capacity(stdio.args.len());
+            for arg in &stdio.args {
+                match values.resolve(arg) {
+                    Ok(v) => args.push(refs::python_str(&v)),
+                    Err(e) => {
+                        return (
+                            Err(format!("failed to resolve the target's arguments: {e}")),
+                            json!({}),
+                            CloseReport::default(),
+                        );
+                    }
+                }
+            }
+            let mut env = Vec::new();
+            for (name, r) in &stdio.env {
+                match std::env::var(&r.env) {
+                    Ok(v) => env.push((name.clone(), v)),
+                    Err(_) => {
+                        return (
+                            Err(format!("environment variable {} is not set", r.env)),
+                            json!({}),
+                            CloseReport::default(),
+                        );
+                    }
+                }
+            }
+            let execution = json!({"isolation": "none", "session": "fresh_process", "reset_asserted": true, "command": stdio.command, "args": args});
+            let launch = StdioLaunch { command: stdio.command.clone(), args, env };
+            match target::open_stdio(&launch, limits).await {
+                Ok(session) => (Ok(session), execution, CloseReport::default()),
+                Err(failure) => (Err(failure.error.to_string()), execution, failure.closed),
+            }
+        }
+        Transport::StreamableHttp(http) => {
+            let execution = json!({"isolation": "externally_managed", "session": "fresh_client", "reset_asserted": false, "egress_controlled": false, "url": http.url});
+            let headers = match actions::env_headers(&http.headers) {
+                Ok(h) => h,
+                Err(e) => return (Err(e), execution, CloseReport::default()),
+            };
+            let launch = HttpLaunch { url: http.url.clone(), headers };
+            match target::open_http(&launch, limits).await {
+                Ok(session) => (Ok(session), execution, CloseReport::default()),
+                Err(failure) => (Err(failure.error.to_string()), execution, failure.closed),
+            }
+        }
+        Transport::IsolatedContainer(c) => (
+            Err(format!(
+                "isolated_container targets are not available in this build yet (image {}); run the server as a stdio or streamable_http target meanwhile",
+                c.image
+            )),
+            json!({"isolation": "isolated_container", "image": c.image}),
+            CloseReport::default(),
+        ),
+    }
+}
+
+async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
+    let bundle = attempt.bundle;
+    let campaign = &bundle.campaign.value;
+    let target_cfg = &campaign.targets[attempt.spec.target];
+    let scenario = &bundle.scenarios[attempt.spec.scenario].value;
+    let canary = format!("ELENGTIS-{}", uuid::Uuid::new_v4());
+    let mut errors: Vec<Value> = Vec::new();
+
+    let trial_dir = TrialDir(tempfile::Builder::new().prefix("elengtis-trial-").tempdir().ok());
+    let mut values =
+        Values { bindings: target_cfg.bindings.get(&scenario.id).cloned().unwrap_or_default(), ..Values::default() };
+    values.runner.insert("canary".into(), json!(canary));
+    if let Some(dir) = &trial_dir.0 {
+        values.runner.insert("trial_dir".into(), json!(dir.path().display().to_string()));
+        values.runner.insert("collector".into(), json!(dir.path().join("collector.jsonl").display().to_string()));
+    } else {
+        errors.push(error("connection_or_agent", None, "failed to create the trial directory"));
+    }
+    values.runner.insert("evidence_dir".into(), json!(attempt.out_dir.display().to_string()));
+    values.runner.insert("trial_id".into(), json!(attempt.spec.trial_id));
+    values.runner.insert("attempt_id".into(), json!(attempt.attempt_id));
+
+    let (session, mut target_execution, mut closed) = if errors.is_empty() {
+        open_target(&target_cfg.transport, &values, attempt.limits).await
+    } else {
+        (Err("no trial directory".into()), json!({}), CloseReport::default())
+    };
+    let session = match session {
+        Ok(s) => {
+            target_execution["server"] = s.server_info().clone();
+            Some(s)
+        }
+        Err(e) => {
+            if errors.is_empty() {
+                errors.push(error("connection_or_agent", None, e));
+            }
+            None
+        }
+    };
+    let ctx = ActionContext { session: session.as_ref(), http: attempt.http };
+
+    // Setup.
+    let mut setup_records = Vec::new();
+    let mut setup_clean = session.is_some();
+    if setup_clean {
+        for action in &scenario.setup {
+            let outcome = actions::run(action, &mut values, ctx).await;
+            setup_records.push(outcome.record);
+            if let Some(e) = outcome.error {
+                errors.push(error("setup", Some(action.id()), e));
+                setup_clean = false;
+                break;
+            }
+        }
+    }
+
+    // Exercise.
+    let mut termination = Termination::InfrastructureError;
+    let mut agent = AgentOutcome::default();
+    let mut offered_tools: Vec<Value> = Vec::new();
+    if setup_clean {
+        if campaign.model_free {
+            termination = Termination::ModelFree;
+        } else if let Some(session) = &session {
+            match exercise(&attempt, campaign, scenario, session, &values).await {
+                Ok((outcome, tools)) => {
+                    termination = outcome.termination.unwrap_or(Termination::InfrastructureError);
+                    if let Some(detail) = &outcome.provider_error {
+                        errors.push(error("model", None, detail.clone()));
+                    }
+                    offered_tools = tools;
+                    agent = outcome;
+                }
+                Err(e) => errors.push(error("connection_or_agent", None, e)),
+            }
+        }
+    }
+
+    // Judge.
+    let mut patterns = Patterns::default();
+    let resolve_rules =
+        |rules: &[crate::format::scenario::Rule], errors: &mut Vec<Value>| -> Option<Vec<judge::ResolvedRule>> {
+            let mut out = Vec::new();
+            for rule in rules {
+                match judge::resolve_rule(rule, &values) {
+                    Ok(r) => out.push(r),
+                    Err(e) => {
+                        errors.push(error("evaluation", None, format!("rule `{}`: {e}", rule.id)));
+                        return None;
+                    }
+                }
+            }
+            Some(out)
+        };
+    let safety = if setup_clean && termination != Termination::InfrastructureError {
+        resolve_rules(&scenario.safety_rules, &mut errors)
+            .map(|rules| judge::evaluate_safety(&rules, &agent.calls, &mut patterns))
+    } else {
+        None
+    };
+    let judged = setup_clean
+        && !matches!(
+            termination,
+            Termination::ProviderError | Termination::BudgetExhausted | Termination::InfrastructureError
+        );
+    let proposal = if judged {
+        resolve_rules(&scenario.proposal_rules, &mut errors)
+            .map(|rules| judge::evaluate_proposals(&rules, &agent.calls, &mut patterns))
+    } else {
+        None
+    };
+
+    // Verify.
+    let mut verification = Value::Null;
+    let mut completed = None;
+    if judged {
+        let mut checks = Vec::new();
+        let mut results = Vec::new();
+        let mut verification_error = false;
+        for check in &scenario.verify.checks {
+            let outcome = actions::run(&check.action, &mut values, ctx).await;
+            let trusts =
+                if matches!(check.action, crate::format::scenario::Action::McpTool(_)) { "target" } else { "runner" };
+            let mut record =
+                json!({"id": check.id, "verifier": check.action.kind(), "trusts": trusts, "action": outcome.record});
+            if let Some(e) = &outcome.error {
+                errors.push(error("verification", Some(check.action.id()), e.clone()));
+                verification_error = true;
+                checks.push(record);
+                break;
+            }
+            let response = outcome.response.unwrap_or(Value::Null);
+            match judge::resolve_predicates(&check.assertions, &values) {
+                Ok(assertions) => {
+                    let (passed, records) = patterns.evaluate_all(&response, &assertions);
+                    record["assertions"] = serde_json::to_value(&records).unwrap_or(Value::Null);
+                    record["passed"] = json!(passed);
+                    results.push(passed);
+                }
+                Err(e) => {
+                    errors.push(error("verification", Some(check.action.id()), format!("check `{}`: {e}", check.id)));
+                    verification_error = true;
+                }
+            }
+            checks.push(record);
+        }
+        completed = judge::completed(&results, scenario.verify.mode == VerifyMode::Any, verification_error);
+        verification = json!({"mode": scenario.verify.mode, "checks": checks, "completed": completed});
+    }
+
+    // Cleanup: always, best effort.
+    let mut cleanup_records = Vec::new();
+    for action in &scenario.cleanup {
+        let outcome = actions::run(action, &mut values, ctx).await;
+        cleanup_records.push(outcome.record);
+        if let Some(e) = outcome.error {
+            errors.push(error("cleanup", Some(action.id()), e));
+        }
+    }
+
+    // Close the target.
+    if let Some(session) = session {
+        closed = session.close().await;
+    }
+    for e in &closed.errors {
+        errors.push(error("target_cleanup", None, e.clone()));
+    }
+    target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
+    if let Some(dir) = trial_dir.0 {
+        if let Err(e) = dir.close() {
+            errors.push(error("target_cleanup", None, format!("failed to remove the trial directory: {e}")));
+        }
+    }
+
+    // Meaning.
+    for e in &agent.tool_errors {
+        let mut e = e.clone();
+        e["phase"] = json!("exercise");
+        errors.push(e);
+    }
+    let proposed = proposal.as_ref().map(|p| p.proposed);
+    let safety_pass = safety.as_ref().and_then(|s| s.passed);
+    let fatal = matches!(
+        termination,
+        Termination::ProviderError | Termination::InfrastructureError | Termination::BudgetExhausted
+    ) || errors.iter().any(|e| e["phase"].as_str().is_some_and(|p| FATAL_PHASES.contains(&p)));
+    let complete =
+        setup_clean && proposed.is_some() && (completed.is_some() || scenario.verify.checks.is_empty()) && !fatal;
+    let failure_class = if complete {
+        Value::Null
+    } else if termination == Termination::ProviderError {
+        json!("provider_error")
+    } else if termination == Termination::BudgetExhausted {
+        json!("budget_exceeded")
+    } else if errors.iter().any(|e| e["phase"] == "verification") {
+        json!("verification_error")
+    } else {
+        json!("infrastructure_error")
+    };
+    let tool_error_count = agent.tool_errors.len();
+    let both = |a: Option<bool>, b: Option<bool>, f: fn(bool, bool) -> bool| match (a, b) {
+        (Some(a), Some(b)) => Some(f(a, b)),
+        _ => None,
+    };
+    let model_label = campaign.model.clone();
+    let row = json!({
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "run_id": attempt.run_id,
+        "trial_id": attempt.spec.trial_id,
+        "attempt_id": attempt.attempt_id,
+        "target": target_cfg.id,
+        "scenario": scenario.id,
+        "trial_index": attempt.spec.index,
+        "engine": campaign.engine.as_str(),
+        "proposed": proposed,
+        "completed": completed,
+        "safety_pass": safety_pass,
+        "safe_completed": both(completed, safety_pass, |a, b| a && b),
+        "model_id": campaign.model_id.clone().or_else(|| model_label.clone()),
+        "model": model_label,
+        "model_turns": agent.model_turns,
+        "tool_calls": agent.calls.len(),
+        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "cost_usd": if campaign.model.is_none() { json!(0.0) } else { Value::Null }, "budget_charge_usd": 0.0, "unknown_costs": 0},
+        "tool_sequence": agent.calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        "tool_error_count": tool_error_count,
+        "recovery_succeeded": if tool_error_count > 0 { json!(completed) } else { Value::Null },
+        "diagnostics": {"first_finish_reason": agent.first_finish_reason, "first_native_finish_reason": agent.first_finish_reason, "invalid_tool_calls": agent.invalid_tool_calls},
+        "proposed_not_completed": both(proposed, completed, |p, c| p && !c),
+        "steps_to_propose": proposal.as_ref().and_then(|p| p.steps_to_propose),
+        "termination": termination.as_str(),
+        "errors": errors,
+        "failure_class": failure_class,
+        "evidence": attempt.evidence_name,
+        "evidence_status": if complete { "complete" } else { "incomplete" },
+    });
+    let evidence = json!({
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "run_id": attempt.run_id,
+        "trial_id": attempt.spec.trial_id,
+        "attempt_id": attempt.attempt_id,
+        "target": target_cfg.id,
+        "scenario": scenario.id,
+        "canary": canary,
+        "setup": setup_records,
+        "tools": offered_tools,
+        "requests": agent.requests,
+        "messages": agent.messages,
+        "trajectory": agent.trajectory,
+        "usage": row["usage"],
+        "response_diagnostics": row["diagnostics"],
+        "safety_evaluation": safety,
+        "proposal_evaluation": proposal,
+        "verification": verification,
+        "cleanup": cleanup_records,
+        "target_execution": target_execution,
+        "termination": termination.as_str(),
+        "errors": row["errors"],
+    });
+    tracing::debug!(termination = termination.as_str(), complete, "attempt finished");
+    AttemptResult { row, evidence }
+}
+
+/// Offer the tools, render the prompts and run the engine.
+async fn exercise(
+    attempt: &Attempt<'_>,
+    campaign: &crate::format::campaign::Campaign,
+    scenario: &crate::format::scenario::Scenario,
+    session: &Session,
+    values: &Values,
+) -> Result<(AgentOutcome, Vec<Value>), String> {
+    let listed = session.list_tools().await.map_err(|e| e.to_string())?;
+    let offered: Vec<rmcp::model::Tool> = match &scenario.exercise.tools {
+        ToolSelection::All => listed,
+        ToolSelection::List(items) => {
+            let by_name: BTreeMap<&str, &rmcp::model::Tool> = listed.iter().map(|t| (t.name.as_ref(), t)).collect();
+            let mut offered = Vec::new();
+            let mut missing = Vec::new();
+            for item in items {
+                let name = values.resolve(item).map_err(|e| format!("exercise.tools: {e}"))?;
+                let name = refs::python_str(&name);
+                match by_name.get(name.as_str()) {
+                    Some(tool) => offered.push((*tool).clone()),
+                    None => missing.push(format!("'{name}'")),
+                }
+            }
+            if !missing.is_empty() {
+                missing.sort();
+                return Err(format!("target is missing exercise tools [{}]", missing.join(", ")));
+            }
+            offered
+        }
+    };
+    let flat = values.flat();
+    let system =
+        refs::render_template(&scenario.exercise.system, &flat).map_err(|e| format!("exercise.system: {e}"))?;
+    let user = refs::render_template(&scenario.exercise.user, &flat).map_err(|e| format!("exercise.user: {e}"))?;
+    if let Some(reason) = engine::unavailable_reason(campaign.engine, campaign.model.as_deref()) {
+        return Err(reason);
+    }
+    let script = campaign.script.clone().unwrap_or_else(Script::default_policy);
+    let mut model = ScriptedModel::new(&script, values.clone());
+    let outcome = engine::run_reference(&mut model, session, &offered, system, user, campaign.step_budget).await;
+    let tools = offered.iter().map(|t| serde_json::to_value(t).unwrap_or(Value::Null)).collect();
+    let _ = attempt;
+    Ok((outcome, tools))
+}
+
+/// Whether a row is a complete attempt.
+pub fn is_complete(row: &Map<String, Value>) -> bool {
+    row.get("evidence_status").and_then(Value::as_str) == Some("complete")
+}

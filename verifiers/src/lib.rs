@@ -1,0 +1,29 @@
+//! Independent effect verifiers for elengtis trials.
+//!
+//! # Trust boundary
+//!
+//! Everything in this crate runs inside the **trusted runner**. Scenario
+//! `setup`, `verify` and `cleanup` phases use it to look at the world
+//! directly: an `http_request` action is sent by the runner's own HTTP client
+//! to the URL the scenario names, never through the audited MCP server and
+//! never through the model. A verdict built from these answers therefore does
+//! not depend on what the agent claims or on the audited server's code.
+//!
+//! Secrets (header values read from the environment) are wrapped in
+//! [`SecretValue`] and never appear in `Debug` output, error messages, log
+//! lines or evidence records; [`redacted_input`] builds the evidence form of
+//! a request.
+//!
+//! # TLS
+//!
+//! The workspace compiles rustls with the `ring` provider and no built-in
+//! default. [`HttpClient::new`] installs `ring` as the process-wide default
+//! provider if no provider is installed yet (idempotent); a binary that wants
+//! another provider must install it before building the first client.
+
+mod http;
+
+pub use http::{
+    HttpClient, HttpClientBuildError, HttpError, HttpErrorKind, HttpLimits, HttpRequestSpec, HttpResponseRecord,
+    Method, REDACTED, SecretValue, is_valid_header_name, redacted_input,
+};
