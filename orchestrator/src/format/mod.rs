@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use validate::{LoadOptions, Overrides, RUNNER_ONLY_IN_TRIALS};
+pub use validate::{LoadOptions, MAX_TRIALS_OVERRIDE, Overrides};
 
 use self::campaign::Campaign;
 use self::scenario::Scenario;
@@ -293,7 +293,10 @@ pub fn bundle_from_dumps(
         docs.push(Document { path: path.clone(), value, node, sha256 });
     }
     let mut bundle = Bundle { campaign, scenarios: docs, warnings: Vec::new() };
-    validate::validate(&mut bundle, &LoadOptions::resume())?;
+    validate::validate(
+        &mut bundle,
+        &LoadOptions { max_trials: validate::MAX_TRIALS_OVERRIDE, ..LoadOptions::resume() },
+    )?;
     Ok(bundle)
 }
 

@@ -21,9 +21,6 @@ use crate::judge::{self, Patterns, RecordedCall};
 use crate::refs::{self, RUNNER_VALUES, RefKind, Values};
 use crate::rules::{self, Op};
 
-/// Runner values that exist only inside a running trial (not in rule examples or preflight).
-pub const RUNNER_ONLY_IN_TRIALS: &[&str] = &["trial_dir", "collector", "evidence_dir", "trial_id", "attempt_id"];
-
 /// Generation settings a live model accepts.
 const GENERATION_KEYS: &[&str] = &[
     "frequency_penalty",
@@ -52,11 +49,21 @@ pub struct LoadOptions {
     pub check_examples: bool,
     /// How to tell whether a variable is set.
     pub env_is_set: fn(&str) -> bool,
+    /// Largest `trials` accepted: 100 in files (the format's range), more from `--trials`.
+    pub max_trials: u32,
 }
+
+/// Largest `--trials` override (the file format allows at most 100).
+pub const MAX_TRIALS_OVERRIDE: u32 = 10_000;
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { check_env: true, check_examples: true, env_is_set: |name| std::env::var_os(name).is_some() }
+        LoadOptions {
+            check_env: true,
+            check_examples: true,
+            env_is_set: |name| std::env::var_os(name).is_some(),
+            max_trials: 100,
+        }
     }
 }
 
@@ -179,7 +186,7 @@ fn sorted_list(items: &BTreeSet<String>) -> String {
 /// Check a whole bundle; store warnings on it.
 pub(super) fn validate(bundle: &mut Bundle, options: &LoadOptions) -> Result<(), LoadError> {
     let mut c = Checker::default();
-    check_settings(&mut c, &bundle.campaign);
+    check_settings(&mut c, &bundle.campaign, options);
     check_targets(&mut c, &bundle.campaign, options);
     let mut ids: BTreeMap<&str, &Path> = BTreeMap::new();
     for doc in &bundle.scenarios {
@@ -212,13 +219,13 @@ fn range<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: u64, min: u64, m
     }
 }
 
-fn check_settings(c: &mut Checker, doc: &Document<Campaign>) {
+fn check_settings(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptions) {
     let campaign = &doc.value;
     let root = At::root();
     if campaign.schema_version != 1 {
         c.err(doc, &root.k("schema_version"), format!("must be 1, found {}", campaign.schema_version));
     }
-    range(c, doc, &root.k("trials"), campaign.trials.into(), 1, 100);
+    range(c, doc, &root.k("trials"), campaign.trials.into(), 1, options.max_trials.into());
     range(c, doc, &root.k("step_budget"), campaign.step_budget.into(), 1, 100);
     if campaign.targets.is_empty() {
         c.err(doc, &root.k("targets"), "must list at least one target");
@@ -931,8 +938,8 @@ pub(super) fn apply_overrides(bundle: &mut Bundle, overrides: &Overrides) -> Res
         });
     };
     if let Some(trials) = overrides.trials {
-        if !(1..=100).contains(&trials) {
-            flag("--trials", format!("must be between 1 and 100, found {trials}"));
+        if !(1..=MAX_TRIALS_OVERRIDE).contains(&trials) {
+            flag("--trials", format!("must be between 1 and {MAX_TRIALS_OVERRIDE}, found {trials}"));
         }
         campaign.trials = trials;
     }
@@ -966,8 +973,7 @@ pub(super) fn apply_overrides(bundle: &mut Bundle, overrides: &Overrides) -> Res
     if !found.is_empty() {
         return Err(LoadError::Invalid(found));
     }
-    let mut options = LoadOptions::resume();
-    options.check_examples = false;
+    let options = LoadOptions { max_trials: MAX_TRIALS_OVERRIDE, ..LoadOptions::resume() };
     validate(bundle, &options)
 }
 
