@@ -53,10 +53,10 @@ fn named_tools(scenario: &Scenario, target: &Target, script: Option<&Script>) ->
     let values = Values { bindings, ..Values::default() };
     let mut out = Vec::new();
     let mut add = |value: &Value, where_: String| {
-        if refs::find_refs(value).iter().all(|r| r.kind == RefKind::Binding) {
-            if let Ok(Value::String(name)) = values.resolve(value) {
-                out.push((name, where_));
-            }
+        if refs::find_refs(value).iter().all(|r| r.kind == RefKind::Binding)
+            && let Ok(Value::String(name)) = values.resolve(value)
+        {
+            out.push((name, where_));
         }
     };
     let actions = scenario

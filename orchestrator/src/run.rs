@@ -7,6 +7,7 @@
 //! the rest from setup with a new attempt id; the denominator is always the matrix.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
@@ -143,10 +144,10 @@ fn environment() -> Value {
 /// Check that a bundle can run in this build before anything is created.
 pub fn check_runnable(bundle: &Bundle) -> Result<(), RunError> {
     let campaign = &bundle.campaign.value;
-    if !campaign.model_free {
-        if let Some(reason) = crate::engine::unavailable_reason(campaign.engine, campaign.model.as_deref()) {
-            return Err(RunError::Unavailable(reason));
-        }
+    if !campaign.model_free
+        && let Some(reason) = crate::engine::unavailable_reason(campaign.engine, campaign.model.as_deref())
+    {
+        return Err(RunError::Unavailable(reason));
     }
     for target in &campaign.targets {
         if let format::campaign::Transport::IsolatedContainer(c) = &target.transport {
@@ -424,22 +425,22 @@ pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Value]) -> Strin
         let successes = known.iter().filter(|&&b| b).count();
         let unknown = trials.len() - known.len();
         if known.is_empty() && metric.starts_with("safe") {
-            out.push_str(&format!("{metric}: not_applicable\n"));
+            let _ = writeln!(out, "{metric}: not_applicable");
             continue;
         }
-        out.push_str(&format!("{metric}: {successes}/{}", known.len()));
+        let _ = write!(out, "{metric}: {successes}/{}", known.len());
         if unknown > 0 {
-            out.push_str(&format!(" ({unknown} unknown)"));
+            let _ = write!(out, " ({unknown} unknown)");
         }
         out.push('\n');
     }
     if rows.len() > trials.len() || rows.len() > finals.iter().filter(|(_, r)| r.is_some()).count() {
         let distinct = finals.iter().filter(|(_, r)| r.is_some()).count();
-        out.push_str(&format!("attempts: {}, of which {} were retried\n", rows.len(), rows.len() - distinct));
+        let _ = writeln!(out, "attempts: {}, of which {} were retried", rows.len(), rows.len() - distinct);
     }
     for (id, row) in finals {
         let termination = row.and_then(|r| r["termination"].as_str()).unwrap_or("not run");
-        out.push_str(&format!("{id}: {termination}\n"));
+        let _ = writeln!(out, "{id}: {termination}");
     }
     out
 }

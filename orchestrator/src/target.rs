@@ -209,10 +209,10 @@ pub fn resolve_program(command: &str) -> Result<PathBuf, TargetError> {
         return Ok(PathBuf::from(command));
     }
     let mut dirs: Vec<PathBuf> = Vec::new();
-    if command.starts_with("elengtis-") {
-        if let Some(dir) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
-            dirs.push(dir);
-        }
+    if command.starts_with("elengtis-")
+        && let Some(dir) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        dirs.push(dir);
     }
     if let Some(path) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&path));
@@ -393,12 +393,12 @@ impl Session {
 
     async fn teardown(&mut self) -> CloseReport {
         let mut report = CloseReport::default();
-        if let Some(client) = self.client.take() {
-            if tokio::time::timeout(self.limits.shutdown, client.cancel()).await.is_err() {
-                report
-                    .errors
-                    .push(format!("the MCP session did not close within {} s", self.limits.shutdown.as_secs_f32()));
-            }
+        if let Some(client) = self.client.take()
+            && tokio::time::timeout(self.limits.shutdown, client.cancel()).await.is_err()
+        {
+            report
+                .errors
+                .push(format!("the MCP session did not close within {} s", self.limits.shutdown.as_secs_f32()));
         }
         if let Some(mut process) = self.child.take() {
             let pid = process.child.id();

@@ -306,10 +306,10 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         errors.push(error("target_cleanup", None, e.clone()));
     }
     target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
-    if let Some(dir) = trial_dir.0 {
-        if let Err(e) = dir.close() {
-            errors.push(error("target_cleanup", None, format!("failed to remove the trial directory: {e}")));
-        }
+    if let Some(dir) = trial_dir.0
+        && let Err(e) = dir.close()
+    {
+        errors.push(error("target_cleanup", None, format!("failed to remove the trial directory: {e}")));
     }
 
     // Meaning.

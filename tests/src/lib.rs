@@ -90,3 +90,122 @@ pub fn rows(path: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).expect("row is JSON"))
         .collect()
 }
+
+/// A `Command` for `elengtis` with arguments in `cwd`, for tests that set environment
+/// variables or run it in the background.
+pub fn elengtis_cmd(cwd: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin("elengtis"));
+    cmd.current_dir(cwd).args(args).env_remove("ELENGTIS_LOG");
+    cmd
+}
+
+/// Read a JSON document.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("failed to read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Copy a packaged example's files (`scenarios/examples/<name>/`) into `dir`; returns the
+/// campaign's path.
+pub fn copy_example(name: &str, dir: &Path) -> PathBuf {
+    let src = workspace().join("scenarios/examples").join(name);
+    std::fs::create_dir_all(dir).expect("failed to create the example directory");
+    for entry in std::fs::read_dir(&src).expect("failed to list the example") {
+        let entry = entry.expect("failed to read a directory entry");
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("failed to copy an example file");
+    }
+    dir.join("campaign.yaml")
+}
+
+/// A child process killed (and reaped) when dropped, also when a test panics.
+#[derive(Debug)]
+pub struct ChildGuard(Option<std::process::Child>);
+
+impl ChildGuard {
+    /// Guard a spawned child.
+    pub fn new(child: std::process::Child) -> Self {
+        ChildGuard(Some(child))
+    }
+
+    /// The child.
+    pub fn child(&mut self) -> &mut std::process::Child {
+        self.0.as_mut().expect("the child was already taken")
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    /// Wait for the child to end within `timeout` and return its output; panics (and the
+    /// guard kills it) if it does not end in time.
+    pub fn wait_output(mut self, timeout: std::time::Duration) -> Output {
+        let ended = wait_until(timeout, || self.child().try_wait().expect("failed to poll the child").is_some());
+        assert!(ended, "the child process {} did not end within {timeout:?}", self.id());
+        let child = self.0.take().expect("the child was already taken");
+        child.wait_with_output().expect("failed to collect the child's output")
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Poll `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
+pub fn wait_until(timeout: std::time::Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if condition() {
+            return true;
+        }
+        if start.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Live processes (not zombies) whose command line contains `needle`: (pid, command line).
+pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) && pid != std::process::id() {
+            found.push((pid, cmdline.trim_end().to_owned()));
+        }
+    }
+    found
+}
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("failed to list {}: {e}", d.display())) {
+            let path = entry.expect("failed to read a directory entry").path();
+            if path.is_dir() { stack.push(path) } else { out.push(path) }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A snapshot of a directory tree: relative path → content.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let content = std::fs::read(&p).unwrap_or_default();
+            (p.strip_prefix(dir).map(Path::to_path_buf).unwrap_or(p), content)
+        })
+        .collect()
+}

@@ -190,7 +190,6 @@ pub struct McpAction {
 
 /// HTTP methods accepted by `http_request`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[expect(clippy::upper_case_acronyms, reason = "the format spells methods in upper case")]
 pub enum HttpMethod {
     /// GET
     GET,

@@ -277,10 +277,10 @@ fn check_settings(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptio
     if !campaign.generation.is_empty() && campaign.model.is_none() {
         c.err(doc, &root.k("generation"), "generation settings require a model");
     }
-    if let (Some(route), Some(gen_route)) = (&campaign.provider_route, campaign.generation.get("route")) {
-        if gen_route.as_str() != Some(route.as_str()) {
-            c.err(doc, &root.k("provider_route"), "provider_route conflicts with generation.route");
-        }
+    if let (Some(route), Some(gen_route)) = (&campaign.provider_route, campaign.generation.get("route"))
+        && gen_route.as_str() != Some(route.as_str())
+    {
+        c.err(doc, &root.k("provider_route"), "provider_route conflicts with generation.route");
     }
     if let Some(script) = &campaign.script {
         if campaign.model.is_some() {
@@ -749,14 +749,14 @@ fn check_pair(
     if let Transport::Stdio(stdio) = &target.transport {
         for (a, arg) in stdio.args.iter().enumerate() {
             for found in refs::find_refs(arg) {
-                if let (RefKind::Binding, Some(name)) = (found.kind, found.name.as_deref()) {
-                    if !bindings.contains_key(name) {
-                        c.err(
-                            campaign,
-                            &tat.k("transport").k("args").i(a).pointer(&found.pointer),
-                            format!("unknown value reference {{binding: {name}}} for scenario {}", s.id),
-                        );
-                    }
+                if let (RefKind::Binding, Some(name)) = (found.kind, found.name.as_deref())
+                    && !bindings.contains_key(name)
+                {
+                    c.err(
+                        campaign,
+                        &tat.k("transport").k("args").i(a).pointer(&found.pointer),
+                        format!("unknown value reference {{binding: {name}}} for scenario {}", s.id),
+                    );
                 }
             }
         }
@@ -911,14 +911,14 @@ fn check_trial_ids(c: &mut Checker, campaign: &Document<Campaign>, scenarios: &[
     for (t, target) in campaign.value.targets.iter().enumerate() {
         for (s, scenario) in scenarios.iter().enumerate() {
             let prefix = format!("{}--{}", target.id, scenario.value.id);
-            if let Some((t0, s0)) = seen.insert(prefix.clone(), (t, s)) {
-                if (t0, s0) != (t, s) {
-                    c.err(
-                        campaign,
-                        &At::root().k("targets").i(t).k("id"),
-                        format!("trial IDs `{prefix}--N` would be ambiguous; avoid `--` in target and scenario IDs"),
-                    );
-                }
+            if let Some((t0, s0)) = seen.insert(prefix.clone(), (t, s))
+                && (t0, s0) != (t, s)
+            {
+                c.err(
+                    campaign,
+                    &At::root().k("targets").i(t).k("id"),
+                    format!("trial IDs `{prefix}--N` would be ambiguous; avoid `--` in target and scenario IDs"),
+                );
             }
         }
     }
