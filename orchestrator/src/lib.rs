@@ -21,6 +21,7 @@ pub mod refs;
 pub mod results;
 pub mod rules;
 pub mod run;
+pub mod sandbox;
 pub mod schema;
 pub mod target;
 pub mod trial;

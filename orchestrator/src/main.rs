@@ -65,6 +65,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Remove containers, networks and volumes elengtis left behind (never anything else).
+    Gc {
+        /// Only the leftovers of this run id.
+        #[arg(long)]
+        run: Option<String>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Summarise result directories: per model × engine × scenario, with Wilson intervals.
     Analyze {
         /// A results directory (repeatable).
@@ -99,6 +108,9 @@ struct RunArgs {
     /// Override `model`.
     #[arg(long)]
     model: Option<String>,
+    /// Trials run at once (isolated trials are independent; stdio trials too).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -135,6 +147,7 @@ fn run_error_code(e: &RunError) -> i32 {
         | RunError::Version { .. }
         | RunError::Store(_) => exit_codes::RESULTS_DIR,
         RunError::Create { .. } | RunError::Http(_) => exit_codes::IO,
+        RunError::Sandbox(_) => exit_codes::UNAVAILABLE,
     }
 }
 
@@ -201,6 +214,7 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Schema { out } => schema(&out),
         Command::Example { name, list, trials, out, json } => example(name, list, trials, out, json).await,
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
+        Command::Gc { run, json } => gc(run.as_deref(), json).await,
     }
 }
 
@@ -236,6 +250,14 @@ fn validate(path: &Path, json: bool) -> Result<i32, Failure> {
 }
 
 fn report(report: &RunReport, json: bool) -> i32 {
+    if let Some(leftovers) = report.leftovers.as_ref().filter(|l| !l.is_empty()) {
+        eprintln!(
+            "note: removed leftovers of an earlier attempt of this run: {} containers, {} networks, {} volumes",
+            leftovers.containers.len(),
+            leftovers.networks.len(),
+            leftovers.volumes.len()
+        );
+    }
     if let Some((offset, bytes)) = report.recovered_tail {
         eprintln!(
             "note: cut a torn final row ({bytes} bytes at offset {offset}) left in runs.jsonl by an interrupted run; that attempt is retried"
@@ -278,7 +300,11 @@ async fn run_command(args: RunArgs) -> Result<i32, Failure> {
         engine: args.engine,
         model: args.model.clone(),
     };
-    let options = RunOptions { progress: RunOptions::default().progress && !args.json, ..RunOptions::default() };
+    let options = RunOptions {
+        progress: RunOptions::default().progress && !args.json,
+        jobs: args.jobs.into(),
+        ..RunOptions::default()
+    };
     let result = if args.resume {
         if args.config.is_some() || !overrides.is_empty() {
             return Err(Failure {
@@ -307,7 +333,8 @@ async fn run_command(args: RunArgs) -> Result<i32, Failure> {
 async fn preflight(path: &Path, json: bool) -> Result<i32, Failure> {
     let bundle = format::load_campaign(path, &LoadOptions::default())?;
     print_warnings(&bundle.warnings);
-    let checks = elengtis::preflight::run(&bundle, elengtis::target::Limits::default()).await;
+    let sandbox = run::prepare_sandbox(&bundle).await?;
+    let checks = elengtis::preflight::run(&bundle, elengtis::target::Limits::default(), sandbox.as_ref()).await;
     let ok = checks.iter().all(|c| c.ok);
     if json {
         println!("{}", json!({"ok": ok, "targets": checks}));
@@ -361,13 +388,54 @@ async fn example(
         return Err(RunError::Exists(out).into());
     }
     std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
-    let campaign = examples::write(example, &out.join("example"))
-        .with_context(|| format!("failed to write the example into {}", out.display()))?;
-    let mut bundle = format::load_campaign(&campaign, &LoadOptions::default())?;
-    format::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
+    // Until the run has started, the directory holds only what this command wrote: a
+    // failure removes it so the same command can simply be run again.
+    let prepared = async {
+        let campaign = examples::write(example, &out.join("example"))
+            .with_context(|| format!("failed to write the example into {}", out.display()))?;
+        let mut bundle = format::load_campaign(&campaign, &LoadOptions::default())?;
+        format::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
+        run::check_runnable(&bundle)?;
+        Ok::<_, Failure>(bundle)
+    }
+    .await;
+    let bundle = match prepared {
+        Ok(bundle) => bundle,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&out);
+            return Err(e);
+        }
+    };
     let options = RunOptions { progress: RunOptions::default().progress && !json, ..RunOptions::default() };
     let result = run::start(&bundle, &out, true, &options).await?;
     Ok(report(&result, json))
+}
+
+async fn gc(run: Option<&str>, json: bool) -> Result<i32, Failure> {
+    let engine = elengtis::sandbox::docker::connect()
+        .await
+        .map_err(|e| Failure { code: exit_codes::UNAVAILABLE, error: e.into() })?;
+    let report = elengtis::sandbox::gc::sweep(&engine.docker, run)
+        .await
+        .map_err(|e| Failure { code: exit_codes::UNAVAILABLE, error: e.into() })?;
+    if json {
+        println!("{}", json!(report));
+    } else {
+        for (kind, names) in
+            [("container", &report.containers), ("network", &report.networks), ("volume", &report.volumes)]
+        {
+            for name in names {
+                println!("removed {kind} {name}");
+            }
+        }
+        for e in &report.errors {
+            eprintln!("error: {e}");
+        }
+        if report.is_empty() {
+            println!("nothing to remove");
+        }
+    }
+    Ok(if report.errors.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
 }
 
 fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Failure> {

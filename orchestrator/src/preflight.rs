@@ -12,7 +12,9 @@ use crate::format::campaign::{Target, Transport};
 use crate::format::scenario::{Action, Scenario, ToolSelection};
 use crate::format::script::Script;
 use crate::refs::{self, RefKind, Values};
-use crate::target::{self, HttpLaunch, Limits, StdioLaunch};
+use crate::sandbox::SandboxContext;
+use crate::target::Limits;
+use crate::trial::{OpenContext, close_target, open_target};
 
 /// The preflight result of one target.
 #[derive(Debug, Clone, Serialize)]
@@ -29,6 +31,8 @@ pub struct TargetCheck {
     pub problems: Vec<String>,
     /// A caution that does not fail the check.
     pub warning: Option<String>,
+    /// How the target was started and torn down (lifecycle record for containers).
+    pub execution: Value,
 }
 
 impl TargetCheck {
@@ -88,16 +92,23 @@ fn named_tools(scenario: &Scenario, target: &Target, script: Option<&Script>) ->
     out
 }
 
-/// Check every target of a bundle.
-pub async fn run(bundle: &Bundle, limits: Limits) -> Vec<TargetCheck> {
+/// Check every target of a bundle. `sandbox` is needed for container targets.
+pub async fn run(bundle: &Bundle, limits: Limits, sandbox: Option<&SandboxContext>) -> Vec<TargetCheck> {
+    let run_id = format!("preflight-{}", uuid::Uuid::new_v4());
     let mut checks = Vec::new();
     for target in &bundle.campaign.value.targets {
-        checks.push(check_target(bundle, target, limits).await);
+        checks.push(check_target(bundle, target, limits, &run_id, sandbox).await);
     }
     checks
 }
 
-async fn check_target(bundle: &Bundle, target: &Target, limits: Limits) -> TargetCheck {
+async fn check_target(
+    bundle: &Bundle,
+    target: &Target,
+    limits: Limits,
+    run_id: &str,
+    sandbox: Option<&SandboxContext>,
+) -> TargetCheck {
     let mut check = TargetCheck {
         target: target.id.clone(),
         transport: target.transport.kind(),
@@ -105,6 +116,7 @@ async fn check_target(bundle: &Bundle, target: &Target, limits: Limits) -> Targe
         tools: Vec::new(),
         problems: Vec::new(),
         warning: None,
+        execution: Value::Null,
     };
     let dir = match tempfile::Builder::new().prefix("elengtis-preflight-").tempdir() {
         Ok(dir) => dir,
@@ -120,60 +132,27 @@ async fn check_target(bundle: &Bundle, target: &Target, limits: Limits) -> Targe
     values.runner.insert("evidence_dir".into(), json!(dir.path().display().to_string()));
     values.runner.insert("trial_id".into(), json!(format!("{}--preflight--0", target.id)));
     values.runner.insert("attempt_id".into(), json!("preflight"));
-    let opened = match &target.transport {
-        Transport::Stdio(stdio) => {
-            // Arguments may bind per scenario; the first scenario's bindings stand in.
-            if let Some(first) = bundle.scenarios.first() {
-                values.bindings = target.bindings.get(&first.value.id).cloned().unwrap_or_default();
-            }
-            let args: Result<Vec<String>, _> =
-                stdio.args.iter().map(|a| values.resolve(a).map(|v| refs::python_str(&v))).collect();
-            let env: Result<Vec<(String, String)>, String> = stdio
-                .env
-                .iter()
-                .map(|(k, r)| {
-                    std::env::var(&r.env)
-                        .map(|v| (k.clone(), v))
-                        .map_err(|_| format!("environment variable {} is not set", r.env))
-                })
-                .collect();
-            match (args, env) {
-                (Ok(args), Ok(env)) => {
-                    target::open_stdio(&StdioLaunch { command: stdio.command.clone(), args, env }, limits)
-                        .await
-                        .map_err(|f| f.error.to_string())
-                }
-                (Err(e), _) => Err(e.to_string()),
-                (_, Err(e)) => Err(e),
-            }
-        }
-        Transport::StreamableHttp(http) => {
-            check.warning = Some(format!("{} is externally managed; reset and isolation are not asserted", target.id));
-            match crate::actions::env_headers(&http.headers) {
-                Ok(headers) => target::open_http(&HttpLaunch { url: http.url.clone(), headers }, limits)
-                    .await
-                    .map_err(|f| f.error.to_string()),
-                Err(e) => Err(e),
-            }
-        }
-        Transport::IsolatedContainer(c) => {
-            Err(format!("isolated_container targets are not available in this build yet (image {})", c.image))
-        }
+    if let Some(first) = bundle.scenarios.first() {
+        // Arguments may bind per scenario; the first scenario's bindings stand in.
+        values.bindings = target.bindings.get(&first.value.id).cloned().unwrap_or_default();
+    }
+    if let Transport::StreamableHttp(_) = &target.transport {
+        check.warning = Some(format!("{} is externally managed; reset and isolation are not asserted", target.id));
+    }
+    let trial_id = format!("{}--preflight--0", target.id);
+    let context = OpenContext { run_id, trial_id: &trial_id, attempt_id: "preflight", sandbox };
+    let opened = open_target(context, &target.transport, &values, limits).await;
+    let listed = match &opened.session {
+        Ok(session) => session.list_tools().await.map_err(|e| e.to_string()),
+        Err(e) => Err(e.clone()),
     };
-    let session = match opened {
-        Ok(session) => session,
-        Err(e) => {
-            check.problems.push(e);
-            return check;
-        }
-    };
-    let listed = session.list_tools().await;
-    let closed = session.close().await;
+    let (execution, _, teardown) = close_target(opened).await;
+    check.execution = execution;
     match listed {
         Ok(tools) => check.tools = tools.iter().map(|t| t.name.to_string()).collect(),
-        Err(e) => check.problems.push(e.to_string()),
+        Err(e) => check.problems.push(e),
     }
-    check.problems.extend(closed.errors.iter().map(|e| format!("teardown: {e}")));
+    check.problems.extend(teardown.iter().map(|e| format!("teardown: {e}")));
     if check.problems.is_empty() {
         let listed: BTreeSet<&str> = check.tools.iter().map(String::as_str).collect();
         let campaign = &bundle.campaign.value;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::format::{self, Bundle, LoadError};
 use crate::matrix::{self, TrialSpec};
 use crate::results::store::{self, AppendLog, DirLock, StoreError};
+use crate::sandbox::SandboxContext;
 use crate::target::Limits;
 use crate::trial::{self, Attempt, METRICS_VERSION, RESULTS_SCHEMA_VERSION};
 
@@ -77,6 +78,9 @@ pub enum RunError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The Docker engine or an image is not usable.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// The HTTP client for actions could not be built.
     #[error("failed to build the runner's HTTP client: {0}")]
     Http(String),
@@ -110,6 +114,8 @@ pub struct RunReport {
     pub attempts_now: usize,
     /// A torn final row cut on resume: (offset, bytes).
     pub recovered_tail: Option<(u64, usize)>,
+    /// Leftovers of this run removed before resuming.
+    pub leftovers: Option<crate::sandbox::gc::GcReport>,
 }
 
 /// Run settings not in the campaign.
@@ -119,11 +125,13 @@ pub struct RunOptions {
     pub limits: Limits,
     /// Show a progress bar (interactive terminals only).
     pub progress: bool,
+    /// Trials run at once.
+    pub jobs: usize,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { limits: Limits::default(), progress: std::io::stderr().is_terminal() }
+        RunOptions { limits: Limits::default(), progress: std::io::stderr().is_terminal(), jobs: 1 }
     }
 }
 
@@ -141,6 +149,25 @@ fn environment() -> Value {
     })
 }
 
+/// Connect to Docker and resolve the images of a bundle's container targets (None when it
+/// has none).
+pub async fn prepare_sandbox(bundle: &Bundle) -> Result<Option<SandboxContext>, RunError> {
+    let images: Vec<&str> = bundle
+        .campaign
+        .value
+        .targets
+        .iter()
+        .filter_map(|t| match &t.transport {
+            format::campaign::Transport::IsolatedContainer(c) => Some(c.image.as_str()),
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(SandboxContext::prepare(images).await?))
+}
+
 /// Check that a bundle can run in this build before anything is created.
 pub fn check_runnable(bundle: &Bundle) -> Result<(), RunError> {
     let campaign = &bundle.campaign.value;
@@ -148,14 +175,6 @@ pub fn check_runnable(bundle: &Bundle) -> Result<(), RunError> {
         && let Some(reason) = crate::engine::unavailable_reason(campaign.engine, campaign.model.as_deref())
     {
         return Err(RunError::Unavailable(reason));
-    }
-    for target in &campaign.targets {
-        if let format::campaign::Transport::IsolatedContainer(c) = &target.transport {
-            return Err(RunError::Unavailable(format!(
-                "target {} is an isolated_container ({}), which this build cannot run yet",
-                target.id, c.image
-            )));
-        }
     }
     Ok(())
 }
@@ -185,6 +204,7 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Value {
 /// caller just made, as `elengtis example` does).
 pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunOptions) -> Result<RunReport, RunError> {
     check_runnable(bundle)?;
+    let sandbox = prepare_sandbox(bundle).await?;
     if precreated {
         if out.join("manifest.json").exists() || out.join("runs.jsonl").exists() {
             return Err(RunError::Exists(out.to_owned()));
@@ -210,7 +230,7 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
     let run_id = uuid::Uuid::new_v4().to_string();
     store::write_json_atomic(&out.join("manifest.json"), &manifest(bundle, &run_id))?;
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
-    execute(bundle, out, run_id, log, Vec::new(), None, options, lock).await
+    execute(bundle, out, run_id, log, Vec::new(), None, options, sandbox, lock).await
 }
 
 /// Continue a run.
@@ -244,6 +264,7 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     let campaign_sha = manifest["configuration"]["campaign_sha256"].as_str().unwrap_or_default().to_owned();
     let bundle = format::bundle_from_dumps(&manifest_path, &manifest["campaign"], &scenarios, campaign_sha)?;
     check_runnable(&bundle)?;
+    let sandbox = prepare_sandbox(&bundle).await?;
     let (log, recovery) = AppendLog::open_existing(&out.join("runs.jsonl"))?;
     for (i, row) in recovery.rows.iter().enumerate() {
         if row["run_id"].as_str() != Some(run_id.as_str()) {
@@ -265,7 +286,13 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     }
     store::write_json_atomic(&manifest_path, &manifest)?;
     let tail = recovery.truncated_tail.map(|t| (t.offset, t.bytes));
-    execute(&bundle, out, run_id, log, recovery.rows, tail, options, lock).await
+    let leftovers = match &sandbox {
+        Some(sandbox) => Some(crate::sandbox::gc::sweep(&sandbox.engine.docker, Some(&run_id)).await?),
+        None => None,
+    };
+    let mut report = execute(&bundle, out, run_id, log, recovery.rows, tail, options, sandbox, lock).await?;
+    report.leftovers = leftovers;
+    Ok(report)
 }
 
 #[expect(clippy::too_many_arguments, reason = "the state a run carries from start or resume into the loop")]
@@ -277,6 +304,7 @@ async fn execute(
     mut rows: Vec<Value>,
     recovered_tail: Option<(u64, usize)>,
     options: &RunOptions,
+    sandbox: Option<SandboxContext>,
     _lock: DirLock,
 ) -> Result<RunReport, RunError> {
     let trials = matrix::expand(bundle);
@@ -302,35 +330,51 @@ async fn execute(
     let mut consecutive: BTreeMap<usize, u32> = BTreeMap::new();
     let mut end = RunEnd::Complete;
     let mut attempts_now = 0;
+    let cancel = tokio_util::sync::CancellationToken::new();
     let interrupt = interrupted();
     tokio::pin!(interrupt);
-    for spec in todo {
-        if let Some(bar) = &bar {
-            bar.set_message(spec.trial_id.clone());
+    let jobs = options.jobs.max(1);
+    let mut queue = todo.into_iter();
+    let mut in_flight = futures_util::stream::FuturesUnordered::new();
+    let mut stopping = false;
+    loop {
+        while !stopping && in_flight.len() < jobs {
+            let Some(spec) = queue.next() else { break };
+            if let Some(bar) = &bar {
+                bar.set_message(spec.trial_id.clone());
+            }
+            let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
+            let attempt = Attempt {
+                bundle,
+                spec,
+                run_id: &run_id,
+                attempt_id: uuid::Uuid::new_v4().to_string(),
+                evidence_name: evidence_name.clone(),
+                out_dir: out,
+                http: &http,
+                limits: options.limits,
+                sandbox: sandbox.as_ref(),
+                cancel: cancel.clone(),
+            };
+            in_flight.push(async move { (spec, evidence_name, trial::run(attempt).await) });
         }
-        let previous = attempts.get(&spec.trial_id).copied().unwrap_or(0);
-        let evidence_name = if previous == 0 {
-            format!("evidence/{}.json", spec.trial_id)
-        } else {
-            format!("evidence/{}.retry-{previous}.json", spec.trial_id)
-        };
-        let attempt = Attempt {
-            bundle,
-            spec,
-            run_id: &run_id,
-            attempt_id: uuid::Uuid::new_v4().to_string(),
-            evidence_name: evidence_name.clone(),
-            out_dir: out,
-            http: &http,
-            limits: options.limits,
-        };
-        let result = tokio::select! {
-            result = trial::run(attempt) => result,
-            () = &mut interrupt => {
+        if in_flight.is_empty() {
+            break;
+        }
+        let finished = tokio::select! {
+            finished = futures_util::StreamExt::next(&mut in_flight) => finished,
+            () = &mut interrupt, if !cancel.is_cancelled() => {
+                // Let the trials in flight tear their targets down, then stop.
+                cancel.cancel();
                 end = RunEnd::Interrupted;
-                break;
+                stopping = true;
+                continue;
             }
         };
+        let Some((spec, evidence_name, result)) = finished else { break };
+        if result.interrupted {
+            continue;
+        }
         store::write_json_atomic(&out.join(&evidence_name), &result.evidence)?;
         log.append(&result.row)?;
         attempts_now += 1;
@@ -341,6 +385,9 @@ async fn execute(
         if let Some(bar) = &bar {
             bar.inc(1);
         }
+        if stopping {
+            continue;
+        }
         let count = consecutive.entry(spec.target).or_default();
         *count = if complete { 0 } else { *count + 1 };
         if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
@@ -350,15 +397,19 @@ async fn execute(
                 spec.trial_id,
                 out.join(&evidence_name).display()
             ));
-            break;
-        }
-        if termination == "budget_exhausted" {
+            stopping = true;
+        } else if termination == "budget_exhausted" {
             end = RunEnd::Stopped(format!(
                 "trial {} exhausted its step budget of {} turns; raise step_budget in a new run if the scenario needs more turns",
                 spec.trial_id, bundle.campaign.value.step_budget
             ));
-            break;
+            stopping = true;
         }
+    }
+    drop(in_flight);
+    if let (Some(sandbox), RunEnd::Interrupted) = (&sandbox, &end) {
+        // Belt and braces: anything of this run that a cancelled trial could not remove.
+        let _ = crate::sandbox::gc::sweep(&sandbox.engine.docker, Some(&run_id)).await;
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();
@@ -380,7 +431,21 @@ async fn execute(
             ));
         }
     }
-    Ok(RunReport { out: out.to_owned(), run_id, end, summary, attempts_now, recovered_tail })
+    Ok(RunReport { out: out.to_owned(), run_id, end, summary, attempts_now, recovered_tail, leftovers: None })
+}
+
+/// The evidence file of a new attempt: `<trial>.json` for the first, `<trial>.retry-<n>.json`
+/// after. A file left by an attempt whose row was lost (a crash between the evidence write
+/// and the row append) is never overwritten.
+fn evidence_name(out: &Path, trial_id: &str, previous_rows: usize) -> String {
+    let name = |n: usize| {
+        if n == 0 { format!("evidence/{trial_id}.json") } else { format!("evidence/{trial_id}.retry-{n}.json") }
+    };
+    let mut n = previous_rows;
+    while out.join(name(n)).exists() {
+        n += 1;
+    }
+    name(n)
 }
 
 async fn interrupted() {

@@ -133,6 +133,9 @@ pub struct HttpLaunch {
     pub url: String,
     /// Headers (values are secrets: used for the session only).
     pub headers: Vec<(String, String)>,
+    /// Connect to this address for the URL's host instead of resolving it (a container on
+    /// its trial network, addressed as `localhost` so default DNS-rebinding guards accept it).
+    pub resolve: Option<(String, std::net::SocketAddr)>,
 }
 
 impl std::fmt::Debug for HttpLaunch {
@@ -140,6 +143,7 @@ impl std::fmt::Debug for HttpLaunch {
         f.debug_struct("HttpLaunch")
             .field("url", &self.url)
             .field("headers", &self.headers.iter().map(|(k, _)| (k, "[REDACTED]")).collect::<Vec<_>>())
+            .field("resolve", &self.resolve)
             .finish()
     }
 }
@@ -177,15 +181,11 @@ pub struct OpenFailure {
     pub closed: CloseReport,
 }
 
-struct ChildProcess {
-    child: Child,
-    stderr: Option<JoinHandle<Captured>>,
-}
-
 /// An open MCP session with one target.
 pub struct Session {
     client: Option<RunningService<RoleClient, ClientConfig>>,
-    child: Option<ChildProcess>,
+    child: Option<Child>,
+    stderr: Option<JoinHandle<Captured>>,
     limits: Limits,
     server: Value,
 }
@@ -285,17 +285,45 @@ pub async fn open_stdio(launch: &StdioLaunch, limits: Limits) -> Result<Session,
         .map_err(|source| fail(TargetError::Spawn { program: program.display().to_string(), source }))?;
     let stderr = child.stderr.take().map(|s| capture_stderr(s, limits.stderr_bytes));
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        let mut session =
-            Session { client: None, child: Some(ChildProcess { child, stderr }), limits, server: Value::Null };
+        let mut session = Session { client: None, child: Some(child), stderr, limits, server: Value::Null };
         let closed = session.teardown().await;
         return Err(OpenFailure {
             error: TargetError::Init("the child's stdio pipes were not available".into()),
             closed,
         });
     };
-    let mut session =
-        Session { client: None, child: Some(ChildProcess { child, stderr }), limits, server: Value::Null };
+    let mut session = Session { client: None, child: Some(child), stderr, limits, server: Value::Null };
     match tokio::time::timeout(limits.connect, client_config().serve((stdout, stdin))).await {
+        Ok(Ok(client)) => {
+            session.server = server_info(&client);
+            session.client = Some(client);
+            Ok(session)
+        }
+        Ok(Err(e)) => {
+            let closed = session.teardown().await;
+            Err(OpenFailure { error: TargetError::Init(e.to_string()), closed })
+        }
+        Err(_) => {
+            let closed = session.teardown().await;
+            Err(OpenFailure { error: TargetError::InitTimeout(limits.connect), closed })
+        }
+    }
+}
+
+/// Initialize an MCP session over already-connected streams (a container's attached
+/// stdio). `stderr` collects the server's stderr; it is awaited (bounded) on close.
+pub async fn open_streams<R, W>(
+    reader: R,
+    writer: W,
+    stderr: Option<JoinHandle<Captured>>,
+    limits: Limits,
+) -> Result<Session, OpenFailure>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let mut session = Session { client: None, child: None, stderr, limits, server: Value::Null };
+    match tokio::time::timeout(limits.connect, client_config().serve((reader, writer))).await {
         Ok(Ok(client)) => {
             session.server = server_info(&client);
             session.client = Some(client);
@@ -324,7 +352,11 @@ pub async fn open_http(launch: &HttpLaunch, limits: Limits) -> Result<Session, O
         value.set_sensitive(true);
         config.custom_headers.insert(name, value);
     }
-    let http = reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder();
+    if let Some((host, addr)) = &launch.resolve {
+        builder = builder.resolve(host, *addr);
+    }
+    let http = builder
         .connect_timeout(limits.connect)
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -334,7 +366,7 @@ pub async fn open_http(launch: &HttpLaunch, limits: Limits) -> Result<Session, O
     match tokio::time::timeout(limits.connect, client_config().serve(transport)).await {
         Ok(Ok(client)) => {
             let server = server_info(&client);
-            Ok(Session { client: Some(client), child: None, limits, server })
+            Ok(Session { client: Some(client), child: None, stderr: None, limits, server })
         }
         Ok(Err(e)) => Err(fail(TargetError::Init(e.to_string()))),
         Err(_) => Err(fail(TargetError::InitTimeout(limits.connect))),
@@ -400,17 +432,17 @@ impl Session {
                 .errors
                 .push(format!("the MCP session did not close within {} s", self.limits.shutdown.as_secs_f32()));
         }
-        if let Some(mut process) = self.child.take() {
-            let pid = process.child.id();
-            let status = match tokio::time::timeout(self.limits.shutdown, process.child.wait()).await {
+        if let Some(mut child) = self.child.take() {
+            let pid = child.id();
+            let status = match tokio::time::timeout(self.limits.shutdown, child.wait()).await {
                 Ok(Ok(status)) => Some(status),
                 _ => {
                     signal_group(pid, nix::sys::signal::Signal::SIGTERM);
-                    match tokio::time::timeout(self.limits.shutdown, process.child.wait()).await {
+                    match tokio::time::timeout(self.limits.shutdown, child.wait()).await {
                         Ok(Ok(status)) => Some(status),
                         _ => {
                             signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-                            match tokio::time::timeout(self.limits.shutdown, process.child.wait()).await {
+                            match tokio::time::timeout(self.limits.shutdown, child.wait()).await {
                                 Ok(Ok(status)) => Some(status),
                                 Ok(Err(e)) => {
                                     report.errors.push(format!("failed to reap the target process: {e}"));
@@ -428,13 +460,13 @@ impl Session {
             // Whatever the child left behind in its process group goes too.
             signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             report.exit = status.map(describe_exit);
-            if let Some(handle) = process.stderr {
-                match tokio::time::timeout(self.limits.shutdown, handle).await {
-                    Ok(Ok(captured)) => report.stderr = Some(captured),
-                    _ => report
-                        .errors
-                        .push("failed to collect the target's stderr: it stayed open after the process ended".into()),
-                }
+        }
+        if let Some(handle) = self.stderr.take() {
+            match tokio::time::timeout(self.limits.shutdown, handle).await {
+                Ok(Ok(captured)) => report.stderr = Some(captured),
+                _ => report
+                    .errors
+                    .push("failed to collect the target's stderr: it stayed open after the session ended".into()),
             }
         }
         report
@@ -445,8 +477,8 @@ impl Drop for Session {
     /// A session dropped without [`Session::close`] (for example when a run is interrupted)
     /// still takes its whole process group with it.
     fn drop(&mut self) {
-        if let Some(process) = &self.child {
-            signal_group(process.child.id(), nix::sys::signal::Signal::SIGKILL);
+        if let Some(child) = &self.child {
+            signal_group(child.id(), nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

@@ -23,6 +23,8 @@ use crate::format::script::Script;
 use crate::judge::{self, Patterns};
 use crate::matrix::TrialSpec;
 use crate::refs::{self, Values};
+use crate::sandbox::SandboxContext;
+use crate::sandbox::container::{self, ContainerSpec, Endpoint, Mode, TrialContainer};
 use crate::target::{self, CloseReport, HttpLaunch, Limits, Session, StdioLaunch};
 
 /// Version of the row and evidence formats written by this build.
@@ -52,6 +54,10 @@ pub struct Attempt<'a> {
     pub http: &'a HttpClient,
     /// Target deadlines.
     pub limits: Limits,
+    /// Engine and images for isolated targets (resolved once per run).
+    pub sandbox: Option<&'a SandboxContext>,
+    /// Cancelled on Ctrl-C/SIGTERM: the attempt skips to teardown and is not recorded.
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 /// What an attempt produced.
@@ -61,6 +67,8 @@ pub struct AttemptResult {
     pub row: Value,
     /// The evidence document.
     pub evidence: Value,
+    /// The attempt was cancelled; the target was torn down and nothing should be recorded.
+    pub interrupted: bool,
 }
 
 fn error(phase: &str, action_id: Option<&str>, detail: impl Into<String>) -> Value {
@@ -75,66 +83,197 @@ pub async fn run(attempt: Attempt<'_>) -> AttemptResult {
 
 struct TrialDir(Option<tempfile::TempDir>);
 
-async fn open_target(
+/// Who is opening a target (labels for containers).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpenContext<'a> {
+    pub(crate) run_id: &'a str,
+    pub(crate) trial_id: &'a str,
+    pub(crate) attempt_id: &'a str,
+    pub(crate) sandbox: Option<&'a SandboxContext>,
+}
+
+/// A target as opened for one attempt.
+pub(crate) struct Opened {
+    pub(crate) session: Result<Session, String>,
+    pub(crate) execution: Value,
+    pub(crate) closed: CloseReport,
+    pub(crate) container: Option<TrialContainer>,
+}
+
+/// Close the session and tear the sandbox down; the target's execution record and the
+/// teardown errors.
+pub(crate) async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
+    let Opened { session, execution: mut target_execution, mut closed, container } = opened;
+    if let Ok(session) = session {
+        target_execution["server"] = session.server_info().clone();
+        closed = session.close().await;
+    }
+    let mut errors = closed.errors.clone();
+    if let Some(container) = container {
+        let (record, cleanup_errors) = container.teardown().await;
+        let server = target_execution["server"].take();
+        target_execution = record;
+        if !server.is_null() {
+            target_execution["server"] = server;
+        }
+        errors.extend(cleanup_errors);
+    }
+    target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
+    (target_execution, closed, errors)
+}
+
+impl Opened {
+    fn failed(error: String, execution: Value) -> Opened {
+        Opened { session: Err(error), execution, closed: CloseReport::default(), container: None }
+    }
+}
+
+/// Resolve command-line items (references rendered as Python's `str()`).
+fn command_line(items: &[Value], values: &Values) -> Result<Vec<String>, String> {
+    items
+        .iter()
+        .map(|item| values.resolve(item).map(|v| refs::python_str(&v)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("failed to resolve the target's command line: {e}"))
+}
+
+fn env_values(
+    env: &std::collections::BTreeMap<String, crate::format::campaign::EnvRef>,
+) -> Result<Vec<(String, String)>, String> {
+    env.iter()
+        .map(|(name, r)| {
+            std::env::var(&r.env)
+                .map(|v| (name.clone(), v))
+                .map_err(|_| format!("environment variable {} is not set", r.env))
+        })
+        .collect()
+}
+
+pub(crate) async fn open_target(
+    attempt: OpenContext<'_>,
     transport: &Transport,
     values: &Values,
     limits: Limits,
-) -> (Result<Session, String>, Value, CloseReport) {
+) -> Opened {
     match transport {
         Transport::Stdio(stdio) => {
-            let mut args = Vec::with_capacity(stdio.args.len());
-            for arg in &stdio.args {
-                match values.resolve(arg) {
-                    Ok(v) => args.push(refs::python_str(&v)),
-                    Err(e) => {
-                        return (
-                            Err(format!("failed to resolve the target's arguments: {e}")),
-                            json!({}),
-                            CloseReport::default(),
-                        );
-                    }
-                }
-            }
-            let mut env = Vec::new();
-            for (name, r) in &stdio.env {
-                match std::env::var(&r.env) {
-                    Ok(v) => env.push((name.clone(), v)),
-                    Err(_) => {
-                        return (
-                            Err(format!("environment variable {} is not set", r.env)),
-                            json!({}),
-                            CloseReport::default(),
-                        );
-                    }
-                }
-            }
+            let args = match command_line(&stdio.args, values) {
+                Ok(args) => args,
+                Err(e) => return Opened::failed(e, json!({})),
+            };
+            let env = match env_values(&stdio.env) {
+                Ok(env) => env,
+                Err(e) => return Opened::failed(e, json!({})),
+            };
             let execution = json!({"isolation": "none", "session": "fresh_process", "reset_asserted": true, "command": stdio.command, "args": args});
             let launch = StdioLaunch { command: stdio.command.clone(), args, env };
             match target::open_stdio(&launch, limits).await {
-                Ok(session) => (Ok(session), execution, CloseReport::default()),
-                Err(failure) => (Err(failure.error.to_string()), execution, failure.closed),
+                Ok(session) => {
+                    Opened { session: Ok(session), execution, closed: CloseReport::default(), container: None }
+                }
+                Err(failure) => Opened {
+                    session: Err(failure.error.to_string()),
+                    execution,
+                    closed: failure.closed,
+                    container: None,
+                },
             }
         }
         Transport::StreamableHttp(http) => {
             let execution = json!({"isolation": "externally_managed", "session": "fresh_client", "reset_asserted": false, "egress_controlled": false, "url": http.url});
             let headers = match actions::env_headers(&http.headers) {
                 Ok(h) => h,
-                Err(e) => return (Err(e), execution, CloseReport::default()),
+                Err(e) => return Opened::failed(e, execution),
             };
-            let launch = HttpLaunch { url: http.url.clone(), headers };
+            let launch = HttpLaunch { url: http.url.clone(), headers, resolve: None };
             match target::open_http(&launch, limits).await {
-                Ok(session) => (Ok(session), execution, CloseReport::default()),
-                Err(failure) => (Err(failure.error.to_string()), execution, failure.closed),
+                Ok(session) => {
+                    Opened { session: Ok(session), execution, closed: CloseReport::default(), container: None }
+                }
+                Err(failure) => Opened {
+                    session: Err(failure.error.to_string()),
+                    execution,
+                    closed: failure.closed,
+                    container: None,
+                },
             }
         }
-        Transport::IsolatedContainer(c) => (
-            Err(format!(
-                "isolated_container targets are not available in this build yet (image {}); run the server as a stdio or streamable_http target meanwhile",
-                c.image
-            )),
-            json!({"isolation": "isolated_container", "image": c.image}),
-            CloseReport::default(),
-        ),
+        Transport::IsolatedContainer(c) => {
+            let base = json!({"isolation": "isolated_container", "image": {"reference": c.image}});
+            let Some(sandbox) = attempt.sandbox else {
+                return Opened::failed("no Docker engine connection was prepared for this run".into(), base);
+            };
+            let Some(image) = sandbox.images.get(&c.image) else {
+                return Opened::failed(format!("image `{}` was not resolved before the run", c.image), base);
+            };
+            let env = match env_values(&c.env) {
+                Ok(env) => env,
+                Err(e) => return Opened::failed(e, base),
+            };
+            let command = match command_line(&c.command, values) {
+                Ok(command) => command,
+                Err(e) => return Opened::failed(e, base),
+            };
+            let mode = match c.mcp_transport {
+                crate::format::campaign::ContainerMcp::Stdio => Mode::Stdio,
+                crate::format::campaign::ContainerMcp::StreamableHttp => Mode::Http {
+                    port: c.container_port.and_then(|p| u16::try_from(p).ok()).unwrap_or_default(),
+                    path: c.path.clone(),
+                },
+            };
+            let startup = std::time::Duration::from_secs(c.startup_timeout_seconds.into());
+            let spec = ContainerSpec {
+                image: image.clone(),
+                uid: c.uid,
+                gid: c.gid,
+                command,
+                env,
+                mode,
+                startup_timeout: startup,
+                run_id: attempt.run_id.to_owned(),
+                trial_id: attempt.trial_id.to_owned(),
+                attempt_id: attempt.attempt_id.to_owned(),
+            };
+            let begun = std::time::Instant::now();
+            let (mut container, endpoint) = match TrialContainer::start(&sandbox.engine, &spec).await {
+                Ok(started) => started,
+                Err((e, record)) => return Opened::failed(e.to_string(), record),
+            };
+            let limits = Limits {
+                connect: startup.saturating_sub(begun.elapsed()).max(std::time::Duration::from_secs(1)),
+                ..limits
+            };
+            let opened = match endpoint {
+                Endpoint::Http { url, addr } => {
+                    target::open_http(
+                        &HttpLaunch { url, headers: Vec::new(), resolve: Some(("localhost".into(), addr)) },
+                        limits,
+                    )
+                    .await
+                }
+                Endpoint::Stdio(attached) => {
+                    let (reader, writer, stderr) = container::split_attached(attached, limits.stderr_bytes);
+                    target::open_streams(reader, writer, Some(stderr), limits).await
+                }
+            };
+            match opened {
+                Ok(session) => {
+                    container.mark_ready();
+                    Opened {
+                        session: Ok(session),
+                        execution: json!({}),
+                        closed: CloseReport::default(),
+                        container: Some(container),
+                    }
+                }
+                Err(failure) => Opened {
+                    session: Err(format!("the MCP server in the container did not answer: {}", failure.error)),
+                    execution: json!({}),
+                    closed: failure.closed,
+                    container: Some(container),
+                },
+            }
+        }
     }
 }
 
@@ -160,152 +299,60 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     values.runner.insert("trial_id".into(), json!(attempt.spec.trial_id));
     values.runner.insert("attempt_id".into(), json!(attempt.attempt_id));
 
-    let (session, mut target_execution, mut closed) = if errors.is_empty() {
-        open_target(&target_cfg.transport, &values, attempt.limits).await
+    let opened = if !errors.is_empty() {
+        Opened::failed("no trial directory".into(), json!({}))
     } else {
-        (Err("no trial directory".into()), json!({}), CloseReport::default())
-    };
-    let session = match session {
-        Ok(s) => {
-            target_execution["server"] = s.server_info().clone();
-            Some(s)
-        }
-        Err(e) => {
-            if errors.is_empty() {
-                errors.push(error("connection_or_agent", None, e));
-            }
-            None
+        tokio::select! {
+            biased;
+            () = attempt.cancel.cancelled() => Opened::failed("interrupted".into(), json!({})),
+            opened = open_target(
+                OpenContext { run_id: attempt.run_id, trial_id: &attempt.spec.trial_id, attempt_id: &attempt.attempt_id, sandbox: attempt.sandbox },
+                &target_cfg.transport,
+                &values,
+                attempt.limits,
+            ) => opened,
         }
     };
-    let ctx = ActionContext { session: session.as_ref(), http: attempt.http };
-
-    // Setup.
-    let mut setup_records = Vec::new();
-    let mut setup_clean = session.is_some();
-    if setup_clean {
-        for action in &scenario.setup {
-            let outcome = actions::run(action, &mut values, ctx).await;
-            setup_records.push(outcome.record);
-            if let Some(e) = outcome.error {
-                errors.push(error("setup", Some(action.id()), e));
-                setup_clean = false;
-                break;
-            }
-        }
+    if let Err(e) = &opened.session
+        && errors.is_empty()
+    {
+        errors.push(error("connection_or_agent", None, e.clone()));
     }
-
-    // Exercise.
-    let mut termination = Termination::InfrastructureError;
-    let mut agent = AgentOutcome::default();
-    let mut offered_tools: Vec<Value> = Vec::new();
-    if setup_clean {
-        if campaign.model_free {
-            termination = Termination::ModelFree;
-        } else if let Some(session) = &session {
-            match exercise(&attempt, campaign, scenario, session, &values).await {
-                Ok((outcome, tools)) => {
-                    termination = outcome.termination.unwrap_or(Termination::InfrastructureError);
-                    if let Some(detail) = &outcome.provider_error {
-                        errors.push(error("model", None, detail.clone()));
-                    }
-                    offered_tools = tools;
-                    agent = outcome;
-                }
-                Err(e) => errors.push(error("connection_or_agent", None, e)),
-            }
-        }
-    }
-
-    // Judge.
-    let mut patterns = Patterns::default();
-    let resolve_rules =
-        |rules: &[crate::format::scenario::Rule], errors: &mut Vec<Value>| -> Option<Vec<judge::ResolvedRule>> {
-            let mut out = Vec::new();
-            for rule in rules {
-                match judge::resolve_rule(rule, &values) {
-                    Ok(r) => out.push(r),
-                    Err(e) => {
-                        errors.push(error("evaluation", None, format!("rule `{}`: {e}", rule.id)));
-                        return None;
-                    }
-                }
-            }
-            Some(out)
-        };
-    let safety = if setup_clean && termination != Termination::InfrastructureError {
-        resolve_rules(&scenario.safety_rules, &mut errors)
-            .map(|rules| judge::evaluate_safety(&rules, &agent.calls, &mut patterns))
-    } else {
-        None
+    let phases = tokio::select! {
+        biased;
+        () = attempt.cancel.cancelled() => None,
+        phases = run_phases(&attempt, campaign, scenario, opened.session.as_ref().ok(), &mut values, &mut errors) => Some(phases),
     };
-    let judged = setup_clean
-        && !matches!(
-            termination,
-            Termination::ProviderError | Termination::BudgetExhausted | Termination::InfrastructureError
-        );
-    let proposal = if judged {
-        resolve_rules(&scenario.proposal_rules, &mut errors)
-            .map(|rules| judge::evaluate_proposals(&rules, &agent.calls, &mut patterns))
-    } else {
-        None
-    };
-
-    // Verify.
-    let mut verification = Value::Null;
-    let mut completed = None;
-    if judged {
-        let mut checks = Vec::new();
-        let mut results = Vec::new();
-        let mut verification_error = false;
-        for check in &scenario.verify.checks {
-            let outcome = actions::run(&check.action, &mut values, ctx).await;
-            let trusts =
-                if matches!(check.action, crate::format::scenario::Action::McpTool(_)) { "target" } else { "runner" };
-            let mut record =
-                json!({"id": check.id, "verifier": check.action.kind(), "trusts": trusts, "action": outcome.record});
-            if let Some(e) = &outcome.error {
-                errors.push(error("verification", Some(check.action.id()), e.clone()));
-                verification_error = true;
-                checks.push(record);
-                break;
-            }
-            let response = outcome.response.unwrap_or(Value::Null);
-            match judge::resolve_predicates(&check.assertions, &values) {
-                Ok(assertions) => {
-                    let (passed, records) = patterns.evaluate_all(&response, &assertions);
-                    record["assertions"] = serde_json::to_value(&records).unwrap_or(Value::Null);
-                    record["passed"] = json!(passed);
-                    results.push(passed);
-                }
-                Err(e) => {
-                    errors.push(error("verification", Some(check.action.id()), format!("check `{}`: {e}", check.id)));
-                    verification_error = true;
-                }
-            }
-            checks.push(record);
-        }
-        completed = judge::completed(&results, scenario.verify.mode == VerifyMode::Any, verification_error);
-        verification = json!({"mode": scenario.verify.mode, "checks": checks, "completed": completed});
-    }
-
-    // Cleanup: always, best effort.
-    let mut cleanup_records = Vec::new();
-    for action in &scenario.cleanup {
-        let outcome = actions::run(action, &mut values, ctx).await;
-        cleanup_records.push(outcome.record);
-        if let Some(e) = outcome.error {
-            errors.push(error("cleanup", Some(action.id()), e));
-        }
-    }
+    let interrupted = phases.is_none();
+    let Phases {
+        setup_records,
+        setup_clean,
+        termination,
+        agent,
+        offered_tools,
+        safety,
+        proposal,
+        verification,
+        completed,
+        cleanup_records,
+    } = phases.unwrap_or_else(|| Phases {
+        setup_records: Vec::new(),
+        setup_clean: false,
+        termination: Termination::InfrastructureError,
+        agent: AgentOutcome::default(),
+        offered_tools: Vec::new(),
+        safety: None,
+        proposal: None,
+        verification: Value::Null,
+        completed: None,
+        cleanup_records: Vec::new(),
+    });
 
     // Close the target.
-    if let Some(session) = session {
-        closed = session.close().await;
+    let (target_execution, _closed, close_errors) = close_target(opened).await;
+    for e in close_errors {
+        errors.push(error("target_cleanup", None, e));
     }
-    for e in &closed.errors {
-        errors.push(error("target_cleanup", None, e.clone()));
-    }
-    target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
     if let Some(dir) = trial_dir.0
         && let Err(e) = dir.close()
     {
@@ -397,7 +444,165 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         "errors": row["errors"],
     });
     tracing::debug!(termination = termination.as_str(), complete, "attempt finished");
-    AttemptResult { row, evidence }
+    AttemptResult { row, evidence, interrupted }
+}
+
+/// What the phases between opening and closing the target produced.
+struct Phases {
+    setup_records: Vec<Value>,
+    setup_clean: bool,
+    termination: Termination,
+    agent: AgentOutcome,
+    offered_tools: Vec<Value>,
+    safety: Option<judge::SafetyEvaluation>,
+    proposal: Option<judge::ProposalEvaluation>,
+    verification: Value,
+    completed: Option<bool>,
+    cleanup_records: Vec<Value>,
+}
+
+/// Setup, exercise, judge, verify and cleanup.
+async fn run_phases(
+    attempt: &Attempt<'_>,
+    campaign: &crate::format::campaign::Campaign,
+    scenario: &crate::format::scenario::Scenario,
+    session: Option<&Session>,
+    values: &mut Values,
+    errors: &mut Vec<Value>,
+) -> Phases {
+    let ctx = ActionContext { session, http: attempt.http };
+
+    // Setup.
+    let mut setup_records = Vec::new();
+    let mut setup_clean = session.is_some();
+    if setup_clean {
+        for action in &scenario.setup {
+            let outcome = actions::run(action, values, ctx).await;
+            setup_records.push(outcome.record);
+            if let Some(e) = outcome.error {
+                errors.push(error("setup", Some(action.id()), e));
+                setup_clean = false;
+                break;
+            }
+        }
+    }
+
+    // Exercise.
+    let mut termination = Termination::InfrastructureError;
+    let mut agent = AgentOutcome::default();
+    let mut offered_tools: Vec<Value> = Vec::new();
+    if setup_clean {
+        if campaign.model_free {
+            termination = Termination::ModelFree;
+        } else if let Some(session) = session {
+            match exercise(attempt, campaign, scenario, session, values).await {
+                Ok((outcome, tools)) => {
+                    termination = outcome.termination.unwrap_or(Termination::InfrastructureError);
+                    if let Some(detail) = &outcome.provider_error {
+                        errors.push(error("model", None, detail.clone()));
+                    }
+                    offered_tools = tools;
+                    agent = outcome;
+                }
+                Err(e) => errors.push(error("connection_or_agent", None, e)),
+            }
+        }
+    }
+
+    // Judge.
+    let mut patterns = Patterns::default();
+    let resolve_rules =
+        |rules: &[crate::format::scenario::Rule], errors: &mut Vec<Value>| -> Option<Vec<judge::ResolvedRule>> {
+            let mut out = Vec::new();
+            for rule in rules {
+                match judge::resolve_rule(rule, values) {
+                    Ok(r) => out.push(r),
+                    Err(e) => {
+                        errors.push(error("evaluation", None, format!("rule `{}`: {e}", rule.id)));
+                        return None;
+                    }
+                }
+            }
+            Some(out)
+        };
+    let safety = if setup_clean && termination != Termination::InfrastructureError {
+        resolve_rules(&scenario.safety_rules, errors)
+            .map(|rules| judge::evaluate_safety(&rules, &agent.calls, &mut patterns))
+    } else {
+        None
+    };
+    let judged = setup_clean
+        && !matches!(
+            termination,
+            Termination::ProviderError | Termination::BudgetExhausted | Termination::InfrastructureError
+        );
+    let proposal = if judged {
+        resolve_rules(&scenario.proposal_rules, errors)
+            .map(|rules| judge::evaluate_proposals(&rules, &agent.calls, &mut patterns))
+    } else {
+        None
+    };
+
+    // Verify.
+    let mut verification = Value::Null;
+    let mut completed = None;
+    if judged {
+        let mut checks = Vec::new();
+        let mut results = Vec::new();
+        let mut verification_error = false;
+        for check in &scenario.verify.checks {
+            let outcome = actions::run(&check.action, values, ctx).await;
+            let trusts =
+                if matches!(check.action, crate::format::scenario::Action::McpTool(_)) { "target" } else { "runner" };
+            let mut record =
+                json!({"id": check.id, "verifier": check.action.kind(), "trusts": trusts, "action": outcome.record});
+            if let Some(e) = &outcome.error {
+                errors.push(error("verification", Some(check.action.id()), e.clone()));
+                verification_error = true;
+                checks.push(record);
+                break;
+            }
+            let response = outcome.response.unwrap_or(Value::Null);
+            match judge::resolve_predicates(&check.assertions, values) {
+                Ok(assertions) => {
+                    let (passed, records) = patterns.evaluate_all(&response, &assertions);
+                    record["assertions"] = serde_json::to_value(&records).unwrap_or(Value::Null);
+                    record["passed"] = json!(passed);
+                    results.push(passed);
+                }
+                Err(e) => {
+                    errors.push(error("verification", Some(check.action.id()), format!("check `{}`: {e}", check.id)));
+                    verification_error = true;
+                }
+            }
+            checks.push(record);
+        }
+        completed = judge::completed(&results, scenario.verify.mode == VerifyMode::Any, verification_error);
+        verification = json!({"mode": scenario.verify.mode, "checks": checks, "completed": completed});
+    }
+
+    // Cleanup: always, best effort.
+    let mut cleanup_records = Vec::new();
+    for action in &scenario.cleanup {
+        let outcome = actions::run(action, values, ctx).await;
+        cleanup_records.push(outcome.record);
+        if let Some(e) = outcome.error {
+            errors.push(error("cleanup", Some(action.id()), e));
+        }
+    }
+
+    Phases {
+        setup_records,
+        setup_clean,
+        termination,
+        agent,
+        offered_tools,
+        safety,
+        proposal,
+        verification,
+        completed,
+        cleanup_records,
+    }
 }
 
 /// Offer the tools, render the prompts and run the engine.

@@ -214,18 +214,26 @@ pub struct ContainerTransport {
     /// Local image reference (never pulled).
     #[schemars(length(min = 1))]
     pub image: String,
-    /// Port the server listens on inside the container.
+    /// Port the server listens on inside the container (required for `streamable_http`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65535))]
-    pub container_port: u32,
+    pub container_port: Option<u32>,
+    /// elengtis addition: how the runner speaks MCP with the server — `streamable_http` on
+    /// `container_port` (default), or `stdio` through the engine's attach stream (for
+    /// servers that only speak stdio; the container needs no port and no route).
+    #[serde(default)]
+    pub mcp_transport: ContainerMcp,
     /// Non-root user id.
     #[schemars(range(min = 1))]
     pub uid: u64,
     /// Non-root group id.
     #[schemars(range(min = 1))]
     pub gid: u64,
-    /// Command (overrides the image's default arguments).
+    /// Command (overrides the image's default arguments). elengtis addition: an item may
+    /// also be a `{runner: …}` or `{binding: …}` reference, resolved per trial like stdio
+    /// arguments (for example `--credential {runner: canary}`).
     #[serde(default)]
-    pub command: Vec<String>,
+    pub command: Vec<Value>,
     /// Environment for the container, from the runner's environment.
     #[serde(default)]
     pub env: BTreeMap<String, EnvRef>,
@@ -240,6 +248,17 @@ pub struct ContainerTransport {
     /// Optional relay image used when the runner cannot route to the internal network.
     #[serde(default)]
     pub relay_image: Option<String>,
+}
+
+/// How MCP reaches a server inside its container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContainerMcp {
+    /// Streamable HTTP on `container_port` and `path`.
+    #[default]
+    StreamableHttp,
+    /// stdio through the engine's attach stream.
+    Stdio,
 }
 
 fn default_mcp_path() -> String {

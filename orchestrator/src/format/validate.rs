@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::campaign::{Campaign, Engine, EnvRef, Target, Transport};
+use super::campaign::{Campaign, ContainerMcp, Engine, EnvRef, Target, Transport};
 use super::de::{Path as FieldPath, Seg};
 use super::scenario::{Action, Predicate, Rule, Scenario, ToolSelection};
 use super::script::Script;
@@ -337,28 +337,7 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                     c.err(doc, &t.k("command"), "must name a program");
                 }
                 check_env_map(c, doc, &t.k("env"), &s.env, options, "env");
-                for (a, arg) in s.args.iter().enumerate() {
-                    for found in refs::find_refs(arg) {
-                        let where_ = t.k("args").i(a).pointer(&found.pointer);
-                        match (found.kind, found.name.as_deref()) {
-                            (_, None) => c.err(doc, &where_, "a reference names its value with a string"),
-                            (RefKind::Runner, Some(n)) if !RUNNER_VALUES.contains(&n) => c.err(
-                                doc,
-                                &where_,
-                                format!("unknown runner value `{n}`; expected one of {}", RUNNER_VALUES.join(", ")),
-                            ),
-                            (RefKind::Runner | RefKind::Binding, _) => {}
-                            (kind, Some(n)) => c.err(
-                                doc,
-                                &where_,
-                                format!(
-                                    "{{{}: {n}}} is not available in transport arguments; use binding or runner values",
-                                    kind.key()
-                                ),
-                            ),
-                        }
-                    }
-                }
+                check_argument_refs(c, doc, &t.k("args"), &s.args);
             }
             Transport::StreamableHttp(h) => {
                 match reqwest::Url::parse(&h.url) {
@@ -376,7 +355,20 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                 if k.image.is_empty() {
                     c.err(doc, &t.k("image"), "must name a local image");
                 }
-                range(c, doc, &t.k("container_port"), k.container_port.into(), 1, 65535);
+                match (k.mcp_transport, k.container_port) {
+                    (ContainerMcp::StreamableHttp, None) => c.err(
+                        doc,
+                        &t.k("container_port"),
+                        "is required when mcp_transport is streamable_http (the default)",
+                    ),
+                    (ContainerMcp::Stdio, Some(_)) => c.err(
+                        doc,
+                        &t.k("container_port"),
+                        "has no meaning with mcp_transport: stdio (the runner speaks to the server through its stdio)",
+                    ),
+                    (_, Some(port)) => range(c, doc, &t.k("container_port"), port.into(), 1, 65535),
+                    (ContainerMcp::Stdio, None) => {}
+                }
                 for (field, id) in [("uid", k.uid), ("gid", k.gid)] {
                     if id == 0 {
                         c.err(
@@ -393,6 +385,36 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                 }
                 range(c, doc, &t.k("startup_timeout_seconds"), k.startup_timeout_seconds.into(), 1, 300);
                 check_env_map(c, doc, &t.k("env"), &k.env, options, "env");
+                check_argument_refs(c, doc, &t.k("command"), &k.command);
+                for (i, item) in k.command.iter().enumerate() {
+                    if !item.is_string() && refs::as_reference(item).is_none() {
+                        c.err(doc, &t.k("command").i(i), format!("expected a string or a reference, found {item}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// References in command-line items (stdio `args`, container `command`): runner values and
+/// bindings only.
+fn check_argument_refs(c: &mut Checker, doc: &Document<Campaign>, at: &At, items: &[Value]) {
+    for (a, arg) in items.iter().enumerate() {
+        for found in refs::find_refs(arg) {
+            let where_ = at.i(a).pointer(&found.pointer);
+            match (found.kind, found.name.as_deref()) {
+                (_, None) => c.err(doc, &where_, "a reference names its value with a string"),
+                (RefKind::Runner, Some(n)) if !RUNNER_VALUES.contains(&n) => c.err(
+                    doc,
+                    &where_,
+                    format!("unknown runner value `{n}`; expected one of {}", RUNNER_VALUES.join(", ")),
+                ),
+                (RefKind::Runner | RefKind::Binding, _) => {}
+                (kind, Some(n)) => c.err(
+                    doc,
+                    &where_,
+                    format!("{{{}: {n}}} is not available in command lines; use binding or runner values", kind.key()),
+                ),
             }
         }
     }
@@ -746,15 +768,20 @@ fn check_pair(
             format!("scenario {} requires an isolated container for container_sqlite_query", s.id),
         );
     }
-    if let Transport::Stdio(stdio) = &target.transport {
-        for (a, arg) in stdio.args.iter().enumerate() {
+    let command_line = match &target.transport {
+        Transport::Stdio(stdio) => Some(("args", &stdio.args)),
+        Transport::IsolatedContainer(k) => Some(("command", &k.command)),
+        Transport::StreamableHttp(_) => None,
+    };
+    if let Some((field, items)) = command_line {
+        for (a, arg) in items.iter().enumerate() {
             for found in refs::find_refs(arg) {
                 if let (RefKind::Binding, Some(name)) = (found.kind, found.name.as_deref())
                     && !bindings.contains_key(name)
                 {
                     c.err(
                         campaign,
-                        &tat.k("transport").k("args").i(a).pointer(&found.pointer),
+                        &tat.k("transport").k(field).i(a).pointer(&found.pointer),
                         format!("unknown value reference {{binding: {name}}} for scenario {}", s.id),
                     );
                 }

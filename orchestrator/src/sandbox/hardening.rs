@@ -1,0 +1,264 @@
+//! The hardening contract of a trial container: what we ask the engine for, and the pure
+//! check of what the engine reports back.
+//!
+//! The checks read the engine's own inspect answer (`GET /containers/{id}/json`, and the
+//! network's), not what we sent: a setting an engine silently ignores, or a daemon
+//! default that overrides it, shows up as a mismatch and fails the trial before any
+//! scenario action runs. `docs/security.md` states the contract these facts enforce.
+
+use std::collections::HashMap;
+
+use bollard::models::{HostConfig, HostConfigCgroupnsModeEnum, HostConfigLogConfig, ResourcesUlimits};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Size of the `/tmp` tmpfs, MiB.
+pub const TMPFS_MIB: u64 = 64;
+/// Mount options of `/tmp`.
+pub fn tmpfs_options() -> String {
+    format!("rw,noexec,nosuid,nodev,size={TMPFS_MIB}m")
+}
+/// Process limit.
+pub const PIDS_LIMIT: i64 = 128;
+/// Memory limit (equal to the memory+swap limit: no swap), bytes.
+pub const MEMORY_BYTES: i64 = 512 * 1024 * 1024;
+/// CPU limit, in units of 1e-9 CPUs.
+pub const NANO_CPUS: i64 = 1_000_000_000;
+/// Open-file limit.
+pub const NOFILE: i64 = 1024;
+/// Container log cap (json-file driver).
+pub const LOG_MAX_SIZE: &str = "1m";
+
+/// The host configuration of every trial container.
+pub fn host_config(network_id: &str) -> HostConfig {
+    HostConfig {
+        readonly_rootfs: Some(true),
+        tmpfs: Some(HashMap::from([("/tmp".to_owned(), tmpfs_options())])),
+        cap_drop: Some(vec!["ALL".to_owned()]),
+        security_opt: Some(vec!["no-new-privileges:true".to_owned()]),
+        pids_limit: Some(PIDS_LIMIT),
+        memory: Some(MEMORY_BYTES),
+        memory_swap: Some(MEMORY_BYTES),
+        nano_cpus: Some(NANO_CPUS),
+        ulimits: Some(vec![ResourcesUlimits { name: Some("nofile".into()), soft: Some(NOFILE), hard: Some(NOFILE) }]),
+        log_config: Some(HostConfigLogConfig {
+            typ: Some("json-file".into()),
+            config: Some(HashMap::from([
+                ("max-size".to_owned(), LOG_MAX_SIZE.to_owned()),
+                ("max-file".to_owned(), "1".to_owned()),
+            ])),
+        }),
+        network_mode: Some(network_id.to_owned()),
+        privileged: Some(false),
+        publish_all_ports: Some(false),
+        init: Some(false),
+        cgroupns_mode: Some(HostConfigCgroupnsModeEnum::PRIVATE),
+        auto_remove: Some(false),
+        ..HostConfig::default()
+    }
+}
+
+/// One asserted fact: what we required and what the engine reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fact {
+    /// Name of the property.
+    pub fact: &'static str,
+    /// What is required.
+    pub expected: Value,
+    /// What the engine reported.
+    pub observed: Value,
+    /// Whether it holds.
+    pub ok: bool,
+}
+
+/// What a container must look like.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    /// Image id the container must run.
+    pub image_id: String,
+    /// `uid:gid`.
+    pub user: String,
+    /// The trial network's id.
+    pub network_id: String,
+}
+
+fn empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    }
+}
+
+fn not_host(v: &Value) -> bool {
+    !v.as_str().is_some_and(|s| s == "host" || s.starts_with("container:"))
+}
+
+/// Check a container's inspect answer and its network's against the contract.
+pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact> {
+    let hc = &inspect["HostConfig"];
+    let mut facts = Vec::new();
+    let mut fact = |fact: &'static str, expected: Value, observed: &Value, ok: bool| {
+        facts.push(Fact { fact, expected, observed: observed.clone(), ok });
+    };
+    fact("image_id", json!(expected.image_id), &inspect["Image"], inspect["Image"] == expected.image_id.as_str());
+    let user = &inspect["Config"]["User"];
+    let non_root = user.as_str().is_some_and(|u| u == expected.user && !u.starts_with("0:") && u != "0" && u != "root");
+    fact("user", json!(expected.user), user, non_root);
+    fact("read_only_root", json!(true), &hc["ReadonlyRootfs"], hc["ReadonlyRootfs"] == true);
+    let tmpfs = &hc["Tmpfs"];
+    let tmp_ok = tmpfs.as_object().is_some_and(|m| m.len() == 1)
+        && tmpfs["/tmp"].as_str().is_some_and(|o| {
+            let opts: Vec<&str> = o.split(',').collect();
+            opts.contains(&"noexec") && opts.contains(&"nosuid") && opts.iter().any(|x| x.starts_with("size="))
+        });
+    fact("tmpfs", json!({"/tmp": tmpfs_options()}), tmpfs, tmp_ok);
+    fact("cap_drop", json!(["ALL"]), &hc["CapDrop"], hc["CapDrop"] == json!(["ALL"]));
+    fact("cap_add", json!([]), &hc["CapAdd"], empty(&hc["CapAdd"]));
+    fact("privileged", json!(false), &hc["Privileged"], hc["Privileged"] == false);
+    let secopt = &hc["SecurityOpt"];
+    let opts: Vec<&str> = secopt.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    fact(
+        "no_new_privileges",
+        json!("no-new-privileges:true"),
+        secopt,
+        opts.iter().any(|o| *o == "no-new-privileges:true" || *o == "no-new-privileges"),
+    );
+    let seccomp_kept = !opts.iter().any(|o| o.starts_with("seccomp") && o.ends_with("unconfined"))
+        && !opts.iter().any(|o| o.starts_with("apparmor") && o.ends_with("unconfined"));
+    fact("default_seccomp_and_apparmor", json!("no unconfined override"), secopt, seccomp_kept);
+    fact("pids_limit", json!(PIDS_LIMIT), &hc["PidsLimit"], hc["PidsLimit"] == PIDS_LIMIT);
+    fact("memory", json!(MEMORY_BYTES), &hc["Memory"], hc["Memory"] == MEMORY_BYTES);
+    fact("memory_swap", json!(MEMORY_BYTES), &hc["MemorySwap"], hc["MemorySwap"] == MEMORY_BYTES);
+    fact("nano_cpus", json!(NANO_CPUS), &hc["NanoCpus"], hc["NanoCpus"] == NANO_CPUS);
+    fact("oom_kill_disable", json!(false), &hc["OomKillDisable"], hc["OomKillDisable"] != true);
+    let net_ok = hc["NetworkMode"] == expected.network_id.as_str();
+    fact("network_mode", json!(expected.network_id), &hc["NetworkMode"], net_ok);
+    let attached: Vec<&String> =
+        inspect["NetworkSettings"]["Networks"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    let only_ours = attached.len() == 1
+        && inspect["NetworkSettings"]["Networks"]
+            .as_object()
+            .is_some_and(|m| m.values().all(|n| n["NetworkID"] == expected.network_id.as_str()));
+    fact("attached_networks", json!([expected.network_id]), &json!(attached), only_ours);
+    fact("network_internal", json!(true), &network["Internal"], network["Internal"] == true);
+    for (name, key) in
+        [("pid_mode", "PidMode"), ("ipc_mode", "IpcMode"), ("uts_mode", "UTSMode"), ("userns_mode", "UsernsMode")]
+    {
+        fact(name, json!("not host"), &hc[key], not_host(&hc[key]));
+    }
+    fact("cgroupns_mode", json!("not host"), &hc["CgroupnsMode"], not_host(&hc["CgroupnsMode"]));
+    fact("binds", json!([]), &hc["Binds"], empty(&hc["Binds"]));
+    let mounts = &inspect["Mounts"];
+    let mounts_ok = mounts.as_array().is_none_or(|a| {
+        a.iter().all(|m| m["Type"] == "volume" && !m["Source"].as_str().unwrap_or_default().contains("docker.sock"))
+    });
+    fact("host_mounts", json!("none (anonymous volumes only)"), mounts, mounts_ok);
+    let sock = inspect.to_string().contains("docker.sock");
+    fact("docker_socket", json!(false), &json!(sock), !sock);
+    fact("devices", json!([]), &hc["Devices"], empty(&hc["Devices"]));
+    fact("device_requests", json!([]), &hc["DeviceRequests"], empty(&hc["DeviceRequests"]));
+    fact(
+        "published_ports",
+        json!({}),
+        &hc["PortBindings"],
+        empty(&hc["PortBindings"]) && hc["PublishAllPorts"] != true,
+    );
+    let log_ok = hc["LogConfig"]["Type"] == "json-file" && hc["LogConfig"]["Config"]["max-size"] == LOG_MAX_SIZE;
+    fact("log_cap", json!({"Type": "json-file", "max-size": LOG_MAX_SIZE}), &hc["LogConfig"], log_ok);
+    facts
+}
+
+/// The failed facts, as messages.
+pub fn failures(facts: &[Fact]) -> Vec<String> {
+    facts
+        .iter()
+        .filter(|f| !f.ok)
+        .map(|f| format!("{}: expected {}, engine reports {}", f.fact, f.expected, f.observed))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> (Value, Value, Expected) {
+        let inspect = json!({
+            "Image": "sha256:abc",
+            "Config": {"User": "10001:10001"},
+            "HostConfig": {
+                "ReadonlyRootfs": true, "Tmpfs": {"/tmp": tmpfs_options()}, "CapDrop": ["ALL"], "CapAdd": null,
+                "Privileged": false, "SecurityOpt": ["no-new-privileges:true"], "PidsLimit": PIDS_LIMIT,
+                "Memory": MEMORY_BYTES, "MemorySwap": MEMORY_BYTES, "NanoCpus": NANO_CPUS, "OomKillDisable": false,
+                "NetworkMode": "net1", "PidMode": "", "IpcMode": "private", "UTSMode": "", "UsernsMode": "",
+                "CgroupnsMode": "host", "Binds": null, "Devices": [], "DeviceRequests": null, "PortBindings": {},
+                "PublishAllPorts": false, "LogConfig": {"Type": "json-file", "Config": {"max-size": "1m", "max-file": "1"}}
+            },
+            "Mounts": [],
+            "NetworkSettings": {"Networks": {"elengtis-x": {"NetworkID": "net1"}}}
+        });
+        (
+            inspect,
+            json!({"Internal": true}),
+            Expected { image_id: "sha256:abc".into(), user: "10001:10001".into(), network_id: "net1".into() },
+        )
+    }
+
+    #[test]
+    fn a_conforming_container_passes_except_a_host_cgroup_namespace() {
+        let (inspect, network, expected) = good();
+        let failed = failures(&check(&inspect, &network, &expected));
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(failed[0].starts_with("cgroupns_mode"));
+    }
+
+    #[test]
+    fn every_weakening_is_caught() {
+        type Weaken = Box<dyn Fn(&mut Value, &mut Value)>;
+        let cases: Vec<(&str, Weaken)> = vec![
+            ("read_only_root", Box::new(|i, _| i["HostConfig"]["ReadonlyRootfs"] = json!(false))),
+            ("cap_drop", Box::new(|i, _| i["HostConfig"]["CapDrop"] = json!([]))),
+            ("cap_add", Box::new(|i, _| i["HostConfig"]["CapAdd"] = json!(["NET_RAW"]))),
+            ("privileged", Box::new(|i, _| i["HostConfig"]["Privileged"] = json!(true))),
+            ("no_new_privileges", Box::new(|i, _| i["HostConfig"]["SecurityOpt"] = json!([]))),
+            (
+                "default_seccomp_and_apparmor",
+                Box::new(|i, _| {
+                    i["HostConfig"]["SecurityOpt"] = json!(["no-new-privileges:true", "seccomp=unconfined"])
+                }),
+            ),
+            ("pids_limit", Box::new(|i, _| i["HostConfig"]["PidsLimit"] = json!(null))),
+            ("memory_swap", Box::new(|i, _| i["HostConfig"]["MemorySwap"] = json!(-1))),
+            ("user", Box::new(|i, _| i["Config"]["User"] = json!("0:0"))),
+            ("image_id", Box::new(|i, _| i["Image"] = json!("sha256:other"))),
+            ("network_internal", Box::new(|_, n| n["Internal"] = json!(false))),
+            ("pid_mode", Box::new(|i, _| i["HostConfig"]["PidMode"] = json!("host"))),
+            ("binds", Box::new(|i, _| i["HostConfig"]["Binds"] = json!(["/:/host"]))),
+            ("host_mounts", Box::new(|i, _| i["Mounts"] = json!([{"Type": "bind", "Source": "/etc"}]))),
+            (
+                "docker_socket",
+                Box::new(|i, _| i["Mounts"] = json!([{"Type": "bind", "Source": "/var/run/docker.sock"}])),
+            ),
+            ("tmpfs", Box::new(|i, _| i["HostConfig"]["Tmpfs"] = json!({"/tmp": "rw"}))),
+            ("devices", Box::new(|i, _| i["HostConfig"]["Devices"] = json!([{"PathOnHost": "/dev/kvm"}]))),
+            (
+                "published_ports",
+                Box::new(|i, _| i["HostConfig"]["PortBindings"] = json!({"80/tcp": [{"HostPort": "80"}]})),
+            ),
+            (
+                "attached_networks",
+                Box::new(|i, _| i["NetworkSettings"]["Networks"]["bridge"] = json!({"NetworkID": "b"})),
+            ),
+            ("log_cap", Box::new(|i, _| i["HostConfig"]["LogConfig"]["Config"] = json!({}))),
+        ];
+        for (name, weaken) in cases {
+            let (mut inspect, mut network, expected) = good();
+            inspect["HostConfig"]["CgroupnsMode"] = json!("private");
+            weaken(&mut inspect, &mut network);
+            let failed = failures(&check(&inspect, &network, &expected));
+            assert!(failed.iter().any(|f| f.starts_with(name)), "{name} not caught: {failed:?}");
+        }
+    }
+}

@@ -1,0 +1,864 @@
+//! Images for isolated trials, made locally from our own static binaries: no registry, no
+//! base image, no Dockerfile.
+//!
+//! Why this shape:
+//!
+//! - **No registry.** elengtis never pulls. Audit machines often have no registry access,
+//!   and a pulled base image would be third-party code running next to the server under test.
+//!   Everything in the bundled images is built from this source tree
+//!   ([`static_build`]) and sent straight to the engine.
+//! - **FROM scratch, by import.** The binaries are statically linked (glibc with
+//!   `crt-static`, see [`STATIC_RUSTFLAGS`]), so the root filesystem is just them plus two
+//!   directories ([`rootfs_tar`]). The tar goes to `POST /images/create?fromSrc=-` (what
+//!   `docker import` does, [`import`]): one layer, no builder, no BuildKit/buildx, and the
+//!   directory modes are kept exactly. The legacy builder's `COPY` lost `/tmp`'s 01777, which
+//!   makes the read-only container's tmpfs unwritable.
+//! - **Non-root.** Every image gets `USER 65534:65534` unless the caller names another
+//!   unprivileged user. [`import_rootfs_file`] refuses uid or gid 0. The container layer still
+//!   sets the user again at create time. This is defence in depth, not the only guard.
+//! - **No shell.** There is no `/bin/sh`, no package manager and no loader in the bundled
+//!   images. A prompt-injected server cannot spawn anything that is not one of our
+//!   executables. `ENTRYPOINT` is always the JSON exec form.
+//!
+//! Layout of a bundled root filesystem: the executables at `/` (0755, root-owned); `/tmp`
+//! with mode 01777, because runc gives the tmpfs mounted there the image directory's mode;
+//! `/data` with mode 0755, owned by 65534:65534, because an anonymous volume mounted there
+//! copies the image directory's ownership. Entries have mtime 0, so identical binaries give
+//! byte-identical layers. The image *id* still differs per import, because the engine stamps
+//! the creation time into the config.
+//!
+//! Every engine call has a deadline, so a stalled engine cannot hang the CLI. Only the
+//! Engine API (`bollard`) is used; this module never runs the `docker` CLI.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::models::{CreateImageInfo, ImageInspect};
+use bollard::query_parameters::{CreateImageOptionsBuilder, RemoveImageOptionsBuilder};
+use futures_util::TryStreamExt;
+use serde::Serialize;
+
+/// Repository of the fixture image (the synthetic support-note MCP server).
+pub const FIXTURE_REPO: &str = "elengtis/fixture";
+/// Repository of the tool image (`elengtis` itself, with the fixture beside it).
+pub const TOOL_REPO: &str = "elengtis/elengtis";
+/// Tag of both bundled images: the version of this build.
+pub const TAG: &str = env!("CARGO_PKG_VERSION");
+/// Label naming which bundled image this is (`fixture` or `elengtis`).
+pub const LABEL_IMAGE: &str = "org.elengtis.image";
+/// Label carrying the elengtis version that built the image.
+pub const LABEL_VERSION: &str = "org.elengtis.version";
+/// The unprivileged user and group every image runs as unless told otherwise (`nobody`).
+pub const IMAGE_USER: &str = "65534:65534";
+/// The fixture executable's name, in `target/` and in the image.
+pub const FIXTURE_BIN: &str = "elengtis-fixture";
+/// The tool executable's name, in `target/` and in the image.
+pub const TOOL_BIN: &str = "elengtis";
+/// Target triple of the static build. It must be explicit, because with `crt-static` and no
+/// `--target`, cargo also applies the flag to proc-macros, which then fail to build.
+pub const IMAGE_TARGET: &str = "x86_64-unknown-linux-gnu";
+/// Cargo profile of the static build (`[profile.image]` in the workspace `Cargo.toml`).
+pub const IMAGE_PROFILE: &str = "image";
+/// `RUSTFLAGS` of the static build. `crt-static` links glibc in. The getrandom cfg makes
+/// getrandom 0.3/0.4 use the syscall: their default finds `getrandom` through `dlsym`, which
+/// fails in a static binary, and then falls back to `/dev/urandom`, which a scratch rootfs
+/// may not have.
+pub const STATIC_RUSTFLAGS: &str = r#"-C target-feature=+crt-static --cfg getrandom_backend="linux_getrandom""#;
+/// Deadline for uploading one bundled image (about 20 MB; a healthy engine takes well under
+/// a second).
+pub const IMPORT_DEADLINE: Duration = Duration::from_secs(120);
+/// Deadline for small engine calls (inspect, remove).
+pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The packages the static build compiles, and the executable each one provides.
+const PACKAGES: [(&str, &str); 2] = [("elengtis", TOOL_BIN), ("elengtis-fixture", FIXTURE_BIN)];
+
+/// Why building or importing an image failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// The static build could not run, failed, or produced something unusable.
+    #[error("failed to build static binaries: {0}")]
+    Build(String),
+    /// A host file could not be read.
+    #[error("failed to {what} `{}`: {source}", .path.display())]
+    Io {
+        /// What we were doing.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The root filesystem asked for is not valid.
+    #[error("failed to assemble the image root filesystem: {0}")]
+    Rootfs(String),
+    /// The reference, user, entrypoint, command or labels asked for are not acceptable.
+    #[error("failed to configure image `{reference}`: {detail}")]
+    Config {
+        /// The image reference.
+        reference: String,
+        /// What is wrong and what to do.
+        detail: String,
+    },
+    /// The engine did not answer in time.
+    #[error(
+        "failed to {what} `{reference}`: the Docker engine did not answer within {} s; check that the daemon is healthy (`docker info`) and retry",
+        .limit.as_secs()
+    )]
+    Timeout {
+        /// The call.
+        what: &'static str,
+        /// The image reference or id.
+        reference: String,
+        /// The deadline.
+        limit: Duration,
+    },
+    /// The engine refused or failed the call.
+    #[error("failed to {what} `{reference}`: {detail}")]
+    Engine {
+        /// The call.
+        what: &'static str,
+        /// The image reference or id.
+        reference: String,
+        /// The engine's answer.
+        detail: String,
+    },
+}
+
+/// One bundled image as the engine holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BuiltImage {
+    /// Which bundled image: `fixture` or `elengtis`.
+    pub name: &'static str,
+    /// `repo:tag`.
+    pub reference: String,
+    /// Image id (`sha256:…`). Containers should be created from this, not the tag.
+    pub id: String,
+    /// Size in bytes as the engine reports it.
+    pub size: i64,
+}
+
+/// What goes into one bundled image.
+struct Bundled {
+    name: &'static str,
+    repo: &'static str,
+    binaries: &'static [&'static str],
+    entrypoint: &'static str,
+}
+
+const BUNDLED: [Bundled; 2] = [
+    Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN },
+    // The fixture sits beside the tool, where `elengtis example` looks for bare `elengtis-*`.
+    Bundled { name: "elengtis", repo: TOOL_REPO, binaries: &[TOOL_BIN, FIXTURE_BIN], entrypoint: TOOL_BIN },
+];
+
+/// `elengtis/fixture:<version>`.
+pub fn fixture_ref() -> String {
+    format!("{FIXTURE_REPO}:{TAG}")
+}
+
+/// `elengtis/elengtis:<version>`.
+pub fn tool_ref() -> String {
+    format!("{TOOL_REPO}:{TAG}")
+}
+
+/// Build `elengtis` and `elengtis-fixture` as static executables from the workspace at
+/// `source` and return the directory holding them
+/// (`<target-dir>/x86_64-unknown-linux-gnu/image/`).
+///
+/// Runs `$CARGO` (or `cargo`) with `--locked --profile image --target x86_64-unknown-linux-gnu`
+/// and [`STATIC_RUSTFLAGS`]. Cargo's progress and diagnostics go to our stderr. The paths come
+/// from cargo's own artifact messages, so `CARGO_TARGET_DIR` and `build.target-dir` are
+/// respected. Each executable is checked to have no ELF interpreter, because a dynamically
+/// linked binary would fail in a scratch image with a misleading "no such file or directory".
+/// Blocking: takes minutes on a cold cache. Call it from `spawn_blocking` in async code.
+pub fn static_build(source: &Path) -> Result<PathBuf, ImageError> {
+    if !source.join("Cargo.toml").is_file() {
+        return Err(ImageError::Build(format!(
+            "`{}` has no Cargo.toml; pass the elengtis source tree (the workspace root)",
+            source.display()
+        )));
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(&cargo);
+    command
+        .current_dir(source)
+        .args(["build", "--locked", "--profile", IMAGE_PROFILE, "--target", IMAGE_TARGET])
+        // Diagnostics are still rendered to stderr; stdout carries one JSON message per line.
+        .arg("--message-format=json-render-diagnostics")
+        .args(PACKAGES.iter().flat_map(|(package, _)| ["-p", package]))
+        // CARGO_ENCODED_RUSTFLAGS would take precedence over RUSTFLAGS.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env("RUSTFLAGS", STATIC_RUSTFLAGS)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    tracing::info!(source = %source.display(), "building static binaries for the sandbox images");
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|e| {
+        ImageError::Build(format!(
+            "could not start `{}`: {e}; is the Rust toolchain installed (or CARGO set)?",
+            Path::new(&cargo).display()
+        ))
+    })?;
+    let mut executables: Vec<(String, PathBuf)> = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.map_err(|e| ImageError::Build(format!("could not read cargo's output: {e}")))?;
+            if let Some(found) = artifact_executable(&line) {
+                executables.push(found);
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| ImageError::Build(format!("could not wait for cargo: {e}")))?;
+    if !status.success() {
+        let how = match status.code() {
+            Some(code) => format!("status {code}"),
+            None => "a signal".to_owned(),
+        };
+        return Err(ImageError::Build(format!("cargo exited with {how} (see its output above)")));
+    }
+    let mut dir: Option<PathBuf> = None;
+    for (_, binary) in PACKAGES {
+        let Some((_, path)) = executables.iter().find(|(name, _)| name == binary) else {
+            return Err(ImageError::Build(format!(
+                "cargo succeeded but reported no `{binary}` executable; is `{}` the elengtis workspace?",
+                source.display()
+            )));
+        };
+        if !is_static_executable(path)? {
+            return Err(ImageError::Build(format!(
+                "`{}` is dynamically linked (it has an ELF interpreter) and cannot run in a scratch image; is RUSTFLAGS overridden by a cargo config `target.{IMAGE_TARGET}.rustflags`?",
+                path.display()
+            )));
+        }
+        let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        match &dir {
+            None => dir = Some(parent),
+            Some(d) if *d == parent => {}
+            Some(d) => {
+                return Err(ImageError::Build(format!(
+                    "the executables landed in different directories (`{}` and `{}`)",
+                    d.display(),
+                    parent.display()
+                )));
+            }
+        }
+    }
+    let dir = dir.unwrap_or_default();
+    tracing::info!(dir = %dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "static binaries built");
+    Ok(dir)
+}
+
+/// The `(binary name, path)` of a `compiler-artifact` message for one of our executables.
+fn artifact_executable(line: &str) -> Option<(String, PathBuf)> {
+    let message: serde_json::Value = serde_json::from_str(line).ok()?;
+    if message.get("reason")?.as_str()? != "compiler-artifact" {
+        return None;
+    }
+    let target = message.get("target")?;
+    let is_bin = target.get("kind")?.as_array()?.iter().any(|k| k.as_str() == Some("bin"));
+    let name = target.get("name")?.as_str()?;
+    if !is_bin || !PACKAGES.iter().any(|(_, binary)| *binary == name) {
+        return None;
+    }
+    let executable = message.get("executable")?.as_str()?;
+    Some((name.to_owned(), PathBuf::from(executable)))
+}
+
+/// True when `path` is an ELF64 little-endian executable without a `PT_INTERP` program
+/// header, i.e. one the kernel runs without a dynamic loader (static or static-pie).
+fn is_static_executable(path: &Path) -> Result<bool, ImageError> {
+    let io_error = |source| ImageError::Io { what: "inspect the executable", path: path.to_path_buf(), source };
+    let mut file = File::open(path).map_err(io_error)?;
+    let mut header = [0u8; 64];
+    file.read_exact(&mut header).map_err(io_error)?;
+    // Magic, ELFCLASS64, ELFDATA2LSB.
+    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return Ok(false);
+    }
+    let phoff = u64::from_le_bytes(header[0x20..0x28].try_into().unwrap_or_default());
+    let phentsize = u64::from(u16::from_le_bytes([header[0x36], header[0x37]]));
+    let phnum = u64::from(u16::from_le_bytes([header[0x38], header[0x39]]));
+    if phentsize < 4 || phnum == 0 || phentsize * phnum > 1 << 20 {
+        return Ok(false);
+    }
+    let mut table = vec![0u8; usize::try_from(phentsize * phnum).unwrap_or(0)];
+    file.seek(SeekFrom::Start(phoff)).map_err(io_error)?;
+    file.read_exact(&mut table).map_err(io_error)?;
+    const PT_INTERP: u32 = 3;
+    let has_interp = table
+        .chunks_exact(usize::try_from(phentsize).unwrap_or(usize::MAX))
+        .any(|entry| u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]) == PT_INTERP);
+    Ok(!has_interp)
+}
+
+/// An in-memory root filesystem tar: each `(name in image, host file)` as `/<name>` (0755,
+/// uid/gid 0), plus `tmp/` (01777, root) and `data/` (0755, 65534:65534). Every mtime is 0,
+/// so the same inputs always give the same bytes. Names must be plain file names (no `/`).
+pub fn rootfs_tar(files: &[(&str, &Path)]) -> Result<Vec<u8>, ImageError> {
+    let mut seen = BTreeSet::new();
+    for (name, _) in files {
+        let bad = name.is_empty()
+            || *name == "."
+            || *name == ".."
+            || name.contains(['/', '\\', '\0'])
+            || name.chars().any(char::is_control);
+        if bad {
+            return Err(ImageError::Rootfs(format!(
+                "`{name}` is not a plain file name; binaries go at the image root"
+            )));
+        }
+        if *name == "tmp" || *name == "data" {
+            return Err(ImageError::Rootfs(format!("`{name}` is reserved for the image's directory")));
+        }
+        if !seen.insert(*name) {
+            return Err(ImageError::Rootfs(format!("`{name}` is listed twice")));
+        }
+    }
+    let mut builder = tar::Builder::new(Vec::new());
+    let tar_error = |e: io::Error| ImageError::Rootfs(format!("could not write the tar: {e}"));
+    append_dir(&mut builder, "tmp/", 0o1777, 0).map_err(tar_error)?;
+    append_dir(&mut builder, "data/", 0o755, 65534).map_err(tar_error)?;
+    for (name, host) in files {
+        let io_error =
+            |source| ImageError::Io { what: "read the file for the image", path: host.to_path_buf(), source };
+        let metadata = std::fs::metadata(host).map_err(io_error)?;
+        if !metadata.is_file() {
+            return Err(ImageError::Rootfs(format!("`{}` is not a regular file", host.display())));
+        }
+        let file = File::open(host).map_err(io_error)?;
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(metadata.len());
+        header.set_mode(0o755);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mtime(0);
+        // Reads exactly `size` bytes; a file that shrank while we read it is an error.
+        builder.append_data(&mut header, name, file.take(metadata.len())).map_err(io_error)?;
+    }
+    builder.into_inner().map_err(tar_error)
+}
+
+fn append_dir(builder: &mut tar::Builder<Vec<u8>>, path: &str, mode: u32, owner: u64) -> io::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Directory);
+    header.set_size(0);
+    header.set_mode(mode);
+    header.set_uid(owner);
+    header.set_gid(owner);
+    header.set_mtime(0);
+    builder.append_data(&mut header, path, io::empty())
+}
+
+/// The `changes` (Dockerfile instructions applied at import) for an image: `ENTRYPOINT` and
+/// `CMD` as JSON arrays (exec form, no shell), `USER`, and one `LABEL` per pair.
+///
+/// Validation: no value may contain a newline or NUL (bollard sends the changes
+/// newline-joined, so a newline would smuggle in another instruction); the user must be
+/// unprivileged (see [`check_user`]); label keys and values are double-quoted with `\`, `"`
+/// and `$` escaped, so nothing is expanded; entrypoint and command must not be empty arrays.
+pub fn image_changes(
+    reference: &str,
+    user: &str,
+    entrypoint: Option<&[String]>,
+    cmd: Option<&[String]>,
+    labels: &[(String, String)],
+) -> Result<Vec<String>, ImageError> {
+    let config_error = |detail: String| ImageError::Config { reference: reference.to_owned(), detail };
+    check_user(user).map_err(config_error)?;
+    let mut changes = Vec::new();
+    for (instruction, argv) in [("ENTRYPOINT", entrypoint), ("CMD", cmd)] {
+        let Some(argv) = argv else { continue };
+        if argv.is_empty() {
+            return Err(config_error(format!("{instruction} must not be an empty list; leave it unset instead")));
+        }
+        for arg in argv {
+            check_value(arg).map_err(|why| config_error(format!("{instruction} argument {arg:?} {why}")))?;
+        }
+        let json =
+            serde_json::to_string(argv).map_err(|e| config_error(format!("could not encode {instruction}: {e}")))?;
+        changes.push(format!("{instruction} {json}"));
+    }
+    changes.push(format!("USER {user}"));
+    for (key, value) in labels {
+        if key.is_empty() {
+            return Err(config_error("a label key must not be empty".to_owned()));
+        }
+        check_value(key).map_err(|why| config_error(format!("label key {key:?} {why}")))?;
+        check_value(value).map_err(|why| config_error(format!("label {key:?} value {why}")))?;
+        changes.push(format!("LABEL {}={}", quote(key), quote(value)));
+    }
+    Ok(changes)
+}
+
+fn check_value(value: &str) -> Result<(), &'static str> {
+    if value.contains(['\n', '\r', '\0']) {
+        Err("contains a newline or NUL, which the engine's change list cannot carry safely")
+    } else {
+        Ok(())
+    }
+}
+
+/// A Dockerfile double-quoted word: `\`, `"` and `$` escaped, so `LABEL` expands nothing.
+fn quote(word: &str) -> String {
+    let mut quoted = String::with_capacity(word.len() + 2);
+    quoted.push('"');
+    for c in word.chars() {
+        if matches!(c, '\\' | '"' | '$') {
+            quoted.push('\\');
+        }
+        quoted.push(c);
+    }
+    quoted.push('"');
+    quoted
+}
+
+/// Accept `user[:group]` made of names or numeric ids (`[A-Za-z0-9._-]`), unless the user or
+/// the group is root (`0`, `root`, or any all-zero number). Images for isolated trials must run
+/// unprivileged. Prefer numeric ids: a name is resolved through the image's `/etc/passwd`,
+/// which this check cannot see.
+pub fn check_user(user: &str) -> Result<(), String> {
+    let (name, group) = match user.split_once(':') {
+        Some((name, group)) => (name, Some(group)),
+        None => (user, None),
+    };
+    for part in std::iter::once(name).chain(group) {
+        let valid = !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !valid {
+            return Err(format!(
+                "user {user:?} is not `user[:group]` of names or numeric ids; use e.g. `{IMAGE_USER}`"
+            ));
+        }
+        let is_root = part == "root" || (part.bytes().all(|b| b.is_ascii_digit()) && part.bytes().all(|b| b == b'0'));
+        if is_root {
+            return Err(format!(
+                "user {user:?} is root; images for isolated trials must run unprivileged, use e.g. `{IMAGE_USER}`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Split `repo:tag`. The tag is required (we never want an implicit `latest`), and digests
+/// are refused (imports have none).
+fn split_reference(reference: &str) -> Result<(&str, &str), ImageError> {
+    let config_error = |detail: &str| ImageError::Config { reference: reference.to_owned(), detail: detail.to_owned() };
+    if reference.is_empty() || reference.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(config_error("a reference must be `repo:tag` without spaces"));
+    }
+    if reference.contains('@') {
+        return Err(config_error("an imported image has no digest; use `repo:tag`"));
+    }
+    match reference.rsplit_once(':') {
+        Some((repo, tag)) if !repo.is_empty() && !tag.is_empty() && !tag.contains('/') => Ok((repo, tag)),
+        _ => Err(config_error("the reference needs an explicit tag (`repo:tag`)")),
+    }
+}
+
+/// Where an import's tar comes from.
+enum Source {
+    Bytes(Vec<u8>),
+    File(tokio::fs::File),
+}
+
+/// Import a root filesystem tar as image `reference` (`repo:tag`), applying `changes`
+/// (Dockerfile instructions such as `USER 65534:65534`; see [`image_changes`]). Returns the
+/// image id, confirmed by inspecting `reference` afterwards. `deadline` bounds the upload
+/// and import.
+///
+/// If `reference` previously named another image that is left untagged and unused, that
+/// image is removed (best effort), so that rebuilds do not pile up dangling images.
+pub async fn import(
+    docker: &Docker,
+    tar: Vec<u8>,
+    reference: &str,
+    changes: &[String],
+    deadline: Duration,
+) -> Result<String, ImageError> {
+    import_source(docker, Source::Bytes(tar), reference, changes, deadline).await
+}
+
+async fn import_source(
+    docker: &Docker,
+    source: Source,
+    reference: &str,
+    changes: &[String],
+    deadline: Duration,
+) -> Result<String, ImageError> {
+    let (repo, tag) = split_reference(reference)?;
+    for change in changes {
+        check_value(change).map_err(|why| ImageError::Config {
+            reference: reference.to_owned(),
+            detail: format!("change {change:?} {why}"),
+        })?;
+    }
+    let previous = image_id(docker, reference).await?;
+    let options =
+        CreateImageOptionsBuilder::default().from_src("-").repo(repo).tag(tag).changes(changes.to_vec()).build();
+    let body = match source {
+        Source::Bytes(bytes) => bollard::body_full(bytes.into()),
+        Source::File(file) => bollard::body_try_stream(tokio_util::io::ReaderStream::new(file)),
+    };
+    let started = Instant::now();
+    let what = "import image";
+    let items: Vec<CreateImageInfo> = match tokio::time::timeout(
+        deadline,
+        docker.create_image(Some(options), Some(body), None).try_collect(),
+    )
+    .await
+    {
+        Ok(Ok(items)) => items,
+        Ok(Err(e)) => return Err(engine_error(what, reference, &e)),
+        Err(_) => return Err(ImageError::Timeout { what, reference: reference.to_owned(), limit: deadline }),
+    };
+    let Some(id) = items.iter().rev().find_map(|item| item.status.as_deref().filter(|s| s.starts_with("sha256:")))
+    else {
+        return Err(ImageError::Engine {
+            what,
+            reference: reference.to_owned(),
+            detail: format!("the engine reported no image id (its answer: {items:?})"),
+        });
+    };
+    let id = id.to_owned();
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    match image_id(docker, reference).await? {
+        Some(confirmed) if confirmed == id => {}
+        other => {
+            return Err(ImageError::Engine {
+                what: "confirm imported image",
+                reference: reference.to_owned(),
+                detail: format!(
+                    "the import returned {id} but the tag now names {}; was it re-tagged concurrently? Retry",
+                    other.as_deref().unwrap_or("nothing")
+                ),
+            });
+        }
+    }
+    tracing::info!(reference, id = %id, elapsed_ms, "imported image");
+    if let Some(previous) = previous
+        && previous != id
+    {
+        remove_if_dangling(docker, &previous).await;
+    }
+    Ok(id)
+}
+
+/// Remove an image that no tag names any more. Failure (e.g. a container still uses it) is
+/// only logged: it is housekeeping.
+async fn remove_if_dangling(docker: &Docker, id: &str) {
+    match inspect(docker, id).await {
+        // Removing by id an image that still has one tag would remove that tag: never do that.
+        Ok(Some(image)) if image.repo_tags.as_ref().is_none_or(Vec::is_empty) => {}
+        Ok(_) => return,
+        Err(e) => {
+            tracing::debug!(image = id, error = %e, "could not inspect the replaced image");
+            return;
+        }
+    }
+    let options = RemoveImageOptionsBuilder::default().force(false).noprune(false).build();
+    match tokio::time::timeout(CALL_DEADLINE, docker.remove_image(id, Some(options), None)).await {
+        Ok(Ok(_)) => tracing::info!(image = id, "removed the image the new import replaced"),
+        Ok(Err(e)) => tracing::debug!(image = id, error = %describe(&e), "kept the replaced image"),
+        Err(_) => tracing::debug!(image = id, "removing the replaced image timed out"),
+    }
+}
+
+/// Import a user-supplied root filesystem tarball (optionally compressed; the engine
+/// detects it) as `reference`, streaming it from disk. `user` defaults to
+/// [`IMAGE_USER`]; root is refused. `entrypoint` and `cmd` become JSON exec-form
+/// instructions. `labels` are applied as given.
+#[expect(clippy::too_many_arguments, reason = "the recipe passes each image setting separately")]
+pub async fn import_rootfs_file(
+    docker: &Docker,
+    tar_path: &Path,
+    reference: &str,
+    user: Option<&str>,
+    entrypoint: Option<Vec<String>>,
+    cmd: Option<Vec<String>>,
+    labels: &[(String, String)],
+    deadline: Duration,
+) -> Result<String, ImageError> {
+    let changes = image_changes(reference, user.unwrap_or(IMAGE_USER), entrypoint.as_deref(), cmd.as_deref(), labels)?;
+    let io_error = |source| ImageError::Io { what: "open the rootfs tarball", path: tar_path.to_path_buf(), source };
+    let file = tokio::fs::File::open(tar_path).await.map_err(io_error)?;
+    if !file.metadata().await.map_err(io_error)?.is_file() {
+        return Err(ImageError::Rootfs(format!("`{}` is not a regular file", tar_path.display())));
+    }
+    import_source(docker, Source::File(file), reference, &changes, deadline).await
+}
+
+/// The id of the local image `reference`, or `None` when the engine does not have it.
+/// Never pulls.
+pub async fn image_id(docker: &Docker, reference: &str) -> Result<Option<String>, ImageError> {
+    Ok(inspect(docker, reference).await?.and_then(|image| image.id))
+}
+
+async fn inspect(docker: &Docker, reference: &str) -> Result<Option<ImageInspect>, ImageError> {
+    let what = "inspect image";
+    match tokio::time::timeout(CALL_DEADLINE, docker.inspect_image(reference)).await {
+        Ok(Ok(image)) => Ok(Some(image)),
+        Ok(Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. })) => Ok(None),
+        Ok(Err(e)) => Err(engine_error(what, reference, &e)),
+        Err(_) => Err(ImageError::Timeout { what, reference: reference.to_owned(), limit: CALL_DEADLINE }),
+    }
+}
+
+fn engine_error(what: &'static str, reference: &str, e: &bollard::errors::Error) -> ImageError {
+    ImageError::Engine { what, reference: reference.to_owned(), detail: describe(e) }
+}
+
+/// The engine's message without bollard's wrapping.
+fn describe(e: &bollard::errors::Error) -> String {
+    match e {
+        bollard::errors::Error::DockerResponseServerError { status_code, message } => {
+            format!("{message} (HTTP {status_code})")
+        }
+        bollard::errors::Error::DockerStreamError { error } => error.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Import both bundled images from the static executables in `binaries_dir` (as returned by
+/// [`static_build`]), tagged with this version. The tags move to the new images.
+pub async fn build_bundled(docker: &Docker, binaries_dir: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+    let mut built = Vec::with_capacity(BUNDLED.len());
+    for image in &BUNDLED {
+        let reference = format!("{}:{TAG}", image.repo);
+        let paths: Vec<(&str, PathBuf)> = image.binaries.iter().map(|name| (*name, binaries_dir.join(name))).collect();
+        for (_, path) in &paths {
+            if !is_static_executable(path)? {
+                return Err(ImageError::Rootfs(format!(
+                    "`{}` is not a static executable and cannot run in a scratch image; build it with `static_build`",
+                    path.display()
+                )));
+            }
+        }
+        let files: Vec<(&str, &Path)> = paths.iter().map(|(name, path)| (*name, path.as_path())).collect();
+        let tar = rootfs_tar(&files)?;
+        let entrypoint = [format!("/{}", image.entrypoint)];
+        let labels = [(LABEL_IMAGE.to_owned(), image.name.to_owned()), (LABEL_VERSION.to_owned(), TAG.to_owned())];
+        let changes = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, &labels)?;
+        let id = import(docker, tar, &reference, &changes, IMPORT_DEADLINE).await?;
+        let size = inspect(docker, &id).await?.and_then(|i| i.size).unwrap_or_default();
+        built.push(BuiltImage { name: image.name, reference, id, size });
+    }
+    Ok(built)
+}
+
+/// The bundled images of this version: the existing ones when both are present (and carry
+/// our label), otherwise freshly built from `source` ([`static_build`]) and imported
+/// ([`build_bundled`]). Never pulls.
+///
+/// Existing images are trusted by tag: after changing the code without changing the
+/// version, call [`build_bundled`] (after [`static_build`]) to refresh them.
+pub async fn ensure_bundled(docker: &Docker, source: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+    let mut present = Vec::with_capacity(BUNDLED.len());
+    for image in &BUNDLED {
+        let reference = format!("{}:{TAG}", image.repo);
+        let Some(found) = inspect(docker, &reference).await? else { break };
+        let ours = found
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.as_ref())
+            .and_then(|l| l.get(LABEL_IMAGE))
+            .is_some_and(|v| v == image.name);
+        let (Some(id), true) = (found.id, ours) else { break };
+        present.push(BuiltImage { name: image.name, reference, id, size: found.size.unwrap_or_default() });
+    }
+    if present.len() == BUNDLED.len() {
+        return Ok(present);
+    }
+    let source = source.to_path_buf();
+    let dir = tokio::task::spawn_blocking(move || static_build(&source))
+        .await
+        .map_err(|e| ImageError::Build(format!("the build task failed: {e}")))??;
+    build_bundled(docker, &dir).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    #[test]
+    fn rootfs_tar_has_the_layout_and_owners() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "host-a", b"#!binary a");
+        let b = write(dir.path(), "host-b", b"binary b, longer");
+        let tar = rootfs_tar(&[("elengtis", &a), ("elengtis-fixture", &b)]).unwrap();
+        let mut archive = tar::Archive::new(tar.as_slice());
+        let mut seen = Vec::new();
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let header = entry.header().clone();
+            let path = entry.path().unwrap().to_string_lossy().into_owned();
+            let mut body = Vec::new();
+            entry.read_to_end(&mut body).unwrap();
+            seen.push((
+                path,
+                header.entry_type(),
+                header.mode().unwrap(),
+                header.uid().unwrap(),
+                header.gid().unwrap(),
+                header.mtime().unwrap(),
+                body,
+            ));
+        }
+        use tar::EntryType::{Directory, Regular};
+        assert_eq!(
+            seen,
+            vec![
+                ("tmp/".to_owned(), Directory, 0o1777, 0, 0, 0, vec![]),
+                ("data/".to_owned(), Directory, 0o755, 65534, 65534, 0, vec![]),
+                ("elengtis".to_owned(), Regular, 0o755, 0, 0, 0, b"#!binary a".to_vec()),
+                ("elengtis-fixture".to_owned(), Regular, 0o755, 0, 0, 0, b"binary b, longer".to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn rootfs_tar_is_deterministic() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a", b"same bytes");
+        let first = rootfs_tar(&[("elengtis-fixture", &a)]).unwrap();
+        // A different host mtime and mode must not change the layer.
+        std::thread::sleep(Duration::from_millis(20));
+        let b = write(dir.path(), "b", b"same bytes");
+        let second = rootfs_tar(&[("elengtis-fixture", &b)]).unwrap();
+        assert_eq!(first, second);
+        let other = write(dir.path(), "c", b"other bytes");
+        assert_ne!(first, rootfs_tar(&[("elengtis-fixture", &other)]).unwrap());
+    }
+
+    #[test]
+    fn rootfs_tar_refuses_bad_names_and_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a", b"x");
+        for name in ["", ".", "..", "bin/sh", "../x", "tmp", "data", "a\nb"] {
+            assert!(matches!(rootfs_tar(&[(name, &a)]), Err(ImageError::Rootfs(_))), "{name:?}");
+        }
+        assert!(matches!(rootfs_tar(&[("x", &a), ("x", &a)]), Err(ImageError::Rootfs(_))));
+        let missing = dir.path().join("missing");
+        let error = rootfs_tar(&[("x", &missing)]).unwrap_err();
+        assert!(matches!(error, ImageError::Io { .. }));
+        assert!(error.to_string().starts_with("failed to read the file for the image"), "{error}");
+        assert!(matches!(rootfs_tar(&[("x", dir.path())]), Err(ImageError::Rootfs(_))));
+    }
+
+    #[test]
+    fn changes_are_exec_form_quoted_and_ordered() {
+        let entrypoint = ["/opt/venv/bin/python".to_owned(), "-m".to_owned(), "server \"x\" \\ $HOME".to_owned()];
+        let cmd = ["--stdio".to_owned()];
+        let labels = [
+            ("org.elengtis.image".to_owned(), "custom".to_owned()),
+            ("note".to_owned(), r#"a "quoted" $VAR \ value = ok"#.to_owned()),
+        ];
+        let changes = image_changes("x/y:1", "65534:65534", Some(&entrypoint), Some(&cmd), &labels).unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                r#"ENTRYPOINT ["/opt/venv/bin/python","-m","server \"x\" \\ $HOME"]"#.to_owned(),
+                r#"CMD ["--stdio"]"#.to_owned(),
+                "USER 65534:65534".to_owned(),
+                r#"LABEL "org.elengtis.image"="custom""#.to_owned(),
+                r#"LABEL "note"="a \"quoted\" \$VAR \\ value = ok""#.to_owned(),
+            ]
+        );
+        assert_eq!(image_changes("x/y:1", "1000", None, None, &[]).unwrap(), vec!["USER 1000".to_owned()]);
+    }
+
+    #[test]
+    fn changes_refuse_newlines_and_empty_lists() {
+        let injected = ["/server\nUSER 0".to_owned()];
+        let error = image_changes("x/y:1", IMAGE_USER, Some(&injected), None, &[]).unwrap_err();
+        assert!(error.to_string().starts_with("failed to configure image `x/y:1`: ENTRYPOINT argument"), "{error}");
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&["a\rb".to_owned()]), &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, &[("k\n".into(), "v".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, &[("k".into(), "v\nUSER 0".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, &[(String::new(), "v".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, Some(&[]), None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&[]), &[]).is_err());
+    }
+
+    #[test]
+    fn root_users_are_refused() {
+        for user in
+            ["0", "00", "0:0", "0:65534", "root", "root:nogroup", "65534:0", "1000:root", "", ":", "1000:", ":1000"]
+        {
+            let error = check_user(user).unwrap_err();
+            assert!(!error.is_empty(), "{user:?}");
+        }
+        for user in ["1 000", "$UID", "a\nb", "10:20:30", "${USER}"] {
+            assert!(check_user(user).is_err(), "{user:?}");
+        }
+        for user in ["65534:65534", "65534", "1000", "10", "nobody", "nobody:nogroup", "app-user", "100:1000"] {
+            assert!(check_user(user).is_ok(), "{user:?}");
+        }
+        let error = image_changes("x/y:1", "root", None, None, &[]).unwrap_err();
+        assert!(error.to_string().contains("must run unprivileged"), "{error}");
+    }
+
+    #[test]
+    fn references_need_a_tag() {
+        assert_eq!(split_reference("elengtis/fixture:0.1.0").unwrap(), ("elengtis/fixture", "0.1.0"));
+        assert_eq!(split_reference("localhost:5000/a/b:v1").unwrap(), ("localhost:5000/a/b", "v1"));
+        for bad in ["", "elengtis/fixture", "localhost:5000/a", "a:", ":b", "a b:1", "a@sha256:00", "a:1\n"] {
+            assert!(split_reference(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(fixture_ref(), format!("elengtis/fixture:{}", env!("CARGO_PKG_VERSION")));
+        assert_eq!(tool_ref(), format!("elengtis/elengtis:{}", env!("CARGO_PKG_VERSION")));
+    }
+
+    #[test]
+    fn build_messages_yield_our_executables() {
+        let line = r#"{"reason":"compiler-artifact","target":{"kind":["bin"],"name":"elengtis-fixture"},"executable":"/t/x86_64-unknown-linux-gnu/image/elengtis-fixture","fresh":true}"#;
+        assert_eq!(
+            artifact_executable(line),
+            Some(("elengtis-fixture".to_owned(), PathBuf::from("/t/x86_64-unknown-linux-gnu/image/elengtis-fixture")))
+        );
+        let lib = r#"{"reason":"compiler-artifact","target":{"kind":["lib"],"name":"elengtis"},"executable":null}"#;
+        assert_eq!(artifact_executable(lib), None);
+        let other =
+            r#"{"reason":"compiler-artifact","target":{"kind":["bin"],"name":"other"},"executable":"/t/other"}"#;
+        assert_eq!(artifact_executable(other), None);
+        assert_eq!(artifact_executable(r#"{"reason":"build-finished","success":true}"#), None);
+        assert_eq!(artifact_executable("not json"), None);
+    }
+
+    /// A minimal ELF64 little-endian header followed by one program header of `p_type`.
+    fn elf(p_type: u32) -> Vec<u8> {
+        let mut bytes = vec![0u8; 64 + 56];
+        bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        bytes[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+        bytes[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+        bytes[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+        bytes[64..68].copy_from_slice(&p_type.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn elf_check_tells_static_from_dynamic() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = write(dir.path(), "static", &elf(1));
+        assert!(is_static_executable(&load).unwrap());
+        let interp = write(dir.path(), "dynamic", &elf(3));
+        assert!(!is_static_executable(&interp).unwrap());
+        let text = write(dir.path(), "script", &[b'#'; 100]);
+        assert!(!is_static_executable(&text).unwrap());
+        let short = write(dir.path(), "short", b"\x7fELF");
+        assert!(matches!(is_static_executable(&short), Err(ImageError::Io { .. })));
+    }
+}

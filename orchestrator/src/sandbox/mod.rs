@@ -1,0 +1,109 @@
+//! The sandbox layer: the only code that talks to Docker, always through the Engine API
+//! (`bollard`), never the `docker` CLI.
+//!
+//! Every `isolated_container` trial gets a fresh hardened container on its own internal
+//! (no-egress) network ([`container`]); what the engine reports about that container is
+//! checked fact by fact against what we asked for ([`hardening`]) and recorded as lifecycle
+//! evidence. Everything the tool creates carries labels ([`LABEL_MANAGED`], [`LABEL_RUN`],
+//! [`LABEL_TRIAL`]) so leftovers of a crashed run can be found and removed ([`gc`]) without
+//! ever touching anything else. Images are built locally without a registry ([`images`]).
+
+pub mod container;
+pub mod docker;
+pub mod gc;
+pub mod hardening;
+pub mod images;
+
+/// Label on everything elengtis creates.
+pub const LABEL_MANAGED: &str = "org.elengtis.managed";
+/// Label naming the run.
+pub const LABEL_RUN: &str = "org.elengtis.run";
+/// Label naming the trial.
+pub const LABEL_TRIAL: &str = "org.elengtis.trial";
+/// Label naming the attempt.
+pub const LABEL_ATTEMPT: &str = "org.elengtis.attempt";
+
+/// Why a sandbox operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// No engine could be reached.
+    #[error(
+        "failed to connect to the Docker engine ({endpoint}): {detail}; is the daemon running and is the socket mounted and readable?"
+    )]
+    Connect {
+        /// Where we looked.
+        endpoint: String,
+        /// The cause.
+        detail: String,
+    },
+    /// A call did not answer in time.
+    #[error("failed to {what}: the Docker engine did not answer within {} s", .limit.as_secs_f32())]
+    Timeout {
+        /// The call.
+        what: String,
+        /// The deadline.
+        limit: std::time::Duration,
+    },
+    /// A call failed.
+    #[error("failed to {what}: {detail}")]
+    Docker {
+        /// The call.
+        what: String,
+        /// The engine's answer.
+        detail: String,
+    },
+    /// An image is not present (elengtis never pulls).
+    #[error(
+        "failed to find image `{image}` in the local Docker engine; elengtis never pulls images. Build it (`elengtis images build` for the bundled images) or load it (`docker load`) first"
+    )]
+    ImageMissing {
+        /// The reference.
+        image: String,
+    },
+    /// The container is not what was asked for.
+    #[error("failed to assert the container's hardening: {}", .0.join("; "))]
+    Hardening(Vec<String>),
+    /// The server did not become ready.
+    #[error("failed to reach the target: {0}")]
+    NotReady(String),
+}
+
+impl SandboxError {
+    /// A short classification for evidence.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SandboxError::Connect { .. } => "engine_unreachable",
+            SandboxError::Timeout { .. } => "timeout",
+            SandboxError::Docker { .. } => "engine",
+            SandboxError::ImageMissing { .. } => "image_missing",
+            SandboxError::Hardening(_) => "hardening_mismatch",
+            SandboxError::NotReady(_) => "not_ready",
+        }
+    }
+}
+
+/// What isolated trials of one run share: the engine connection and the images, resolved
+/// once to immutable ids before any trial starts.
+#[derive(Debug, Clone)]
+pub struct SandboxContext {
+    /// The engine.
+    pub engine: docker::Engine,
+    /// Image reference → resolved image.
+    pub images: std::collections::BTreeMap<String, docker::ResolvedImage>,
+}
+
+impl SandboxContext {
+    /// Connect and resolve every image (never pulling); a missing image fails here, before
+    /// any trial starts.
+    pub async fn prepare<'a>(images: impl IntoIterator<Item = &'a str>) -> Result<SandboxContext, SandboxError> {
+        let engine = docker::connect().await?;
+        let mut resolved = std::collections::BTreeMap::new();
+        for reference in images {
+            if !resolved.contains_key(reference) {
+                let image = docker::resolve_image(&engine.docker, reference).await?;
+                resolved.insert(reference.to_owned(), image);
+            }
+        }
+        Ok(SandboxContext { engine, images: resolved })
+    }
+}

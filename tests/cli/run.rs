@@ -1,0 +1,122 @@
+//! `elengtis run`: new runs, refusals before anything is created, model-free campaigns,
+//! unavailable engines and the older command form.
+
+use std::path::{Path, PathBuf};
+
+use elengtis_tests::{copy_example, elengtis, read_json, rows, scratch, snapshot, stderr, stdout};
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The support-note example copied into `dir/campaign/`, with `edit` applied to the campaign.
+fn campaign(dir: &Path, edit: impl FnOnce(String) -> String) -> PathBuf {
+    let path = copy_example("support-note", &dir.join("campaign"));
+    let text = std::fs::read_to_string(&path).expect("read campaign");
+    std::fs::write(&path, edit(text)).expect("write campaign");
+    path
+}
+
+fn insert_after_schema_version(text: String, lines: &str) -> String {
+    assert!(text.contains("schema_version: 1\n"));
+    text.replacen("schema_version: 1\n", &format!("schema_version: 1\n{lines}"), 1)
+}
+
+#[test]
+fn run_into_an_existing_out_is_refused_and_points_to_resume() {
+    let dir = scratch();
+    let config = campaign(dir.path(), |t| t);
+    let out = dir.path().join("results");
+    std::fs::create_dir(&out).expect("mkdir");
+    std::fs::write(out.join("notes.txt"), b"keep me").expect("write");
+    let before = snapshot(&out);
+    let output = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(4), "{}{}", stdout(&output), stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("already exists") && err.contains("--resume"), "{err}");
+    assert_eq!(snapshot(&out), before, "the existing directory must be untouched");
+}
+
+#[test]
+fn model_free_campaign_runs_only_setup_verify_and_cleanup() {
+    let dir = scratch();
+    let config = campaign(dir.path(), |t| insert_after_schema_version(t, "model_free: true\n"));
+    let out = dir.path().join("results");
+    let output = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let rows = rows(&out.join("runs.jsonl"));
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row["termination"], "model_free", "{row}");
+    assert_eq!(row["model_turns"], 0);
+    assert_eq!(row["tool_calls"], 0);
+    assert_eq!(row["tool_sequence"], serde_json::json!([]));
+    assert_eq!(row["evidence_status"], "complete", "{row}");
+    // Nobody submitted the canary, and the verifier still ran.
+    assert_eq!(row["proposed"], false);
+    assert_eq!(row["completed"], false);
+    let evidence = read_json(&out.join(row["evidence"].as_str().expect("evidence name")));
+    assert_eq!(evidence["trajectory"], serde_json::json!([]));
+    assert_eq!(evidence["verification"]["checks"][0]["action"]["status"], "ok", "{}", evidence["verification"]);
+    assert!(stdout(&output).contains("local-demo--support-note--0: model_free"), "{}", stdout(&output));
+}
+
+#[test]
+fn model_free_campaign_with_a_model_is_invalid() {
+    let dir = scratch();
+    let config = campaign(dir.path(), |t| insert_after_schema_version(t, "model_free: true\nmodel: x\n"));
+    let validate = elengtis(dir.path(), &["validate", s(&config)]);
+    assert_eq!(validate.status.code(), Some(3), "{}{}", stdout(&validate), stderr(&validate));
+    assert!(stderr(&validate).contains("model_free"), "{}", stderr(&validate));
+    let out = dir.path().join("results");
+    let run = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    assert_eq!(run.status.code(), Some(3), "{}{}", stdout(&run), stderr(&run));
+    assert!(stderr(&run).contains("model_free"), "{}", stderr(&run));
+    assert!(!out.exists(), "an invalid campaign creates no results directory");
+}
+
+#[test]
+fn graph_engine_validates_but_cannot_run_yet() {
+    let dir = scratch();
+    let config = campaign(dir.path(), |t| t.replace("engine: reference\n", "engine: graph\n"));
+    assert!(std::fs::read_to_string(&config).expect("read").contains("engine: graph"));
+    let validate = elengtis(dir.path(), &["validate", s(&config)]);
+    assert_eq!(validate.status.code(), Some(0), "{}{}", stdout(&validate), stderr(&validate));
+    assert!(stdout(&validate).contains("local-demo--support-note--0"), "{}", stdout(&validate));
+
+    let out = dir.path().join("results");
+    let run = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    assert_eq!(run.status.code(), Some(5), "{}{}", stdout(&run), stderr(&run));
+    let err = stderr(&run);
+    assert!(err.contains("engine `graph`") && err.contains("reference"), "{err}");
+    assert!(!out.exists(), "an engine that cannot run creates no results directory");
+}
+
+#[test]
+fn engine_override_to_graph_cannot_run_yet() {
+    let dir = scratch();
+    let config = campaign(dir.path(), |t| t);
+    let out = dir.path().join("results");
+    let run = elengtis(dir.path(), &["run", "--config", s(&config), "--engine", "graph", "--out", s(&out)]);
+    assert_eq!(run.status.code(), Some(5), "{}{}", stdout(&run), stderr(&run));
+    assert!(stderr(&run).contains("engine `graph`"), "{}", stderr(&run));
+    assert!(!out.exists(), "an engine that cannot run creates no results directory");
+}
+
+#[test]
+fn legacy_form_without_subcommand_means_run() {
+    let dir = scratch();
+    let config = campaign(dir.path(), |t| t);
+    let out = dir.path().join("results");
+    let output = elengtis(dir.path(), &["--config", s(&config), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("completed: 1/1"), "{}", stdout(&output));
+    let rows = rows(&out.join("runs.jsonl"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["evidence_status"], "complete");
+    assert!(out.join("manifest.json").is_file() && out.join("summary.txt").is_file());
+
+    // And the older form refuses an existing --out exactly like `run`.
+    let again = elengtis(dir.path(), &["--config", s(&config), "--out", s(&out)]);
+    assert_eq!(again.status.code(), Some(4), "{}", stderr(&again));
+}
