@@ -65,6 +65,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build or import images for isolated trials, without any registry.
+    #[command(subcommand)]
+    Images(ImagesCommand),
     /// Remove containers, networks and volumes elengtis left behind (never anything else).
     Gc {
         /// Only the leftovers of this run id.
@@ -82,6 +85,41 @@ enum Command {
         /// Where to write summary.json and summary.md.
         #[arg(long)]
         out: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ImagesCommand {
+    /// Build the bundled images (the fixture, the elengtis tool) from static binaries of this
+    /// source tree and import them through the Docker API.
+    Build {
+        /// The elengtis source tree (default: the one this binary was built from).
+        #[arg(long)]
+        source: Option<PathBuf>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a root filesystem tarball as a non-root image (see sandbox-images/pypi/).
+    Import {
+        /// The tarball (uncompressed, or compressed as the engine accepts).
+        #[arg(long)]
+        rootfs: PathBuf,
+        /// Image reference to create (`repo:tag`).
+        #[arg(long)]
+        tag: String,
+        /// `uid:gid` the image runs as (never root; default 65534:65534).
+        #[arg(long)]
+        user: Option<String>,
+        /// Entrypoint as a JSON array, e.g. `["/opt/venv/bin/python","-m","server"]`.
+        #[arg(long)]
+        entrypoint: Option<String>,
+        /// Default arguments as a JSON array.
+        #[arg(long)]
+        cmd: Option<String>,
+        /// A label `KEY=VALUE` (repeatable).
+        #[arg(long = "label")]
+        labels: Vec<String>,
     },
 }
 
@@ -215,6 +253,7 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Example { name, list, trials, out, json } => example(name, list, trials, out, json).await,
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
+        Command::Images(command) => images(command).await,
     }
 }
 
@@ -409,6 +448,80 @@ async fn example(
     let options = RunOptions { progress: RunOptions::default().progress && !json, ..RunOptions::default() };
     let result = run::start(&bundle, &out, true, &options).await?;
     Ok(report(&result, json))
+}
+
+/// The source tree this binary was built from, if it is still there.
+fn default_source() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+    dir.join("Cargo.toml").is_file().then_some(dir)
+}
+
+async fn images(command: ImagesCommand) -> Result<i32, Failure> {
+    use elengtis::sandbox::images;
+    let unavailable = |e: anyhow::Error| Failure { code: exit_codes::UNAVAILABLE, error: e };
+    let engine = elengtis::sandbox::docker::connect().await.map_err(|e| unavailable(e.into()))?;
+    match command {
+        ImagesCommand::Build { source, json } => {
+            let Some(source) = source.or_else(default_source) else {
+                return Err(Failure {
+                    code: exit_codes::USAGE,
+                    error: anyhow::anyhow!(
+                        "the source tree this binary was built from is gone; pass --source DIR (an elengtis checkout)"
+                    ),
+                });
+            };
+            let dir = tokio::task::spawn_blocking(move || images::static_build(&source))
+                .await
+                .map_err(|e| unavailable(anyhow::anyhow!("failed to run the static build: {e}")))?
+                .map_err(|e| unavailable(e.into()))?;
+            let built = images::build_bundled(&engine.docker, &dir).await.map_err(|e| unavailable(e.into()))?;
+            if json {
+                println!("{}", json!({"images": built}));
+            } else {
+                for image in &built {
+                    println!("{} {} ({:.1} MB)", image.reference, image.id, image.size as f64 / 1e6);
+                }
+            }
+            Ok(exit_codes::SUCCESS)
+        }
+        ImagesCommand::Import { rootfs, tag, user, entrypoint, cmd, labels } => {
+            let parse_list = |flag: &str, text: Option<String>| -> Result<Option<Vec<String>>, Failure> {
+                text.map(|t| {
+                    serde_json::from_str::<Vec<String>>(&t).map_err(|e| Failure {
+                        code: exit_codes::USAGE,
+                        error: anyhow::anyhow!("{flag} must be a JSON array of strings: {e}"),
+                    })
+                })
+                .transpose()
+            };
+            let entrypoint = parse_list("--entrypoint", entrypoint)?;
+            let cmd = parse_list("--cmd", cmd)?;
+            let mut pairs = Vec::new();
+            for label in labels {
+                let Some((k, v)) = label.split_once('=') else {
+                    return Err(Failure {
+                        code: exit_codes::USAGE,
+                        error: anyhow::anyhow!("--label must be KEY=VALUE, found `{label}`"),
+                    });
+                };
+                pairs.push((k.to_owned(), v.to_owned()));
+            }
+            let id = images::import_rootfs_file(
+                &engine.docker,
+                &rootfs,
+                &tag,
+                user.as_deref(),
+                entrypoint,
+                cmd,
+                &pairs,
+                images::IMPORT_DEADLINE,
+            )
+            .await
+            .map_err(|e| unavailable(e.into()))?;
+            println!("{tag} {id}");
+            Ok(exit_codes::SUCCESS)
+        }
+    }
 }
 
 async fn gc(run: Option<&str>, json: bool) -> Result<i32, Failure> {

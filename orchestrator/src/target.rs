@@ -352,16 +352,24 @@ pub async fn open_http(launch: &HttpLaunch, limits: Limits) -> Result<Session, O
         value.set_sensitive(true);
         config.custom_headers.insert(name, value);
     }
-    let mut builder = reqwest::Client::builder();
-    if let Some((host, addr)) = &launch.resolve {
-        builder = builder.resolve(host, *addr);
-    }
-    let http = builder
-        .connect_timeout(limits.connect)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .build()
-        .map_err(|e| fail(TargetError::Client(e.to_string())))?;
+    let builder = || {
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(limits.connect)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy();
+        if let Some((host, addr)) = &launch.resolve {
+            builder = builder.resolve(host, *addr);
+        }
+        builder
+    };
+    // Without system CA certificates (a FROM-scratch image) plain http still works.
+    let http = match builder().build() {
+        Ok(client) => client,
+        Err(_) => builder()
+            .tls_certs_only(std::iter::empty())
+            .build()
+            .map_err(|e| fail(TargetError::Client(e.to_string())))?,
+    };
     let transport = StreamableHttpClientTransport::with_client(http, config);
     match tokio::time::timeout(limits.connect, client_config().serve(transport)).await {
         Ok(Ok(client)) => {

@@ -36,12 +36,13 @@ VENV=/opt/venv
 CACHE_FORMAT=1
 
 die() { echo "build.sh: error: $*" >&2; exit 1; }
-log() { echo "build.sh: $*" >&2; }
+log() { echo "build.sh: [$((SECONDS - ${START:-0}))s] $*" >&2; }
 usage() {
     sed -n '6,8p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
+START=$SECONDS
 [[ $# -ge 2 && $# -le 3 ]] || usage
 SPEC=$1
 IMAGE_REF=$2
@@ -50,7 +51,7 @@ IMAGE_REF=$2
 PKG_RAW=${BASH_REMATCH[1]}
 PKG_VERSION=${BASH_REMATCH[3]}
 # PEP 503 normalised name: lower case, runs of [-_.] become '-'.
-PKG=$(printf '%s' "$PKG_RAW" | tr 'A-Z' 'a-z' | sed -E 's/[-_.]+/-/g')
+PKG=$(printf '%s' "$PKG_RAW" | tr '[:upper:]' '[:lower:]' | sed -E 's/[-_.]+/-/g')
 MODULE=${3:-${PKG//-/_}}
 [[ $MODULE =~ ^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$ ]] \
     || die "ENTRYPOINT_MODULE must be a dotted Python module name, got '$MODULE'"
@@ -65,7 +66,6 @@ CACHE_DIR=${ELENGTIS_CACHE:-$HOME/.cache/elengtis}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 PYTHON=${PYTHON:-python3}
-START=$SECONDS
 
 # ---- work dir, cleaned up on every exit ---------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/elengtis-pypi.XXXXXXXX")
@@ -86,6 +86,7 @@ cleanup() {
         done < <(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/self/mounts | sort -r)
     fi
     rm -rf --one-file-system -- "$WORK"
+    log "removed the work dir"
     exit "$rc"
 }
 trap cleanup EXIT
@@ -196,8 +197,9 @@ in_root() {
 cp -r "$WHEELS" "$ROOT/tmp/wheels"
 in_root /usr/bin/python3 -m venv --without-pip "$VENV"
 # pip runs from Debian's own pip wheel, so neither pip nor setuptools ends up in the venv.
-PIP_WHL=$(cd "$ROOT" && ls usr/share/python-wheels/pip-*.whl | head -n 1)
-[[ -n $PIP_WHL ]] || die "no pip wheel in the rootfs (python3-pip-whl)"
+pip_whls=("$ROOT"/usr/share/python-wheels/pip-*.whl)
+[[ -f ${pip_whls[0]} ]] || die "no pip wheel in the rootfs (python3-pip-whl)"
+PIP_WHL=${pip_whls[0]#"$ROOT"/}
 in_root "$VENV/bin/python" "/$PIP_WHL/pip" install --quiet --no-index --find-links /tmp/wheels \
     --require-hashes --only-binary=:all: -r /tmp/wheels/requirements.txt
 in_root "$VENV/bin/python" "/$PIP_WHL/pip" check >&2
@@ -221,6 +223,7 @@ mkdir -p "$ROOT/etc/elengtis"
     echo "lock-sha256: $(sha256sum <"$LOCK" | cut -d' ' -f1)"
     echo "base: debian $SUITE $VARIANT +$INCLUDE, purged ${BUILD_ONLY_DEBS[*]}"
     echo "debian-packages:"
+    # shellcheck disable=SC2016 # dpkg-query's own ${field} syntax
     in_root dpkg-query -W -f='  ${Package}=${Version}\n'
     echo "wheels:"
     sed 's/^/  /' "$WHEELS/requirements.txt"

@@ -209,3 +209,82 @@ pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         })
         .collect()
 }
+
+/// Whether a Docker engine answers on the local socket (`DOCKER_HOST` unix sockets too).
+/// In CI (`CI` set) a missing engine is a failure, never a skip.
+pub fn docker_or_skip(test: &str) -> bool {
+    use std::io::{Read as _, Write as _};
+    let socket = std::env::var("DOCKER_HOST")
+        .ok()
+        .and_then(|h| h.strip_prefix("unix://").map(str::to_owned))
+        .unwrap_or_else(|| "/var/run/docker.sock".to_owned());
+    let answered = std::os::unix::net::UnixStream::connect(&socket)
+        .and_then(|mut s| {
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+            s.write_all(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")?;
+            let mut reply = String::new();
+            s.read_to_string(&mut reply)?;
+            Ok(reply.starts_with("HTTP/1.0 200") || reply.starts_with("HTTP/1.1 200"))
+        })
+        .unwrap_or(false);
+    if answered {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: the Docker engine at {socket} does not answer, and CI is set: Docker tests must run in CI"
+    );
+    eprintln!("skipping {test}: no Docker engine at {socket} (set CI to make this a failure)");
+    false
+}
+
+/// Build the bundled images (fixture and tool) once per test process.
+pub fn bundled_images() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = elengtis(&workspace(), &["images", "build"]);
+        assert!(out.status.success(), "elengtis images build failed:\n{}", stderr(&out));
+    });
+}
+
+/// One raw Engine API request over the unix socket (HTTP/1.0, so the reply ends the
+/// connection): `(status, body)`. For assertions in tests only.
+pub fn docker_api(method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let mut s =
+        std::os::unix::net::UnixStream::connect("/var/run/docker.sock").expect("failed to connect to docker.sock");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    let body = body.unwrap_or("");
+    let request = format!(
+        "{method} {path} HTTP/1.0\r\nHost: docker\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).expect("failed to write to docker.sock");
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("failed to read from docker.sock");
+    let status = reply.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = reply.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+/// Names of containers and networks that carry `org.elengtis.run=<run_id>`.
+pub fn managed_objects(run_id: &str) -> Vec<String> {
+    let filter = format!("{{\"label\":[\"org.elengtis.run={run_id}\"]}}");
+    let encoded: String = filter
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
+        })
+        .collect();
+    let mut names = Vec::new();
+    for path in [format!("/containers/json?all=1&filters={encoded}"), format!("/networks?filters={encoded}")] {
+        let (status, body) = docker_api("GET", &path, None);
+        assert_eq!(status, 200, "{path}: {body}");
+        let items: serde_json::Value = serde_json::from_str(&body).expect("engine answered JSON");
+        for item in items.as_array().into_iter().flatten() {
+            let name = item["Names"][0].as_str().or(item["Name"].as_str()).unwrap_or("?");
+            names.push(name.to_owned());
+        }
+    }
+    names
+}

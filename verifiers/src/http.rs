@@ -342,13 +342,24 @@ impl HttpClient {
             return Err(HttpClientBuildError { reason: "the timeout must be longer than zero".to_owned() });
         }
         ensure_crypto_provider();
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(limits.timeout)
-            .user_agent(concat!("elengtis-verifiers/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| HttpClientBuildError { reason: describe(&error) })?;
+        let builder = || {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .connect_timeout(limits.timeout)
+                .user_agent(concat!("elengtis-verifiers/", env!("CARGO_PKG_VERSION")))
+        };
+        // A host without CA certificates (a FROM-scratch image) cannot build the platform
+        // verifier; plain-http verifiers still work there, and https requests fail with a
+        // certificate error instead of every request failing.
+        let client = match builder().build() {
+            Ok(client) => client,
+            Err(platform) => {
+                builder().tls_certs_only(std::iter::empty()).build().map_err(|error| HttpClientBuildError {
+                    reason: format!("{}; without system certificates: {}", describe(&platform), describe(&error)),
+                })?
+            }
+        };
         Ok(Self { client, limits })
     }
 

@@ -14,6 +14,10 @@
 //! lines or evidence records; [`redacted_input`] builds the evidence form of
 //! a request.
 //!
+//! The [`sqlite`] module answers `container_sqlite_query` actions on a
+//! snapshot of a database the sandbox layer copied out of a frozen container;
+//! it takes bytes and never talks to Docker.
+//!
 //! # TLS
 //!
 //! The workspace compiles rustls with the `ring` provider and no built-in
@@ -22,8 +26,10 @@
 //! another provider must install it before building the first client.
 
 mod http;
+pub mod sqlite;
 
 pub use http::{
     HttpClient, HttpClientBuildError, HttpError, HttpErrorKind, HttpLimits, HttpRequestSpec, HttpResponseRecord,
     Method, REDACTED, SecretValue, is_valid_header_name, redacted_input,
 };
+pub use sqlite::{QueryRecord, SnapshotFiles, SqliteError, SqliteLimits, check_query, query_snapshot};

@@ -134,6 +134,14 @@ pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact>
     fact("memory_swap", json!(MEMORY_BYTES), &hc["MemorySwap"], hc["MemorySwap"] == MEMORY_BYTES);
     fact("nano_cpus", json!(NANO_CPUS), &hc["NanoCpus"], hc["NanoCpus"] == NANO_CPUS);
     fact("oom_kill_disable", json!(false), &hc["OomKillDisable"], hc["OomKillDisable"] != true);
+    let nofile =
+        hc["Ulimits"].as_array().and_then(|u| u.iter().find(|l| l["Name"] == "nofile")).cloned().unwrap_or(Value::Null);
+    fact(
+        "nofile",
+        json!({"Name": "nofile", "Soft": NOFILE, "Hard": NOFILE}),
+        &nofile,
+        nofile["Soft"] == NOFILE && nofile["Hard"] == NOFILE,
+    );
     let net_ok = hc["NetworkMode"] == expected.network_id.as_str();
     fact("network_mode", json!(expected.network_id), &hc["NetworkMode"], net_ok);
     let attached: Vec<&String> =
@@ -192,6 +200,7 @@ mod tests {
                 "ReadonlyRootfs": true, "Tmpfs": {"/tmp": tmpfs_options()}, "CapDrop": ["ALL"], "CapAdd": null,
                 "Privileged": false, "SecurityOpt": ["no-new-privileges:true"], "PidsLimit": PIDS_LIMIT,
                 "Memory": MEMORY_BYTES, "MemorySwap": MEMORY_BYTES, "NanoCpus": NANO_CPUS, "OomKillDisable": false,
+                "Ulimits": [{"Name": "nofile", "Soft": NOFILE, "Hard": NOFILE}],
                 "NetworkMode": "net1", "PidMode": "", "IpcMode": "private", "UTSMode": "", "UsernsMode": "",
                 "CgroupnsMode": "host", "Binds": null, "Devices": [], "DeviceRequests": null, "PortBindings": {},
                 "PublishAllPorts": false, "LogConfig": {"Type": "json-file", "Config": {"max-size": "1m", "max-file": "1"}}

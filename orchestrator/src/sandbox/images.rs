@@ -109,7 +109,7 @@ pub enum ImageError {
     /// The engine did not answer in time.
     #[error(
         "failed to {what} `{reference}`: the Docker engine did not answer within {} s; check that the daemon is healthy (`docker info`) and retry",
-        .limit.as_secs()
+        .limit.as_secs_f32()
     )]
     Timeout {
         /// The call.
@@ -440,7 +440,7 @@ pub fn check_user(user: &str) -> Result<(), String> {
         let is_root = part == "root" || (part.bytes().all(|b| b.is_ascii_digit()) && part.bytes().all(|b| b == b'0'));
         if is_root {
             return Err(format!(
-                "user {user:?} is root; images for isolated trials must run unprivileged, use e.g. `{IMAGE_USER}`"
+                "user {user:?} names root (uid or gid 0); images for isolated trials must run unprivileged, use e.g. `{IMAGE_USER}`"
             ));
         }
     }
