@@ -1612,7 +1612,6 @@ fn transport_args_accept_only_runner_and_binding_references() {
 }
 
 #[test]
-#[ignore = "bug: integer fields reject integral floats (`trials: 2.0`), which the compat schema and pydantic accept"]
 fn integral_float_is_an_integer() {
     let run = Case::new().c("trials: 2", "trials: 2.0").run();
     run.code(0);

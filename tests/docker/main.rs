@@ -2,3 +2,4 @@
 //! engine; without one they are skipped locally and fail in CI (`CI` set).
 
 mod isolated;
+mod mounted_socket;

@@ -221,7 +221,7 @@ pub struct ContainerTransport {
     /// elengtis addition: how the runner speaks MCP with the server — `streamable_http` on
     /// `container_port` (default), or `stdio` through the engine's attach stream (for
     /// servers that only speak stdio; the container needs no port and no route).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "ContainerMcp::is_default")]
     pub mcp_transport: ContainerMcp,
     /// Non-root user id.
     #[schemars(range(min = 1))]
@@ -259,6 +259,13 @@ pub enum ContainerMcp {
     StreamableHttp,
     /// stdio through the engine's attach stream.
     Stdio,
+}
+
+impl ContainerMcp {
+    /// Whether this is the default (omitted from dumps, so a compat document dumps as one).
+    pub fn is_default(&self) -> bool {
+        *self == ContainerMcp::StreamableHttp
+    }
 }
 
 fn default_mcp_path() -> String {

@@ -283,6 +283,10 @@ impl<'de, 'p> NodeDe<'de, 'p> {
     fn integer<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
         match self.node.kind {
             NodeKind::Int(i) => self.located(visitor.visit_i64(i)),
+            // A whole-number float in an integer field (`trials: 2.0`) is that integer, as
+            // in the original tool (pydantic's lax mode); `2.5` stays an error.
+            #[expect(clippy::cast_possible_truncation, reason = "the value is whole and within i64 range")]
+            NodeKind::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => self.located(visitor.visit_i64(f as i64)),
             _ => Err(self.invalid_type(&visitor)),
         }
     }

@@ -13,6 +13,7 @@ pub mod docker;
 pub mod gc;
 pub mod hardening;
 pub mod images;
+pub mod snapshot;
 
 /// Label on everything elengtis creates.
 pub const LABEL_MANAGED: &str = "org.elengtis.managed";
