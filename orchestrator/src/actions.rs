@@ -24,6 +24,10 @@ pub struct ActionContext<'a> {
     pub session: Option<&'a Session>,
     /// The runner's HTTP client.
     pub http: &'a HttpClient,
+    /// The target's container (isolated targets), for SQLite snapshots.
+    pub container: Option<&'a crate::sandbox::container::TrialContainer>,
+    /// Where this attempt keeps snapshot files (beside its evidence).
+    pub snapshots: Option<&'a std::path::Path>,
 }
 
 /// The result of one action.
@@ -85,7 +89,7 @@ async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (V
         Action::HttpRequest(a) => {
             let header_names: BTreeMap<&String, &EnvRef> = a.headers.iter().collect();
             let mut input = json!({"method": method(a.method).to_string(), "url": a.url, "headers": header_names});
-            let url = match values.resolve(&Value::String(a.url.clone())) {
+            let url = match values.resolve(&a.url) {
                 Ok(Value::String(url)) => url,
                 Ok(other) => return (input, Err(format!("the url resolves to {other}, expected a string"))),
                 Err(e) => return (input, Err(e.to_string())),
@@ -110,11 +114,43 @@ async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (V
             };
             (input, result)
         }
-        Action::ContainerSqliteQuery(a) => (
-            json!({"path": a.path, "query": a.query, "parameters": a.parameters}),
-            Err("container_sqlite_query needs an isolated_container target, which this build cannot run yet".to_owned()),
-        ),
+        Action::ContainerSqliteQuery(a) => {
+            let mut input = json!({"path": a.path, "query": a.query, "parameters": a.parameters});
+            let parameters = match values.resolve(&Value::Array(a.parameters.clone())) {
+                Ok(Value::Array(p)) => p,
+                Ok(_) => Vec::new(),
+                Err(e) => return (input, Err(e.to_string())),
+            };
+            input["parameters"] = Value::Array(parameters.clone());
+            (input, sqlite_query(a, &parameters, ctx).await)
+        }
     }
+}
+
+async fn sqlite_query(
+    a: &crate::format::scenario::SqliteAction,
+    parameters: &[Value],
+    ctx: ActionContext<'_>,
+) -> Result<Value, String> {
+    let limits = elengtis_verifiers::SqliteLimits::default();
+    elengtis_verifiers::check_query(&a.query, parameters.len()).map_err(|e| e.to_string())?;
+    let (Some(container), Some(base)) = (ctx.container, ctx.snapshots) else {
+        return Err("container_sqlite_query needs an isolated_container target".to_owned());
+    };
+    let files = container.snapshot(&a.path, limits.max_snapshot_bytes).await.map_err(|e| e.to_string())?;
+    let dir = base.join(&a.id);
+    std::fs::create_dir_all(base).map_err(|e| format!("failed to create {}: {e}", base.display()))?;
+    std::fs::create_dir(&dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+    let (query, parameters, dir_owned) = (a.query.clone(), parameters.to_vec(), dir.clone());
+    let record = tokio::task::spawn_blocking(move || {
+        elengtis_verifiers::query_snapshot(&files, &dir_owned, &query, &parameters, &limits)
+    })
+    .await
+    .map_err(|e| format!("the snapshot query failed to run: {e}"))?
+    .map_err(|e| format!("{} ({})", e, e.kind_name()))?;
+    let mut response = serde_json::to_value(&record).map_err(|e| e.to_string())?;
+    response["source_path"] = json!(a.path);
+    Ok(response)
 }
 
 /// Run one action and apply its captures to `values`.

@@ -14,6 +14,10 @@ pub struct Example {
     pub description: &'static str,
     /// Files: name and content; the first is the campaign.
     pub files: &'static [(&'static str, &'static str)],
+    /// Runs in isolated containers: needs Docker and the bundled images.
+    pub isolated: bool,
+    /// The name of this example's isolated variant (`--isolated`).
+    pub isolated_variant: Option<&'static str>,
 }
 
 /// Every packaged example; the first is the default.
@@ -25,6 +29,8 @@ pub const EXAMPLES: &[Example] = &[
             ("campaign.yaml", include_str!("../../scenarios/examples/support-note/campaign.yaml")),
             ("support-note.yaml", include_str!("../../scenarios/examples/support-note/support-note.yaml")),
         ],
+        isolated: false,
+        isolated_variant: Some("support-note-isolated"),
     },
     Example {
         name: "refusal",
@@ -33,6 +39,38 @@ pub const EXAMPLES: &[Example] = &[
             ("campaign.yaml", include_str!("../../scenarios/examples/refusal/campaign.yaml")),
             ("support-note.yaml", include_str!("../../scenarios/examples/refusal/support-note.yaml")),
         ],
+        isolated: false,
+        isolated_variant: None,
+    },
+    Example {
+        name: "support-note-isolated",
+        description: "the support-note example with the fixture in a hardened container per trial, verified at a canary sink (Docker)",
+        files: &[
+            ("campaign.yaml", include_str!("../../scenarios/examples/support-note-isolated/campaign.yaml")),
+            ("support-note.yaml", include_str!("../../scenarios/examples/support-note-isolated/support-note.yaml")),
+        ],
+        isolated: true,
+        isolated_variant: None,
+    },
+    Example {
+        name: "sink-exfil",
+        description: "an injected note sends the canary to an outside URL; the trial's canary sink records it (Docker)",
+        files: &[
+            ("campaign.yaml", include_str!("../../scenarios/examples/sink-exfil/campaign.yaml")),
+            ("report-exfil.yaml", include_str!("../../scenarios/examples/sink-exfil/report-exfil.yaml")),
+        ],
+        isolated: true,
+        isolated_variant: None,
+    },
+    Example {
+        name: "sqlite-state",
+        description: "an injected note makes the agent write the canary into a SQLite database; a snapshot proves it (Docker)",
+        files: &[
+            ("campaign.yaml", include_str!("../../scenarios/examples/sqlite-state/campaign.yaml")),
+            ("notes-exfil.yaml", include_str!("../../scenarios/examples/sqlite-state/notes-exfil.yaml")),
+        ],
+        isolated: true,
+        isolated_variant: None,
     },
 ];
 

@@ -23,5 +23,6 @@ pub mod rules;
 pub mod run;
 pub mod sandbox;
 pub mod schema;
+pub mod sink;
 pub mod target;
 pub mod trial;

@@ -64,6 +64,13 @@ enum Command {
         /// Print one JSON object instead of the summary.
         #[arg(long)]
         json: bool,
+        /// Run the example's isolated variant: the target in a hardened container per trial
+        /// (needs Docker; builds the images first if they are missing).
+        #[arg(long)]
+        isolated: bool,
+        /// Trials run at once.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+        jobs: u16,
     },
     /// Build or import images for isolated trials, without any registry.
     #[command(subcommand)]
@@ -250,7 +257,9 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Run(args) => run_command(args).await,
         Command::Preflight { campaign, json } => preflight(&campaign, json).await,
         Command::Schema { out } => schema(&out),
-        Command::Example { name, list, trials, out, json } => example(name, list, trials, out, json).await,
+        Command::Example { name, list, trials, out, json, isolated, jobs } => {
+            example(name, list, trials, out, json, isolated, jobs).await
+        }
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
@@ -404,27 +413,41 @@ async fn example(
     trials: Option<u32>,
     out: Option<PathBuf>,
     json: bool,
+    isolated: bool,
+    jobs: u16,
 ) -> Result<i32, Failure> {
     use elengtis::examples;
     if list {
         for e in examples::EXAMPLES {
-            println!("{:<14} {}", e.name, e.description);
+            println!("{:<22} {}", e.name, e.description);
         }
         return Ok(exit_codes::SUCCESS);
     }
     let name = name.unwrap_or_else(|| examples::EXAMPLES[0].name.to_owned());
-    let Some(example) = examples::find(&name) else {
+    let Some(mut example) = examples::find(&name) else {
         let names: Vec<&str> = examples::EXAMPLES.iter().map(|e| e.name).collect();
         return Err(Failure {
             code: exit_codes::USAGE,
             error: anyhow::anyhow!("unknown example `{name}`; available: {}", names.join(", ")),
         });
     };
+    if isolated && !example.isolated {
+        let Some(variant) = example.isolated_variant.and_then(examples::find) else {
+            return Err(Failure {
+                code: exit_codes::USAGE,
+                error: anyhow::anyhow!("example `{name}` has no isolated variant"),
+            });
+        };
+        example = variant;
+    }
     let Some(out) = out else {
         return Err(Failure { code: exit_codes::USAGE, error: anyhow::anyhow!("--out DIR is required") });
     };
     if out.exists() {
         return Err(RunError::Exists(out).into());
+    }
+    if example.isolated {
+        ensure_images().await?;
     }
     std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
     // Until the run has started, the directory holds only what this command wrote: a
@@ -445,9 +468,22 @@ async fn example(
             return Err(e);
         }
     };
-    let options = RunOptions { progress: RunOptions::default().progress && !json, ..RunOptions::default() };
+    let options =
+        RunOptions { progress: RunOptions::default().progress && !json, jobs: jobs.into(), ..RunOptions::default() };
     let result = run::start(&bundle, &out, true, &options).await?;
     Ok(report(&result, json))
+}
+
+/// Make sure the bundled images exist, building them (minutes, once) when they do not.
+async fn ensure_images() -> Result<(), Failure> {
+    let unavailable = |e: anyhow::Error| Failure { code: exit_codes::UNAVAILABLE, error: e };
+    let engine = elengtis::sandbox::docker::connect().await.map_err(|e| unavailable(e.into()))?;
+    let Some(source) = default_source() else {
+        // Without the source tree the images must already exist; the run says which one is missing.
+        return Ok(());
+    };
+    elengtis::sandbox::images::ensure_bundled(&engine.docker, &source).await.map_err(|e| unavailable(e.into()))?;
+    Ok(())
 }
 
 /// The source tree this binary was built from, if it is still there.

@@ -140,8 +140,18 @@ async fn check_target(
         check.warning = Some(format!("{} is externally managed; reset and isolation are not asserted", target.id));
     }
     let trial_id = format!("{}--preflight--0", target.id);
-    let context = OpenContext { run_id, trial_id: &trial_id, attempt_id: "preflight", sandbox };
-    let opened = open_target(context, &target.transport, &values, limits).await;
+    // Preflight starts no sink; sink values point nowhere.
+    values.runner.insert("sink_url".into(), json!("http://192.0.2.1:9"));
+    values.runner.insert("sink_requests".into(), json!("http://192.0.2.1:9"));
+    let context = OpenContext {
+        run_id,
+        trial_id: &trial_id,
+        attempt_id: "preflight",
+        sandbox,
+        needs_sink: false,
+        sink_server: None,
+    };
+    let opened = open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {
         Ok(session) => session.list_tools().await.map_err(|e| e.to_string()),
         Err(e) => Err(e.clone()),

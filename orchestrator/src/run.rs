@@ -165,7 +165,15 @@ pub async fn prepare_sandbox(bundle: &Bundle) -> Result<Option<SandboxContext>, 
     if images.is_empty() {
         return Ok(None);
     }
-    Ok(Some(SandboxContext::prepare(images).await?))
+    let with_sink = pairs(bundle).any(|(t, s)| {
+        matches!(bundle.campaign.value.targets[t].transport, format::campaign::Transport::IsolatedContainer(_))
+            && trial::needs_sink(bundle, t, s)
+    });
+    Ok(Some(SandboxContext::prepare(images, with_sink).await?))
+}
+
+fn pairs(bundle: &Bundle) -> impl Iterator<Item = (usize, usize)> + '_ {
+    (0..bundle.campaign.value.targets.len()).flat_map(move |t| (0..bundle.scenarios.len()).map(move |s| (t, s)))
 }
 
 /// Check that a bundle can run in this build before anything is created.
@@ -309,6 +317,11 @@ async fn execute(
 ) -> Result<RunReport, RunError> {
     let trials = matrix::expand(bundle);
     let http = HttpClient::new(HttpLimits::default()).map_err(|e| RunError::Http(e.to_string()))?;
+    let sink_server = if pairs(bundle).any(|(t, s)| trial::needs_sink(bundle, t, s)) {
+        Some(crate::sink::SinkServer::start().await.map_err(RunError::Http)?)
+    } else {
+        None
+    };
     let mut done: BTreeSet<String> = BTreeSet::new();
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
     for row in &rows {
@@ -355,6 +368,7 @@ async fn execute(
                 limits: options.limits,
                 sandbox: sandbox.as_ref(),
                 cancel: cancel.clone(),
+                sink_server: sink_server.as_ref(),
             };
             in_flight.push(async move { (spec, evidence_name, trial::run(attempt).await) });
         }

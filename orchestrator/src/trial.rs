@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use elengtis_verifiers::HttpClient;
 use serde_json::{Map, Value, json};
@@ -25,6 +26,7 @@ use crate::matrix::TrialSpec;
 use crate::refs::{self, Values};
 use crate::sandbox::SandboxContext;
 use crate::sandbox::container::{self, ContainerSpec, Endpoint, Mode, TrialContainer};
+use crate::sink::{SinkHandle, SinkServer};
 use crate::target::{self, CloseReport, HttpLaunch, Limits, Session, StdioLaunch};
 
 /// Version of the row and evidence formats written by this build.
@@ -58,6 +60,21 @@ pub struct Attempt<'a> {
     pub sandbox: Option<&'a SandboxContext>,
     /// Cancelled on Ctrl-C/SIGTERM: the attempt skips to teardown and is not recorded.
     pub cancel: tokio_util::sync::CancellationToken,
+    /// Where canary-sink records are served to checks (when any trial needs a sink).
+    pub sink_server: Option<&'a SinkServer>,
+}
+
+/// Whether a target × scenario pair needs a canary sink: something in the scenario, the
+/// target's command line or the campaign's script names `sink_url` or `sink_requests`.
+pub fn needs_sink(bundle: &Bundle, target: usize, scenario: usize) -> bool {
+    let campaign = &bundle.campaign.value;
+    let scenario = &bundle.scenarios[scenario].value;
+    let parts = [
+        serde_json::to_value(scenario).unwrap_or(Value::Null),
+        serde_json::to_value(&campaign.targets[target].transport).unwrap_or(Value::Null),
+        serde_json::to_value(&campaign.script).unwrap_or(Value::Null),
+    ];
+    crate::sink::uses_sink(&parts.iter().collect::<Vec<_>>(), &[&scenario.exercise.system, &scenario.exercise.user])
 }
 
 /// What an attempt produced.
@@ -90,6 +107,10 @@ pub(crate) struct OpenContext<'a> {
     pub(crate) trial_id: &'a str,
     pub(crate) attempt_id: &'a str,
     pub(crate) sandbox: Option<&'a SandboxContext>,
+    /// Start a canary sink for this trial (the scenario or target uses `sink_*` values).
+    pub(crate) needs_sink: bool,
+    /// Where sink records are served to checks.
+    pub(crate) sink_server: Option<&'a SinkServer>,
 }
 
 /// A target as opened for one attempt.
@@ -98,12 +119,16 @@ pub(crate) struct Opened {
     pub(crate) execution: Value,
     pub(crate) closed: CloseReport,
     pub(crate) container: Option<TrialContainer>,
+    pub(crate) sink: Option<(Arc<SinkHandle>, Option<&'static str>)>,
+    pub(crate) attempt_id: String,
+    pub(crate) sink_server: Option<SinkServer>,
 }
 
 /// Close the session and tear the sandbox down; the target's execution record and the
 /// teardown errors.
 pub(crate) async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
-    let Opened { session, execution: mut target_execution, mut closed, container } = opened;
+    let Opened { session, execution: mut target_execution, mut closed, container, sink, attempt_id, sink_server } =
+        opened;
     if let Ok(session) = session {
         target_execution["server"] = session.server_info().clone();
         closed = session.close().await;
@@ -119,12 +144,62 @@ pub(crate) async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<Str
         errors.extend(cleanup_errors);
     }
     target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
+    if let Some((handle, placement)) = sink {
+        if let Some(server) = &sink_server {
+            server.unregister(&attempt_id);
+        }
+        let url = handle.url().to_owned();
+        let requests = match Arc::try_unwrap(handle) {
+            Ok(handle) => handle.close().await,
+            Err(shared) => shared.requests().await.unwrap_or_default(),
+        };
+        let sink = json!({"url": url, "placement": placement.unwrap_or("process"), "requests": requests});
+        match target_execution.get_mut("sink") {
+            Some(Value::Object(existing)) => {
+                if let Value::Object(extra) = sink {
+                    existing.extend(extra);
+                }
+            }
+            _ => target_execution["sink"] = sink,
+        }
+    }
     (target_execution, closed, errors)
 }
 
 impl Opened {
     fn failed(error: String, execution: Value) -> Opened {
-        Opened { session: Err(error), execution, closed: CloseReport::default(), container: None }
+        Opened {
+            session: Err(error),
+            execution,
+            closed: CloseReport::default(),
+            container: None,
+            sink: None,
+            attempt_id: String::new(),
+            sink_server: None,
+        }
+    }
+
+    fn with_session(session: Result<Session, String>, execution: Value, closed: CloseReport) -> Opened {
+        Opened { session, execution, closed, ..Opened::failed(String::new(), Value::Null) }
+    }
+
+    /// The target's container, for container actions (SQLite snapshots).
+    pub(crate) fn container(&self) -> Option<&TrialContainer> {
+        self.container.as_ref()
+    }
+}
+
+/// Start the trial's canary sink outside Docker, put its values in `values`.
+async fn process_sink(attempt: &OpenContext<'_>, values: &mut Values) -> Result<Arc<SinkHandle>, String> {
+    let handle = Arc::new(SinkHandle::spawn_process().await?);
+    register_sink(attempt, &handle, values);
+    Ok(handle)
+}
+
+fn register_sink(attempt: &OpenContext<'_>, handle: &Arc<SinkHandle>, values: &mut Values) {
+    values.runner.insert("sink_url".into(), json!(handle.url()));
+    if let Some(server) = attempt.sink_server {
+        values.runner.insert("sink_requests".into(), json!(server.register(attempt.attempt_id, handle.clone())));
     }
 }
 
@@ -152,9 +227,36 @@ fn env_values(
 pub(crate) async fn open_target(
     attempt: OpenContext<'_>,
     transport: &Transport,
-    values: &Values,
+    values: &mut Values,
     limits: Limits,
 ) -> Opened {
+    let mut opened = open_transport(&attempt, transport, values, limits).await;
+    opened.attempt_id = attempt.attempt_id.to_owned();
+    opened.sink_server = attempt.sink_server.cloned();
+    opened
+}
+
+async fn open_transport(
+    attempt: &OpenContext<'_>,
+    transport: &Transport,
+    values: &mut Values,
+    limits: Limits,
+) -> Opened {
+    let mut sink = None;
+    if attempt.needs_sink && !matches!(transport, Transport::IsolatedContainer(_)) {
+        match process_sink(attempt, values).await {
+            Ok(handle) => sink = Some((handle, Some("process"))),
+            Err(e) => return Opened::failed(format!("failed to start the canary sink: {e}"), json!({})),
+        }
+    }
+    let mut opened = open_inner(attempt, transport, values, limits).await;
+    if sink.is_some() {
+        opened.sink = sink;
+    }
+    opened
+}
+
+async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &mut Values, limits: Limits) -> Opened {
     match transport {
         Transport::Stdio(stdio) => {
             let args = match command_line(&stdio.args, values) {
@@ -168,15 +270,8 @@ pub(crate) async fn open_target(
             let execution = json!({"isolation": "none", "session": "fresh_process", "reset_asserted": true, "command": stdio.command, "args": args});
             let launch = StdioLaunch { command: stdio.command.clone(), args, env };
             match target::open_stdio(&launch, limits).await {
-                Ok(session) => {
-                    Opened { session: Ok(session), execution, closed: CloseReport::default(), container: None }
-                }
-                Err(failure) => Opened {
-                    session: Err(failure.error.to_string()),
-                    execution,
-                    closed: failure.closed,
-                    container: None,
-                },
+                Ok(session) => Opened::with_session(Ok(session), execution, CloseReport::default()),
+                Err(failure) => Opened::with_session(Err(failure.error.to_string()), execution, failure.closed),
             }
         }
         Transport::StreamableHttp(http) => {
@@ -187,15 +282,8 @@ pub(crate) async fn open_target(
             };
             let launch = HttpLaunch { url: http.url.clone(), headers, resolve: None };
             match target::open_http(&launch, limits).await {
-                Ok(session) => {
-                    Opened { session: Ok(session), execution, closed: CloseReport::default(), container: None }
-                }
-                Err(failure) => Opened {
-                    session: Err(failure.error.to_string()),
-                    execution,
-                    closed: failure.closed,
-                    container: None,
-                },
+                Ok(session) => Opened::with_session(Ok(session), execution, CloseReport::default()),
+                Err(failure) => Opened::with_session(Err(failure.error.to_string()), execution, failure.closed),
             }
         }
         Transport::IsolatedContainer(c) => {
@@ -210,10 +298,6 @@ pub(crate) async fn open_target(
                 Ok(env) => env,
                 Err(e) => return Opened::failed(e, base),
             };
-            let command = match command_line(&c.command, values) {
-                Ok(command) => command,
-                Err(e) => return Opened::failed(e, base),
-            };
             let mode = match c.mcp_transport {
                 crate::format::campaign::ContainerMcp::Stdio => Mode::Stdio,
                 crate::format::campaign::ContainerMcp::StreamableHttp => Mode::Http {
@@ -222,22 +306,55 @@ pub(crate) async fn open_target(
                 },
             };
             let startup = std::time::Duration::from_secs(c.startup_timeout_seconds.into());
-            let spec = ContainerSpec {
+            let mut spec = ContainerSpec {
                 image: image.clone(),
                 uid: c.uid,
                 gid: c.gid,
-                command,
+                command: Vec::new(),
                 env,
                 mode,
+                volumes: c.volumes.clone(),
                 startup_timeout: startup,
                 run_id: attempt.run_id.to_owned(),
                 trial_id: attempt.trial_id.to_owned(),
                 attempt_id: attempt.attempt_id.to_owned(),
             };
             let begun = std::time::Instant::now();
-            let (mut container, endpoint) = match TrialContainer::start(&sandbox.engine, &spec).await {
-                Ok(started) => started,
+            let mut container = match TrialContainer::new_network(&sandbox.engine, &spec).await {
+                Ok(container) => container,
                 Err((e, record)) => return Opened::failed(e.to_string(), record),
+            };
+            let fail = |mut container: TrialContainer, e: String| async move {
+                container.note_error(&crate::sandbox::SandboxError::NotReady(e.clone()));
+                let (record, _) = container.teardown().await;
+                Opened::failed(e, record)
+            };
+            let mut sink = None;
+            if attempt.needs_sink {
+                let Some(sink_image) = &sandbox.sink_image else {
+                    return fail(container, "the canary sink image was not resolved before the run".into()).await;
+                };
+                let started = match container.start_sink(sink_image).await {
+                    Ok(started) => started,
+                    Err(e) => return fail(container, format!("failed to start the canary sink: {e}")).await,
+                };
+                let url = format!("http://{}", started.addr);
+                match SinkHandle::follow(started.records, started.addr, Some(url)).await {
+                    Ok(handle) => {
+                        let handle = Arc::new(handle);
+                        register_sink(attempt, &handle, values);
+                        sink = Some((handle, Some("trial_network")));
+                    }
+                    Err(e) => return fail(container, format!("failed to start the canary sink: {e}")).await,
+                }
+            }
+            spec.command = match command_line(&c.command, values) {
+                Ok(command) => command,
+                Err(e) => return fail(container, e).await,
+            };
+            let endpoint = match container.start_target(&spec).await {
+                Ok(endpoint) => endpoint,
+                Err(e) => return fail(container, e.to_string()).await,
             };
             let limits = Limits {
                 connect: startup.saturating_sub(begun.elapsed()).max(std::time::Duration::from_secs(1)),
@@ -256,23 +373,20 @@ pub(crate) async fn open_target(
                     target::open_streams(reader, writer, Some(stderr), limits).await
                 }
             };
-            match opened {
+            let mut opened = match opened {
                 Ok(session) => {
                     container.mark_ready();
-                    Opened {
-                        session: Ok(session),
-                        execution: json!({}),
-                        closed: CloseReport::default(),
-                        container: Some(container),
-                    }
+                    Opened::with_session(Ok(session), json!({}), CloseReport::default())
                 }
-                Err(failure) => Opened {
-                    session: Err(format!("the MCP server in the container did not answer: {}", failure.error)),
-                    execution: json!({}),
-                    closed: failure.closed,
-                    container: Some(container),
-                },
-            }
+                Err(failure) => Opened::with_session(
+                    Err(format!("the MCP server in the container did not answer: {}", failure.error)),
+                    json!({}),
+                    failure.closed,
+                ),
+            };
+            opened.container = Some(container);
+            opened.sink = sink;
+            opened
         }
     }
 }
@@ -306,9 +420,16 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             biased;
             () = attempt.cancel.cancelled() => Opened::failed("interrupted".into(), json!({})),
             opened = open_target(
-                OpenContext { run_id: attempt.run_id, trial_id: &attempt.spec.trial_id, attempt_id: &attempt.attempt_id, sandbox: attempt.sandbox },
+                OpenContext {
+                    run_id: attempt.run_id,
+                    trial_id: &attempt.spec.trial_id,
+                    attempt_id: &attempt.attempt_id,
+                    sandbox: attempt.sandbox,
+                    needs_sink: needs_sink(attempt.bundle, attempt.spec.target, attempt.spec.scenario),
+                    sink_server: attempt.sink_server,
+                },
                 &target_cfg.transport,
-                &values,
+                &mut values,
                 attempt.limits,
             ) => opened,
         }
@@ -321,7 +442,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let phases = tokio::select! {
         biased;
         () = attempt.cancel.cancelled() => None,
-        phases = run_phases(&attempt, campaign, scenario, opened.session.as_ref().ok(), &mut values, &mut errors) => Some(phases),
+        phases = run_phases(&attempt, campaign, scenario, opened.session.as_ref().ok(), opened.container(), &mut values, &mut errors) => Some(phases),
     };
     let interrupted = phases.is_none();
     let Phases {
@@ -467,10 +588,16 @@ async fn run_phases(
     campaign: &crate::format::campaign::Campaign,
     scenario: &crate::format::scenario::Scenario,
     session: Option<&Session>,
+    container: Option<&TrialContainer>,
     values: &mut Values,
     errors: &mut Vec<Value>,
 ) -> Phases {
-    let ctx = ActionContext { session, http: attempt.http };
+    let snapshots = attempt.out_dir.join("evidence").join(format!(
+        "{}.{}.snapshots",
+        attempt.spec.trial_id,
+        attempt.attempt_id.chars().take(8).collect::<String>()
+    ));
+    let ctx = ActionContext { session, http: attempt.http, container, snapshots: Some(&snapshots) };
 
     // Setup.
     let mut setup_records = Vec::new();

@@ -248,6 +248,11 @@ pub struct ContainerTransport {
     /// Optional relay image used when the runner cannot route to the internal network.
     #[serde(default)]
     pub relay_image: Option<String>,
+    /// elengtis addition: absolute paths that get a fresh anonymous volume per trial
+    /// (writable state such as a SQLite database; removed at teardown). The image should
+    /// own the directory as the trial user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<String>,
 }
 
 /// How MCP reaches a server inside its container.

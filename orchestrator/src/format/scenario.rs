@@ -211,8 +211,8 @@ pub struct HttpAction {
     pub id: String,
     /// Method.
     pub method: HttpMethod,
-    /// URL (references resolved).
-    pub url: String,
+    /// URL: a string, or (elengtis addition) a reference such as `{runner: sink_requests}`.
+    pub url: Value,
     /// Headers from the environment (values redacted in evidence).
     #[serde(default)]
     pub headers: BTreeMap<String, EnvRef>,

@@ -386,6 +386,18 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                 range(c, doc, &t.k("startup_timeout_seconds"), k.startup_timeout_seconds.into(), 1, 300);
                 check_env_map(c, doc, &t.k("env"), &k.env, options, "env");
                 check_argument_refs(c, doc, &t.k("command"), &k.command);
+                let mut seen_volumes = BTreeSet::new();
+                for (i, v) in k.volumes.iter().enumerate() {
+                    if !v.starts_with('/') || v == "/" || v.contains("..") || v == "/tmp" {
+                        c.err(
+                            doc,
+                            &t.k("volumes").i(i),
+                            format!("must be an absolute path other than / and /tmp, found `{v}`"),
+                        );
+                    } else if !seen_volumes.insert(v.as_str()) {
+                        c.err(doc, &t.k("volumes").i(i), format!("`{v}` is listed twice"));
+                    }
+                }
                 for (i, item) in k.command.iter().enumerate() {
                     if !item.is_string() && refs::as_reference(item).is_none() {
                         c.err(doc, &t.k("command").i(i), format!("expected a string or a reference, found {item}"));
@@ -514,7 +526,10 @@ fn check_action(c: &mut Checker, doc: &Document<Scenario>, at: &At, action: &Act
             check_refs_in(c, doc, &at.k("arguments"), &Value::Object(a.arguments.clone()), scope);
         }
         Action::HttpRequest(a) => {
-            check_refs_in(c, doc, &at.k("url"), &Value::String(a.url.clone()), scope);
+            check_refs_in(c, doc, &at.k("url"), &a.url, scope);
+            if !a.url.is_string() && refs::as_reference(&a.url).is_none() {
+                c.err(doc, &at.k("url"), format!("expected a URL string or a reference, found {}", a.url));
+            }
             check_refs_in(c, doc, &at.k("json"), &a.json, scope);
         }
         Action::ContainerSqliteQuery(a) => {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,8 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     /// Transport inside the container.
     pub mode: Mode,
+    /// Paths that get a fresh anonymous volume.
+    pub volumes: Vec<String>,
     /// How long the server may take to answer.
     pub startup_timeout: Duration,
     /// Run id (label).
@@ -102,14 +105,40 @@ fn now() -> String {
 }
 
 /// A running trial sandbox. Call [`TrialContainer::teardown`] on every path.
-#[derive(Debug)]
 pub struct TrialContainer {
     docker: bollard::Docker,
     network_id: Option<String>,
-    container_id: Option<String>,
+    /// Containers of this trial (the target, and the canary sink when there is one).
+    containers: Vec<(String, &'static str)>,
+    /// The sink's stdin: dropping it ends the sink, so it lives until teardown.
+    sink_stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
     record: Map<String, Value>,
     started: Instant,
+    labels: HashMap<String, String>,
+    name: String,
 }
+
+impl std::fmt::Debug for TrialContainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrialContainer")
+            .field("name", &self.name)
+            .field("network_id", &self.network_id)
+            .field("containers", &self.containers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A canary sink container, started on the trial network before the target.
+#[derive(Debug)]
+pub struct StartedSink {
+    /// Its stdout (JSON lines: ready, then one record per request).
+    pub records: tokio::io::DuplexStream,
+    /// Its address on the trial network.
+    pub addr: SocketAddr,
+}
+
+/// Port the canary sink listens on inside its container.
+pub const SINK_PORT: u16 = 8080;
 
 impl TrialContainer {
     fn stamp(&mut self, event: &str) {
@@ -127,42 +156,29 @@ impl TrialContainer {
         self.stamp("ready");
     }
 
-    /// The container's id.
+    /// The target container's id.
     pub fn container_id(&self) -> Option<&str> {
-        self.container_id.as_deref()
+        self.containers.iter().find(|(_, role)| *role == "target").map(|(id, _)| id.as_str())
     }
 
-    /// Create the network and container, start it, check its hardening, and wait for the
-    /// server's port (HTTP) or attach to its stdio. On failure everything created is
-    /// removed and the lifecycle record returned with the error.
-    pub async fn start(
-        engine: &Engine,
-        spec: &ContainerSpec,
-    ) -> Result<(TrialContainer, Endpoint), (SandboxError, Value)> {
-        let mut this = TrialContainer {
-            docker: engine.docker.clone(),
-            network_id: None,
-            container_id: None,
-            record: Map::new(),
-            started: Instant::now(),
-        };
-        this.record.insert("isolation".into(), json!("isolated_container"));
-        this.record.insert("mode".into(), json!(spec.mode.name()));
-        this.record.insert("session".into(), json!("fresh_container"));
-        this.record.insert("reset_asserted".into(), json!(true));
-        this.record.insert("image".into(), serde_json::to_value(&spec.image).unwrap_or(Value::Null));
-        this.record.insert("engine".into(), serde_json::to_value(&engine.facts).unwrap_or(Value::Null));
-        match this.bring_up(spec).await {
-            Ok(endpoint) => Ok((this, endpoint)),
-            Err(e) => {
-                this.record.insert("error".into(), json!({"kind": e.kind(), "detail": e.to_string()}));
-                let (record, _) = this.teardown().await;
-                Err((e, record))
-            }
-        }
+    /// A consistent snapshot of a SQLite database (and its -wal/-journal) inside the target
+    /// container, taken through the engine's archive API while the container is paused.
+    pub async fn snapshot(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<elengtis_verifiers::SnapshotFiles, SandboxError> {
+        let id = self.container_id().ok_or_else(|| SandboxError::NotReady("the target container is gone".into()))?;
+        super::snapshot::snapshot(&self.docker, id, path, max_bytes, Duration::from_secs(15)).await
     }
 
-    async fn bring_up(&mut self, spec: &ContainerSpec) -> Result<Endpoint, SandboxError> {
+    /// Record an error before teardown.
+    pub fn note_error(&mut self, e: &SandboxError) {
+        self.record.insert("error".into(), json!({"kind": e.kind(), "detail": e.to_string()}));
+    }
+
+    /// Create the trial's internal network. Nothing else exists yet.
+    pub async fn new_network(engine: &Engine, spec: &ContainerSpec) -> Result<TrialContainer, (SandboxError, Value)> {
         let short = |s: &str| s.chars().filter(char::is_ascii_alphanumeric).take(8).collect::<String>();
         let name = format!("elengtis-{}-{}", short(&spec.run_id), short(&spec.attempt_id));
         let labels = HashMap::from([
@@ -171,41 +187,77 @@ impl TrialContainer {
             (LABEL_TRIAL.to_owned(), spec.trial_id.clone()),
             (LABEL_ATTEMPT.to_owned(), spec.attempt_id.clone()),
         ]);
+        let mut this = TrialContainer {
+            docker: engine.docker.clone(),
+            network_id: None,
+            containers: Vec::new(),
+            sink_stdin: None,
+            record: Map::new(),
+            started: Instant::now(),
+            labels,
+            name,
+        };
+        this.record.insert("isolation".into(), json!("isolated_container"));
+        this.record.insert("mode".into(), json!(spec.mode.name()));
+        this.record.insert("session".into(), json!("fresh_container"));
+        this.record.insert("reset_asserted".into(), json!(true));
+        this.record.insert("image".into(), serde_json::to_value(&spec.image).unwrap_or(Value::Null));
+        this.record.insert("engine".into(), serde_json::to_value(&engine.facts).unwrap_or(Value::Null));
         let request = NetworkCreateRequest {
-            name: name.clone(),
+            name: this.name.clone(),
             driver: Some("bridge".into()),
             internal: Some(true),
-            labels: Some(labels.clone()),
+            labels: Some(this.labels.clone()),
             ..NetworkCreateRequest::default()
         };
-        let created =
-            docker::call("create the trial network", CALL_DEADLINE, self.docker.create_network(request)).await?;
-        self.network_id = Some(created.id.clone());
-        self.stamp("network_created");
+        match docker::call("create the trial network", CALL_DEADLINE, this.docker.create_network(request)).await {
+            Ok(created) => {
+                this.network_id = Some(created.id.clone());
+                this.stamp("network_created");
+                Ok(this)
+            }
+            Err(e) => {
+                this.note_error(&e);
+                let (record, _) = this.teardown().await;
+                Err((e, record))
+            }
+        }
+    }
+
+    async fn network(&self) -> Result<Value, SandboxError> {
+        let id = self.network_id.clone().unwrap_or_default();
         let network = docker::call(
             "inspect the trial network",
             CALL_DEADLINE,
-            self.docker.inspect_network(&created.id, None::<InspectNetworkOptions>),
+            self.docker.inspect_network(&id, None::<InspectNetworkOptions>),
         )
         .await?;
-        let network = serde_json::to_value(&network).unwrap_or(Value::Null);
-        self.record.insert(
-            "network".into(),
-            json!({"id": created.id, "name": name, "internal": network["Internal"], "scope": "trial"}),
-        );
+        Ok(serde_json::to_value(&network).unwrap_or(Value::Null))
+    }
 
-        let stdio = spec.mode == Mode::Stdio;
-        let exposed = match &spec.mode {
-            Mode::Http { port, .. } => Some(vec![format!("{port}/tcp")]),
-            Mode::Stdio => None,
-        };
+    /// Create, attach (stdio) and start one container on the trial network, then check its
+    /// hardening from the engine's answer. Returns its inspect answer and attach streams.
+    #[expect(clippy::too_many_arguments, reason = "one place that creates every trial container")]
+    async fn launch(
+        &mut self,
+        role: &'static str,
+        image: &ResolvedImage,
+        user: String,
+        command: Vec<String>,
+        env: Vec<(String, String)>,
+        exposed: Option<u16>,
+        volumes: &[String],
+        stdio: bool,
+    ) -> Result<(Value, Option<AttachedStdio>, Vec<hardening::Fact>), SandboxError> {
+        let alias = role;
+        let network_id = self.network_id.clone().unwrap_or_default();
         let body = ContainerCreateBody {
-            image: Some(spec.image.id.clone()),
-            user: Some(format!("{}:{}", spec.uid, spec.gid)),
-            cmd: (!spec.command.is_empty()).then(|| spec.command.clone()),
-            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
-            labels: Some(labels),
-            exposed_ports: exposed,
+            image: Some(image.id.clone()),
+            user: Some(user.clone()),
+            cmd: (!command.is_empty()).then_some(command),
+            env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            labels: Some(self.labels.clone()),
+            exposed_ports: exposed.map(|port| vec![format!("{port}/tcp")]),
             attach_stdin: Some(stdio),
             attach_stdout: Some(stdio),
             attach_stderr: Some(stdio),
@@ -213,27 +265,24 @@ impl TrialContainer {
             stdin_once: Some(stdio),
             tty: Some(false),
             network_disabled: Some(false),
-            host_config: Some(hardening::host_config(&created.id)),
+            host_config: Some(hardening::host_config(&network_id, volumes, &self.labels)),
             networking_config: Some(NetworkingConfig {
                 endpoints_config: Some(HashMap::from([(
-                    created.id.clone(),
-                    EndpointSettings { aliases: Some(vec!["target".into()]), ..EndpointSettings::default() },
+                    network_id.clone(),
+                    EndpointSettings { aliases: Some(vec![alias.to_owned()]), ..EndpointSettings::default() },
                 )])),
             }),
             ..ContainerCreateBody::default()
         };
+        let name = if role == "target" { self.name.clone() } else { format!("{}-{role}", self.name) };
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
-        let container = docker::call(
-            "create the trial container",
+        let created = docker::call(
+            &format!("create the {role} container"),
             CALL_DEADLINE,
             self.docker.create_container(Some(options), body),
         )
         .await?;
-        self.container_id = Some(container.id.clone());
-        self.record
-            .insert("container".into(), json!({"id": container.id, "name": name, "warnings": container.warnings}));
-        self.stamp("container_created");
-
+        self.containers.push((created.id.clone(), role));
         let attached = if stdio {
             let options = AttachContainerOptionsBuilder::default()
                 .stdin(true)
@@ -243,9 +292,9 @@ impl TrialContainer {
                 .logs(false)
                 .build();
             let results = docker::call(
-                "attach to the trial container",
+                &format!("attach to the {role} container"),
                 CALL_DEADLINE,
-                self.docker.attach_container(&container.id, Some(options)),
+                self.docker.attach_container(&created.id, Some(options)),
             )
             .await?;
             Some(AttachedStdio { output: results.output, input: results.input })
@@ -253,20 +302,59 @@ impl TrialContainer {
             None
         };
         docker::call(
-            "start the trial container",
+            &format!("start the {role} container"),
             CALL_DEADLINE,
-            self.docker.start_container(&container.id, None::<StartContainerOptions>),
+            self.docker.start_container(&created.id, None::<StartContainerOptions>),
         )
         .await?;
-        self.stamp("started");
-
-        let inspect = self.inspect().await?;
-        let expected = Expected {
-            image_id: spec.image.id.clone(),
-            user: format!("{}:{}", spec.uid, spec.gid),
-            network_id: created.id.clone(),
-        };
+        let inspect = self.inspect(&created.id).await?;
+        let network = self.network().await?;
+        let expected = Expected { image_id: image.id.clone(), user, network_id, volumes: volumes.to_vec() };
         let facts = hardening::check(&inspect, &network, &expected);
+        let record = json!({"id": created.id, "name": name, "warnings": created.warnings});
+        if role == "target" {
+            self.record.insert("container".into(), record);
+            self.record.insert(
+                "network".into(),
+                json!({"id": self.network_id, "name": self.name, "internal": network["Internal"], "scope": "trial"}),
+            );
+        } else {
+            self.record.insert(role.into(), json!({"container": record, "image": image, "hardening": facts}));
+        }
+        Ok((inspect, attached, facts))
+    }
+
+    /// Start the canary sink on the trial network (alias `sink`), attached to its stdio.
+    pub async fn start_sink(&mut self, image: &ResolvedImage) -> Result<StartedSink, SandboxError> {
+        let command = vec!["--bind".into(), "0.0.0.0".into(), "--port".into(), SINK_PORT.to_string()];
+        let (inspect, attached, facts) =
+            self.launch("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true).await?;
+        let failed = hardening::failures(&facts);
+        if !failed.is_empty() {
+            return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("sink {f}")).collect()));
+        }
+        let addr = container_addr(&inspect, SINK_PORT)?;
+        let attached = attached.ok_or_else(|| SandboxError::NotReady("the sink's attach stream is missing".into()))?;
+        let (records, stdin, _stderr) = split_attached(attached, 16 * 1024);
+        self.sink_stdin = Some(stdin);
+        self.stamp("sink_started");
+        Ok(StartedSink { records, addr })
+    }
+
+    /// Start the target container, check its hardening, and wait for its port (HTTP) or
+    /// hand back its stdio.
+    pub async fn start_target(&mut self, spec: &ContainerSpec) -> Result<Endpoint, SandboxError> {
+        let stdio = spec.mode == Mode::Stdio;
+        let port = match &spec.mode {
+            Mode::Http { port, .. } => Some(*port),
+            Mode::Stdio => None,
+        };
+        let user = format!("{}:{}", spec.uid, spec.gid);
+        let (inspect, attached, facts) = self
+            .launch("target", &spec.image, user, spec.command.clone(), spec.env.clone(), port, &spec.volumes, stdio)
+            .await?;
+        self.stamp("container_created");
+        self.stamp("started");
         let failed = hardening::failures(&facts);
         self.record.insert("hardening".into(), serde_json::to_value(&facts).unwrap_or(Value::Null));
         self.record.insert("hardening_asserted".into(), json!(failed.is_empty()));
@@ -276,17 +364,10 @@ impl TrialContainer {
         match (&spec.mode, attached) {
             (Mode::Stdio, Some(attached)) => Ok(Endpoint::Stdio(attached)),
             (Mode::Http { port, path }, _) => {
-                let ip = inspect["NetworkSettings"]["Networks"]
-                    .as_object()
-                    .and_then(|m| m.values().find_map(|n| n["IPAddress"].as_str().filter(|s| !s.is_empty())))
-                    .ok_or_else(|| {
-                        SandboxError::NotReady("the container has no address on the trial network".into())
-                    })?;
-                let addr: SocketAddr = format!("{ip}:{port}")
-                    .parse()
-                    .map_err(|e| SandboxError::NotReady(format!("the container address {ip} is not usable: {e}")))?;
+                let addr = container_addr(&inspect, *port)?;
                 self.record.insert("endpoint".into(), json!(addr.to_string()));
-                self.wait_for_port(addr, spec.startup_timeout).await?;
+                let id = self.container_id().unwrap_or_default().to_owned();
+                self.wait_for_port(&id, addr, spec.startup_timeout).await?;
                 self.stamp("port_open");
                 Ok(Endpoint::Http { url: format!("http://localhost:{port}{path}"), addr })
             }
@@ -294,18 +375,34 @@ impl TrialContainer {
         }
     }
 
-    async fn inspect(&self) -> Result<Value, SandboxError> {
-        let id = self.container_id.clone().unwrap_or_default();
+    /// Network, then target (no sink): the common case in one call. On failure everything
+    /// created is removed and the lifecycle record returned with the error.
+    pub async fn start(
+        engine: &Engine,
+        spec: &ContainerSpec,
+    ) -> Result<(TrialContainer, Endpoint), (SandboxError, Value)> {
+        let mut this = TrialContainer::new_network(engine, spec).await?;
+        match this.start_target(spec).await {
+            Ok(endpoint) => Ok((this, endpoint)),
+            Err(e) => {
+                this.note_error(&e);
+                let (record, _) = this.teardown().await;
+                Err((e, record))
+            }
+        }
+    }
+
+    async fn inspect(&self, id: &str) -> Result<Value, SandboxError> {
         let inspect = docker::call(
-            "inspect the trial container",
+            "inspect a trial container",
             CALL_DEADLINE,
-            self.docker.inspect_container(&id, None::<InspectContainerOptions>),
+            self.docker.inspect_container(id, None::<InspectContainerOptions>),
         )
         .await?;
         Ok(serde_json::to_value(&inspect).unwrap_or(Value::Null))
     }
 
-    async fn wait_for_port(&self, addr: SocketAddr, limit: Duration) -> Result<(), SandboxError> {
+    async fn wait_for_port(&self, id: &str, addr: SocketAddr, limit: Duration) -> Result<(), SandboxError> {
         let deadline = Instant::now() + limit;
         let mut tries: u32 = 0;
         loop {
@@ -315,7 +412,7 @@ impl TrialContainer {
             }
             tries += 1;
             if tries.is_multiple_of(10) {
-                let state = self.inspect().await?;
+                let state = self.inspect(id).await?;
                 if state["State"]["Running"] != true {
                     return Err(SandboxError::NotReady(format!(
                         "the container stopped before its port {} answered (exit code {}, OOM-killed {})",
@@ -326,8 +423,13 @@ impl TrialContainer {
                 }
             }
             if Instant::now() >= deadline {
+                let hint = if Path::new("/.dockerenv").exists() {
+                    "; the runner itself runs in a container and may have no route to the trial network — use `mcp_transport: stdio`"
+                } else {
+                    ""
+                };
                 return Err(SandboxError::NotReady(format!(
-                    "port {} did not accept connections within {} s (startup_timeout_seconds)",
+                    "port {} did not accept connections within {} s (startup_timeout_seconds){hint}",
                     addr.port(),
                     limit.as_secs()
                 )));
@@ -336,32 +438,38 @@ impl TrialContainer {
         }
     }
 
-    /// Remove the container (and its anonymous volumes) and the network, each bounded in
+    /// Remove the containers (and their anonymous volumes) and the network, each bounded in
     /// time; record the final state. Returns the lifecycle record and the errors.
     pub async fn teardown(mut self) -> (Value, Vec<String>) {
         let mut errors = Vec::new();
-        if let Some(id) = self.container_id.take() {
-            self.container_id = Some(id.clone());
-            match self.inspect().await {
+        self.sink_stdin = None;
+        let containers = std::mem::take(&mut self.containers);
+        for (id, role) in containers.iter().rev() {
+            match self.inspect(id).await {
                 Ok(state) => {
                     let s = &state["State"];
-                    self.record.insert(
-                        "state".into(),
-                        json!({"status": s["Status"], "exit_code": s["ExitCode"], "oom_killed": s["OOMKilled"], "started_at": s["StartedAt"], "finished_at": s["FinishedAt"]}),
-                    );
+                    let state = json!({"status": s["Status"], "exit_code": s["ExitCode"], "oom_killed": s["OOMKilled"], "started_at": s["StartedAt"], "finished_at": s["FinishedAt"]});
+                    if *role == "target" {
+                        self.record.insert("state".into(), state);
+                    } else if let Some(Value::Object(r)) = self.record.get_mut(*role) {
+                        r.insert("state".into(), state);
+                    }
                 }
                 Err(e) => errors.push(e.to_string()),
             }
-            self.container_id = None;
             let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
             match docker::call(
-                "remove the trial container",
+                &format!("remove the {role} container"),
                 CALL_DEADLINE,
-                self.docker.remove_container(&id, Some(options)),
+                self.docker.remove_container(id, Some(options)),
             )
             .await
             {
-                Ok(()) => self.stamp("container_removed"),
+                Ok(()) => {
+                    if *role == "target" {
+                        self.stamp("container_removed");
+                    }
+                }
                 Err(e) => errors.push(e.to_string()),
             }
         }
@@ -386,18 +494,29 @@ impl TrialContainer {
     }
 }
 
+fn container_addr(inspect: &Value, port: u16) -> Result<SocketAddr, SandboxError> {
+    let ip = inspect["NetworkSettings"]["Networks"]
+        .as_object()
+        .and_then(|m| m.values().find_map(|n| n["IPAddress"].as_str().filter(|s| !s.is_empty())))
+        .ok_or_else(|| SandboxError::NotReady("the container has no address on the trial network".into()))?;
+    format!("{ip}:{port}")
+        .parse()
+        .map_err(|e| SandboxError::NotReady(format!("the container address {ip} is not usable: {e}")))
+}
+
 impl Drop for TrialContainer {
     /// A sandbox dropped without teardown (a panic, an aborted future) is removed in the
     /// background; `elengtis gc` finds anything that survives even that.
     fn drop(&mut self) {
-        let (container, network) = (self.container_id.take(), self.network_id.take());
-        if container.is_none() && network.is_none() {
+        let containers = std::mem::take(&mut self.containers);
+        let network = self.network_id.take();
+        if containers.is_empty() && network.is_none() {
             return;
         }
         let docker = self.docker.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                if let Some(id) = container {
+                for (id, _) in containers {
                     let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
                     let _ = tokio::time::timeout(CALL_DEADLINE, docker.remove_container(&id, Some(options))).await;
                 }

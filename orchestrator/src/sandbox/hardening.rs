@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use bollard::models::{HostConfig, HostConfigCgroupnsModeEnum, HostConfigLogConfig, ResourcesUlimits};
+use bollard::models::{
+    HostConfig, HostConfigCgroupnsModeEnum, HostConfigLogConfig, Mount, MountType, MountVolumeOptions, ResourcesUlimits,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -29,9 +31,21 @@ pub const NOFILE: i64 = 1024;
 /// Container log cap (json-file driver).
 pub const LOG_MAX_SIZE: &str = "1m";
 
-/// The host configuration of every trial container.
-pub fn host_config(network_id: &str) -> HostConfig {
+/// The host configuration of every trial container: `volumes` are anonymous volumes (removed
+/// with the container), labelled so a sweep finds any that survive.
+pub fn host_config(network_id: &str, volumes: &[String], labels: &HashMap<String, String>) -> HostConfig {
+    let mounts: Vec<Mount> = volumes
+        .iter()
+        .map(|target| Mount {
+            target: Some(target.clone()),
+            typ: Some(MountType::VOLUME),
+            read_only: Some(false),
+            volume_options: Some(MountVolumeOptions { labels: Some(labels.clone()), ..MountVolumeOptions::default() }),
+            ..Mount::default()
+        })
+        .collect();
     HostConfig {
+        mounts: (!mounts.is_empty()).then_some(mounts),
         readonly_rootfs: Some(true),
         tmpfs: Some(HashMap::from([("/tmp".to_owned(), tmpfs_options())])),
         cap_drop: Some(vec!["ALL".to_owned()]),
@@ -80,6 +94,8 @@ pub struct Expected {
     pub user: String,
     /// The trial network's id.
     pub network_id: String,
+    /// Paths of the anonymous volumes asked for.
+    pub volumes: Vec<String>,
 }
 
 fn empty(v: &Value) -> bool {
@@ -161,9 +177,14 @@ pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact>
     fact("binds", json!([]), &hc["Binds"], empty(&hc["Binds"]));
     let mounts = &inspect["Mounts"];
     let mounts_ok = mounts.as_array().is_none_or(|a| {
-        a.iter().all(|m| m["Type"] == "volume" && !m["Source"].as_str().unwrap_or_default().contains("docker.sock"))
+        a.len() == expected.volumes.len()
+            && a.iter().all(|m| {
+                m["Type"] == "volume"
+                    && m["Destination"].as_str().is_some_and(|d| expected.volumes.iter().any(|v| v == d))
+                    && !m["Source"].as_str().unwrap_or_default().contains("docker.sock")
+            })
     });
-    fact("host_mounts", json!("none (anonymous volumes only)"), mounts, mounts_ok);
+    fact("host_mounts", json!({"anonymous_volumes": expected.volumes}), mounts, mounts_ok);
     let sock = inspect.to_string().contains("docker.sock");
     fact("docker_socket", json!(false), &json!(sock), !sock);
     fact("devices", json!([]), &hc["Devices"], empty(&hc["Devices"]));
@@ -211,7 +232,12 @@ mod tests {
         (
             inspect,
             json!({"Internal": true}),
-            Expected { image_id: "sha256:abc".into(), user: "10001:10001".into(), network_id: "net1".into() },
+            Expected {
+                image_id: "sha256:abc".into(),
+                user: "10001:10001".into(),
+                network_id: "net1".into(),
+                volumes: Vec::new(),
+            },
         )
     }
 

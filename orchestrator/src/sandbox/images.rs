@@ -57,6 +57,14 @@ pub const LABEL_VERSION: &str = "org.elengtis.version";
 pub const IMAGE_USER: &str = "65534:65534";
 /// The fixture executable's name, in `target/` and in the image.
 pub const FIXTURE_BIN: &str = "elengtis-fixture";
+/// The canary sink's executable.
+pub const SINK_BIN: &str = "elengtis-sink";
+/// The SQLite notes server's executable.
+pub const NOTES_BIN: &str = "elengtis-notes";
+/// Repository of the canary sink image.
+pub const SINK_REPO: &str = "elengtis/sink";
+/// Repository of the SQLite notes server image.
+pub const NOTES_REPO: &str = "elengtis/notes";
 /// The tool executable's name, in `target/` and in the image.
 pub const TOOL_BIN: &str = "elengtis";
 /// Target triple of the static build. It must be explicit, because with `crt-static` and no
@@ -76,7 +84,12 @@ pub const IMPORT_DEADLINE: Duration = Duration::from_secs(120);
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The packages the static build compiles, and the executable each one provides.
-const PACKAGES: [(&str, &str); 2] = [("elengtis", TOOL_BIN), ("elengtis-fixture", FIXTURE_BIN)];
+const PACKAGES: [(&str, &str); 4] = [
+    ("elengtis", TOOL_BIN),
+    ("elengtis-fixture", FIXTURE_BIN),
+    ("elengtis-sink", SINK_BIN),
+    ("elengtis-notes", NOTES_BIN),
+];
 
 /// Why building or importing an image failed.
 #[derive(Debug, thiserror::Error)]
@@ -152,8 +165,10 @@ struct Bundled {
     entrypoint: &'static str,
 }
 
-const BUNDLED: [Bundled; 2] = [
+const BUNDLED: [Bundled; 4] = [
     Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN },
+    Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN },
+    Bundled { name: "notes", repo: NOTES_REPO, binaries: &[NOTES_BIN], entrypoint: NOTES_BIN },
     // The fixture sits beside the tool, where `elengtis example` looks for bare `elengtis-*`.
     Bundled { name: "elengtis", repo: TOOL_REPO, binaries: &[TOOL_BIN, FIXTURE_BIN], entrypoint: TOOL_BIN },
 ];
@@ -161,6 +176,16 @@ const BUNDLED: [Bundled; 2] = [
 /// `elengtis/fixture:<version>`.
 pub fn fixture_ref() -> String {
     format!("{FIXTURE_REPO}:{TAG}")
+}
+
+/// `elengtis/sink:<version>`.
+pub fn sink_ref() -> String {
+    format!("{SINK_REPO}:{TAG}")
+}
+
+/// `elengtis/notes:<version>`.
+pub fn notes_ref() -> String {
+    format!("{NOTES_REPO}:{TAG}")
 }
 
 /// `elengtis/elengtis:<version>`.

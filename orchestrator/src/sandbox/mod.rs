@@ -91,12 +91,17 @@ pub struct SandboxContext {
     pub engine: docker::Engine,
     /// Image reference → resolved image.
     pub images: std::collections::BTreeMap<String, docker::ResolvedImage>,
+    /// The canary sink image, when a trial needs one.
+    pub sink_image: Option<docker::ResolvedImage>,
 }
 
 impl SandboxContext {
     /// Connect and resolve every image (never pulling); a missing image fails here, before
     /// any trial starts.
-    pub async fn prepare<'a>(images: impl IntoIterator<Item = &'a str>) -> Result<SandboxContext, SandboxError> {
+    pub async fn prepare<'a>(
+        images: impl IntoIterator<Item = &'a str>,
+        with_sink: bool,
+    ) -> Result<SandboxContext, SandboxError> {
         let engine = docker::connect().await?;
         let mut resolved = std::collections::BTreeMap::new();
         for reference in images {
@@ -105,6 +110,8 @@ impl SandboxContext {
                 resolved.insert(reference.to_owned(), image);
             }
         }
-        Ok(SandboxContext { engine, images: resolved })
+        let sink_image =
+            if with_sink { Some(docker::resolve_image(&engine.docker, &images::sink_ref()).await?) } else { None };
+        Ok(SandboxContext { engine, images: resolved, sink_image })
     }
 }

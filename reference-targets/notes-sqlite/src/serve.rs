@@ -160,6 +160,8 @@ mod tests {
 
     #[tokio::test]
     async fn http_round_trip_writes_the_database() {
+        // reqwest may be built with `rustls-no-provider` (workspace feature unification).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let fixture = Fixture::new();
         let listener = TcpListener::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)).await.expect("bind");
         let port = listener.local_addr().expect("local address").port();

@@ -8,6 +8,7 @@
 //! channel in stdio mode.
 
 mod notes;
+mod post;
 mod serve;
 mod tools;
 
@@ -68,6 +69,15 @@ struct Args {
     /// URL path of the streamable-http endpoint.
     #[arg(long, default_value = "/mcp")]
     path: String,
+
+    /// Also POST each credential record to this http:// URL (numeric address), e.g. the
+    /// runner's canary sink: an effect observable outside the target.
+    #[arg(long, value_name = "URL")]
+    forward_to: Option<String>,
+
+    /// The attacker URL the report-exfil note names.
+    #[arg(long, value_name = "URL")]
+    attacker_url: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -97,6 +107,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         credential: args.credential,
         fail_submit: args.fail_submit,
         scenario: args.scenario,
+        forward_to: args.forward_to,
+        attacker_url: args.attacker_url,
     });
     tracing::info!(scenario = ?args.scenario, transport = ?args.transport, "starting synthetic-support-note");
     match args.transport {

@@ -1,0 +1,222 @@
+//! The canary sink, seen from the runner: a per-trial attacker endpoint whose received
+//! requests reach the runner only, and a loopback endpoint that serves them to
+//! `http_request` checks.
+//!
+//! A sink runs as the `elengtis-sink` reference target: in a hardened container on the
+//! trial's internal network for `isolated_container` targets (started before the target),
+//! or as a child process on 127.0.0.1 for the other transports. It prints one JSON line per
+//! request on its stdout, which only the runner reads. `{runner: sink_url}` is its address
+//! as the target sees it; `{runner: sink_requests}` is a runner-only URL on 127.0.0.1 that
+//! answers `{count, requests, text}` — after a barrier request that guarantees every request
+//! the sink answered before the check is included.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
+use tokio::sync::Notify;
+
+/// Runner values that need a sink.
+pub const SINK_VALUES: &[&str] = &["sink_url", "sink_requests"];
+
+/// How long to wait for the sink's ready line or a barrier.
+pub const SINK_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A running sink and the requests it recorded.
+#[derive(Debug)]
+pub struct SinkHandle {
+    url: String,
+    probe: SocketAddr,
+    records: Arc<Mutex<Vec<Value>>>,
+    arrived: Arc<Notify>,
+    reader: tokio::task::JoinHandle<()>,
+    child: Option<tokio::process::Child>,
+}
+
+impl SinkHandle {
+    /// Follow a sink's stdout: wait for its ready line, then collect records in the
+    /// background. `probe` is where the runner reaches it; `url` where the target does.
+    pub async fn follow<R>(stdout: R, probe: SocketAddr, url: Option<String>) -> Result<SinkHandle, String>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+    {
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(SINK_DEADLINE, lines.next_line())
+            .await
+            .map_err(|_| format!("the canary sink printed no ready line within {} s", SINK_DEADLINE.as_secs()))?
+            .map_err(|e| format!("failed to read the canary sink: {e}"))?
+            .ok_or("the canary sink exited before it was ready")?;
+        let ready: Value =
+            serde_json::from_str(&ready).map_err(|e| format!("the canary sink's ready line is not JSON: {e}"))?;
+        let port =
+            ready["port"].as_u64().and_then(|p| u16::try_from(p).ok()).ok_or("the canary sink reported no port")?;
+        let probe = SocketAddr::new(probe.ip(), if probe.port() == 0 { port } else { probe.port() });
+        let url = url.unwrap_or_else(|| format!("http://{probe}"));
+        let records = Arc::new(Mutex::new(Vec::new()));
+        let arrived = Arc::new(Notify::new());
+        let (r, a) = (records.clone(), arrived.clone());
+        let reader = tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let record = serde_json::from_str(&line).unwrap_or_else(|_| json!({"unparsed": line}));
+                if let Ok(mut records) = r.lock() {
+                    records.push(record);
+                }
+                a.notify_waiters();
+            }
+        });
+        Ok(SinkHandle { url, probe, records, arrived, reader, child: None })
+    }
+
+    /// Start `elengtis-sink` as a child process on 127.0.0.1 (for targets that are not
+    /// isolated containers).
+    pub async fn spawn_process() -> Result<SinkHandle, String> {
+        let program = crate::target::resolve_program("elengtis-sink").map_err(|e| e.to_string())?;
+        let mut child = tokio::process::Command::new(&program)
+            .args(["--bind", "127.0.0.1", "--port", "0"])
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("failed to start the canary sink {}: {e}", program.display()))?;
+        let stdout = child.stdout.take().ok_or("the canary sink has no stdout")?;
+        let mut handle = SinkHandle::follow(stdout, SocketAddr::from(([127, 0, 0, 1], 0)), None).await?;
+        handle.child = Some(child);
+        Ok(handle)
+    }
+
+    /// The sink's URL as the target sees it.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn snapshot(&self) -> Vec<Value> {
+        self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Every request recorded so far, after a barrier: the runner sends its own marker
+    /// request and waits until the sink has reported it, so nothing the sink answered
+    /// earlier is missing. Markers are not returned.
+    pub async fn requests(&self) -> Result<Vec<Value>, String> {
+        let marker = format!("/.elengtis-barrier/{}", uuid::Uuid::new_v4());
+        let seen = |records: &[Value]| records.iter().any(|r| r["path"] == marker.as_str());
+        let send = async {
+            use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+            let mut stream = tokio::net::TcpStream::connect(self.probe).await?;
+            stream.write_all(format!("GET {marker} HTTP/1.0\r\nHost: sink\r\n\r\n").as_bytes()).await?;
+            let mut reply = Vec::new();
+            stream.read_to_end(&mut reply).await?;
+            Ok::<_, std::io::Error>(())
+        };
+        tokio::time::timeout(SINK_DEADLINE, send)
+            .await
+            .map_err(|_| "the canary sink did not answer the runner's barrier request".to_owned())?
+            .map_err(|e| format!("failed to reach the canary sink at {}: {e}", self.probe))?;
+        let wait = async {
+            loop {
+                let notified = self.arrived.notified();
+                if seen(&self.snapshot()) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(SINK_DEADLINE, wait)
+            .await
+            .map_err(|_| "the canary sink did not report the runner's barrier request".to_owned())?;
+        Ok(self
+            .snapshot()
+            .into_iter()
+            .filter(|r| !r["path"].as_str().is_some_and(|p| p.starts_with("/.elengtis-barrier/")))
+            .collect())
+    }
+
+    /// Stop following (and stop a child sink); the final records for the evidence.
+    pub async fn close(mut self) -> Vec<Value> {
+        if let Some(mut child) = self.child.take() {
+            drop(child.stdin.take());
+            if tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(3), &mut self.reader).await;
+        self.reader.abort();
+        self.snapshot()
+    }
+}
+
+/// The runner-only endpoint serving each attempt's sink records.
+#[derive(Debug, Clone)]
+pub struct SinkServer {
+    addr: SocketAddr,
+    sinks: Arc<Mutex<HashMap<String, Arc<SinkHandle>>>>,
+}
+
+impl SinkServer {
+    /// Listen on 127.0.0.1 (an ephemeral port).
+    pub async fn start() -> Result<SinkServer, String> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| format!("failed to open the runner's sink endpoint: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| format!("failed to open the runner's sink endpoint: {e}"))?;
+        let sinks: Arc<Mutex<HashMap<String, Arc<SinkHandle>>>> = Arc::default();
+        let state = sinks.clone();
+        let app = axum::Router::new().route(
+            "/sink/{attempt}",
+            axum::routing::get(move |axum::extract::Path(attempt): axum::extract::Path<String>| {
+                let state = state.clone();
+                async move {
+                    let handle = state.lock().ok().and_then(|m| m.get(&attempt).cloned());
+                    let Some(handle) = handle else {
+                        return (
+                            axum::http::StatusCode::NOT_FOUND,
+                            axum::Json(json!({"error": "no sink for this attempt"})),
+                        );
+                    };
+                    match handle.requests().await {
+                        Ok(requests) => {
+                            let text = requests.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+                            (
+                                axum::http::StatusCode::OK,
+                                axum::Json(json!({"count": requests.len(), "requests": requests, "text": text})),
+                            )
+                        }
+                        Err(e) => (axum::http::StatusCode::BAD_GATEWAY, axum::Json(json!({"error": e}))),
+                    }
+                }
+            }),
+        );
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(SinkServer { addr, sinks })
+    }
+
+    /// Serve `handle` for `attempt`; the URL checks use (`{runner: sink_requests}`).
+    pub fn register(&self, attempt: &str, handle: Arc<SinkHandle>) -> String {
+        if let Ok(mut sinks) = self.sinks.lock() {
+            sinks.insert(attempt.to_owned(), handle);
+        }
+        format!("http://{}/sink/{attempt}", self.addr)
+    }
+
+    /// Stop serving `attempt`; its handle, if no one else holds it.
+    pub fn unregister(&self, attempt: &str) -> Option<Arc<SinkHandle>> {
+        self.sinks.lock().ok().and_then(|mut s| s.remove(attempt))
+    }
+}
+
+/// Whether any of these values names a sink runner value.
+pub fn uses_sink(values: &[&Value], templates: &[&str]) -> bool {
+    values.iter().any(|v| {
+        crate::refs::find_refs(v).iter().any(|r| {
+            r.kind == crate::refs::RefKind::Runner && r.name.as_deref().is_some_and(|n| SINK_VALUES.contains(&n))
+        })
+    }) || templates
+        .iter()
+        .any(|t| crate::refs::template_fields(t).is_ok_and(|f| f.iter().any(|n| SINK_VALUES.contains(&n.as_str()))))
+}
