@@ -288,3 +288,44 @@ pub fn managed_objects(run_id: &str) -> Vec<String> {
     }
     names
 }
+
+/// Build `elengtis-sink` beside `elengtis` (once per process) and return its path: a target
+/// that is not an isolated container and uses `{runner: sink_url}` gets a sink started as a
+/// child process of the runner, found in the runner's own directory.
+pub fn sink_binary() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = bin_dir();
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.current_dir(workspace()).args(["build", "--quiet", "-p", "elengtis-sink", "--bins"]);
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let status = cmd.status().expect("failed to run cargo build for elengtis-sink");
+            assert!(status.success(), "cargo build of elengtis-sink failed");
+            dir.join("elengtis-sink")
+        })
+        .clone()
+}
+
+/// Names of volumes that carry `org.elengtis.run=<run_id>`.
+pub fn managed_volumes(run_id: &str) -> Vec<String> {
+    let filter = format!("{{\"label\":[\"org.elengtis.run={run_id}\"]}}");
+    let encoded: String = filter
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
+        })
+        .collect();
+    let (status, body) = docker_api("GET", &format!("/volumes?filters={encoded}"), None);
+    assert_eq!(status, 200, "/volumes: {body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).expect("engine answered JSON");
+    answer["Volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| v["Name"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
