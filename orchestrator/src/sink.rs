@@ -145,8 +145,13 @@ impl SinkHandle {
         }
         let _ = tokio::time::timeout(Duration::from_secs(3), &mut self.reader).await;
         self.reader.abort();
-        self.snapshot()
+        without_barriers(self.snapshot())
     }
+}
+
+/// The records minus the runner's own barrier requests.
+fn without_barriers(records: Vec<Value>) -> Vec<Value> {
+    records.into_iter().filter(|r| !r["path"].as_str().is_some_and(|p| p.starts_with("/.elengtis-barrier/"))).collect()
 }
 
 /// The runner-only endpoint serving each attempt's sink records.

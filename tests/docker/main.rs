@@ -3,3 +3,4 @@
 
 mod isolated;
 mod mounted_socket;
+mod verifiers;

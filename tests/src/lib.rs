@@ -322,10 +322,5 @@ pub fn managed_volumes(run_id: &str) -> Vec<String> {
     let (status, body) = docker_api("GET", &format!("/volumes?filters={encoded}"), None);
     assert_eq!(status, 200, "/volumes: {body}");
     let answer: serde_json::Value = serde_json::from_str(&body).expect("engine answered JSON");
-    answer["Volumes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|v| v["Name"].as_str().unwrap_or("?").to_owned())
-        .collect()
+    answer["Volumes"].as_array().into_iter().flatten().map(|v| v["Name"].as_str().unwrap_or("?").to_owned()).collect()
 }

@@ -24,7 +24,15 @@ use crate::tools::SupportNoteServer;
 /// arrives (also before the client has initialised).
 pub async fn run_stdio(server: SupportNoteServer) -> anyhow::Result<()> {
     let serve = async {
-        let service = server.serve(rmcp::transport::stdio_pipes()).await.context("failed to start the stdio server")?;
+        let service = match server.serve(rmcp::transport::stdio_pipes()).await {
+            Ok(service) => service,
+            // stdin closed before the client initialized: the client went away; not an error.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
+                tracing::info!(%during, "stdin closed before initialization");
+                return anyhow::Ok(());
+            }
+            Err(e) => return Err(e).context("failed to start the stdio server"),
+        };
         let reason = service.waiting().await.context("failed to run the stdio server")?;
         tracing::info!(?reason, "stdio server stopped");
         anyhow::Ok(())
@@ -221,6 +229,7 @@ mod tests {
 
     #[tokio::test]
     async fn http_round_trip_with_an_rmcp_client() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let fixture = Fixture::new(Scenario::InjectionResistance);
         let http = RunningHttp::start(&fixture, IpAddr::V4(Ipv4Addr::LOCALHOST)).await;
 

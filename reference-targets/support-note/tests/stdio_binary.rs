@@ -154,6 +154,7 @@ mod tests {
     #[cfg(unix)]
     #[tokio::test]
     async fn http_binary_serves_and_exits_cleanly_on_sigterm() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut child = Command::new(BIN)
             .arg("--collector")
