@@ -434,7 +434,6 @@ fn sqlite_query_returning_too_many_rows_is_unknown() {
 }
 
 #[test]
-#[ignore = "bug: validation rejects WITH queries (exit 3) that the SQLite verifier's check_query accepts and documents"]
 fn sqlite_with_query_returning_too_many_rows_is_unknown() {
     if !docker_or_skip("sqlite_with_query_returning_too_many_rows_is_unknown") {
         return;

@@ -536,12 +536,10 @@ fn check_action(c: &mut Checker, doc: &Document<Scenario>, at: &At, action: &Act
             if !a.path.starts_with('/') {
                 c.err(doc, &at.k("path"), format!("must be an absolute path inside the container, found `{}`", a.path));
             }
-            let query = a.query.trim_start();
-            if a.query.contains(';') || !query.get(..6).is_some_and(|s| s.eq_ignore_ascii_case("select")) {
-                c.err(doc, &at.k("query"), "container_sqlite_query accepts one read-only SELECT statement (no `;`)");
-            }
-            if a.parameters.len() > 32 {
-                c.err(doc, &at.k("parameters"), format!("at most 32 parameters, found {}", a.parameters.len()));
+            // The verifier's own check, so what validates is exactly what runs.
+            if let Err(e) = elengtis_verifiers::check_query(&a.query, a.parameters.len()) {
+                let field = if e.kind_name() == "too_many_parameters" { "parameters" } else { "query" };
+                c.err(doc, &at.k(field), e.to_string());
             }
             check_refs_in(c, doc, &at.k("parameters"), &Value::Array(a.parameters.clone()), scope);
         }
