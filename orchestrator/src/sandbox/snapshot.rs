@@ -393,6 +393,7 @@ mod tests {
         use super::snapshot;
 
         let Ok(image) = std::env::var("ELENGTIS_SNAPSHOT_TEST_IMAGE") else {
+            assert!(std::env::var_os("CI").is_none(), "CI must run this test with ELENGTIS_SNAPSHOT_TEST_IMAGE set");
             eprintln!("skipped: ELENGTIS_SNAPSHOT_TEST_IMAGE is not set");
             return;
         };
