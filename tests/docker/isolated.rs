@@ -170,3 +170,42 @@ fn gc_never_touches_objects_it_did_not_create() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(still, 200, "gc removed a network it did not create");
 }
+
+#[test]
+fn a_killed_isolated_run_resumes_without_leftovers_or_duplicates() {
+    if !docker_or_skip("a_killed_isolated_run_resumes_without_leftovers_or_duplicates") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    setup(dir.path(), &fixture(), 3);
+    let mut child = elengtis_tests::elengtis_cmd(dir.path(), &["run", "--config", "campaign.yaml", "--out", "out"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the run");
+    let log = dir.path().join("out/runs.jsonl");
+    let started = elengtis_tests::wait_until(std::time::Duration::from_secs(120), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() >= 1)
+    });
+    // Kill it in the middle of a later trial: a container of this run is likely alive.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started, "no trial finished within 2 minutes");
+    let before = rows(&log);
+    assert!(before.len() < 6, "the run finished before it was killed; nothing to resume");
+    let run_id = before[0]["run_id"].as_str().unwrap().to_owned();
+    let out = elengtis(dir.path(), &["run", "--resume", "--out", "out"]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let after = rows(&log);
+    let mut complete: Vec<&str> =
+        after.iter().filter(|r| r["evidence_status"] == "complete").map(|r| r["trial_id"].as_str().unwrap()).collect();
+    complete.sort_unstable();
+    let mut unique = complete.clone();
+    unique.dedup();
+    assert_eq!(complete.len(), 6, "every trial once: {complete:?}");
+    assert_eq!(unique.len(), 6, "no duplicates: {complete:?}");
+    assert_eq!(&after[..before.len()], &before[..], "rows written before the kill changed");
+    assert!(managed_objects(&run_id).is_empty(), "leftovers: {:?}", managed_objects(&run_id));
+}

@@ -1,13 +1,15 @@
 //! Serving code shared by the elengtis reference MCP servers (`elengtis-fixture`,
 //! `elengtis-notes`): the stdio and Streamable HTTP transports with clean shutdown, the
-//! stderr-only logging, and the runtime setup of their `main`.
+//! transport flags of their command lines, the stderr-only logging, and the runtime setup
+//! of their `main`.
 //!
 //! Everything is generic over the server's [`rmcp::ServerHandler`]; a server crate keeps
 //! only its tools and its command line. The kit shares no code with the trusted runner
 //! (it depends on neither the orchestrator nor the verifiers).
 //!
-//! With the `testing` feature, [`testing`] holds the helpers the servers' tests share.
+//! With the `testing` feature, the `testing` module holds the helpers the servers' tests share.
 
+mod cli;
 mod serve;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -16,7 +18,10 @@ use std::{future::Future, time::Duration};
 
 use anyhow::Context as _;
 
-pub use crate::serve::{HttpOptions, run_http, run_stdio, serve_http, shutdown_signal};
+pub use crate::{
+    cli::{Transport, TransportArgs, serve},
+    serve::{HttpOptions, run_http, run_stdio, serve_http, shutdown_signal},
+};
 
 /// How long [`run_main`] waits for blocking tasks when the runtime shuts down.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_millis(500);

@@ -3,6 +3,9 @@
 //! stdio ends when stdin closes (or on SIGTERM / ctrl-c); HTTP ends on
 //! SIGTERM / ctrl-c. Neither resolves host names: HTTP binds a numeric
 //! address so the binary also works in an empty (`FROM scratch`) image.
+//!
+//! A server is any [`ServerHandler`] (which rmcp already requires to be `Send + Sync +
+//! 'static`); HTTP also needs `Clone`, as every session gets its own copy.
 
 use std::{
     future::Future,
@@ -148,3 +151,74 @@ pub async fn shutdown_signal() {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use rmcp::{
+        ServerHandler, ServiceExt as _,
+        model::{Implementation, ServerCapabilities, ServerConfig},
+        transport::StreamableHttpClientTransport,
+    };
+
+    use super::normalise_path;
+    use crate::testing::{RunningHttp, connect};
+
+    /// A server without tools: enough for the transports.
+    #[derive(Debug, Clone)]
+    struct Bare;
+
+    impl ServerHandler for Bare {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().build()).with_server_info(Implementation::new("bare", "1"))
+        }
+    }
+
+    fn server_name(client: &crate::testing::Client) -> Option<String> {
+        client.peer_info().and_then(|info| info.server_info.as_ref().map(|i| i.name.clone()))
+    }
+
+    #[tokio::test]
+    async fn duplex_client_initializes() {
+        let client = connect(Bare).await;
+        assert_eq!(server_name(&client).as_deref(), Some("bare"));
+        client.cancel().await.expect("client closes");
+    }
+
+    #[tokio::test]
+    async fn http_round_trip_stops_with_an_open_session() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = RunningHttp::loopback(Bare).await;
+        let client = ().serve(StreamableHttpClientTransport::from_uri(http.url())).await.expect("client connects");
+        assert_eq!(server_name(&client).as_deref(), Some("bare"));
+        // Stopping the server while the session is still open must not hang.
+        http.stop().await;
+        drop(client);
+    }
+
+    #[tokio::test]
+    async fn loopback_bind_keeps_the_host_check() {
+        let http = RunningHttp::loopback(Bare).await;
+        assert_eq!(http.initialize_status("127.0.0.1").await, 200);
+        assert_eq!(http.initialize_status("mcp-server:8000").await, 403);
+        http.stop().await;
+    }
+
+    #[tokio::test]
+    async fn non_loopback_bind_accepts_any_host() {
+        let http = RunningHttp::start(Bare, IpAddr::V4(Ipv4Addr::UNSPECIFIED)).await;
+        assert_eq!(http.initialize_status("mcp-server:8000").await, 200);
+        assert_eq!(http.initialize_status("172.18.0.2:8000").await, 200);
+        http.stop().await;
+    }
+
+    #[test]
+    fn paths_are_normalised() {
+        for (input, expected) in [("/mcp", "/mcp"), ("mcp/", "/mcp"), ("/", "/"), ("", "/"), ("/a/b", "/a/b")] {
+            assert_eq!(normalise_path(input).ok().as_deref(), Some(expected), "{input}");
+        }
+        for bad in ["/{x}", "/*rest", "/a//b", "/a b"] {
+            assert!(normalise_path(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -109,33 +109,28 @@ impl ServerHandler for NotesServer {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use std::path::PathBuf;
 
-    use rmcp::{
-        RoleClient, ServiceExt as _,
-        model::{CallToolRequestParams, CallToolResult, JsonObject},
-        service::RunningService,
-    };
+    use elengtis_target_kit::testing::{Client, RunningHttp, assert_ok, assert_tool_error, call, text};
+    use rmcp::{ServiceExt as _, model::CallToolResult, transport::StreamableHttpClientTransport};
     use serde_json::{Value, json};
 
     use super::{NotesServer, SERVER_NAME};
     use crate::store::{INJECTED_NOTE_TITLE, SECRET_NOTE_TITLE, Store};
 
-    pub(crate) type Client = RunningService<RoleClient, ()>;
-
     /// Every tool, sorted.
-    pub(crate) const ALL_TOOLS: [&str; 4] = ["add_note", "delete_note", "list_notes", "read_note"];
+    const ALL_TOOLS: [&str; 4] = ["add_note", "delete_note", "list_notes", "read_note"];
 
     /// A database in a fresh temporary directory.
-    pub(crate) struct Fixture {
+    struct Fixture {
         _dir: tempfile::TempDir,
-        pub(crate) path: PathBuf,
-        pub(crate) store: Store,
+        path: PathBuf,
+        store: Store,
     }
 
     impl Fixture {
-        pub(crate) fn new() -> Self {
+        fn new() -> Self {
             let dir = tempfile::tempdir().expect("temporary directory");
             let path = dir.path().join("notes.db");
             let store = Store::open(&path).expect("open the database");
@@ -143,7 +138,7 @@ pub(crate) mod tests {
         }
 
         /// What an independent reader of the file sees (a second connection; WAL included).
-        pub(crate) fn titles_on_disk(&self) -> Vec<String> {
+        fn titles_on_disk(&self) -> Vec<String> {
             let conn = rusqlite::Connection::open(&self.path).expect("second connection");
             let mut stmt = conn.prepare("SELECT title FROM notes ORDER BY id").expect("prepare");
             stmt.query_map([], |r| r.get(0)).expect("query").map(|r| r.expect("row")).collect()
@@ -151,42 +146,31 @@ pub(crate) mod tests {
     }
 
     /// Runs a server over `store` in-process and connects an rmcp client over a duplex pipe.
-    pub(crate) async fn connect(store: Store) -> Client {
-        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-        let server = NotesServer::new(store);
-        tokio::spawn(async move {
-            if let Ok(running) = server.serve(server_io).await {
-                let _ = running.waiting().await;
-            }
-        });
-        ().serve(client_io).await.expect("client connects")
-    }
-
-    pub(crate) async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
-        let mut params = CallToolRequestParams::new(name);
-        if let Value::Object(map) = args {
-            params = params.with_arguments(JsonObject::from_iter(map));
-        }
-        client.call_tool(params).await.expect("tool call is answered")
-    }
-
-    pub(crate) fn text(result: &CallToolResult) -> &str {
-        assert_eq!(result.content.len(), 1, "{result:?}");
-        &result.content[0].as_text().expect("text content").text
-    }
-
-    pub(crate) fn assert_ok(result: &CallToolResult) -> &str {
-        assert_eq!(result.is_error, Some(false), "{result:?}");
-        text(result)
-    }
-
-    fn assert_tool_error(result: &CallToolResult, message: &str) {
-        assert_eq!(result.is_error, Some(true), "{result:?}");
-        assert_eq!(text(result), message);
+    async fn connect(store: Store) -> Client {
+        elengtis_target_kit::testing::connect(NotesServer::new(store)).await
     }
 
     fn json_of(result: &CallToolResult) -> Value {
         serde_json::from_str(assert_ok(result)).expect("JSON result")
+    }
+
+    #[tokio::test]
+    async fn http_round_trip_writes_the_database() {
+        // reqwest may be built with `rustls-no-provider` (workspace feature unification).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let fixture = Fixture::new();
+        let server = NotesServer::new(fixture.store.clone());
+        let http = RunningHttp::loopback(server).await;
+
+        let client = ().serve(StreamableHttpClientTransport::from_uri(http.url())).await.expect("client connects");
+        assert_eq!(client.list_all_tools().await.expect("tools/list").len(), ALL_TOOLS.len());
+        let added = call(&client, "add_note", json!({"title": "over http", "body": "b"})).await;
+        assert_eq!(assert_ok(&added), "Added note 1.");
+        assert_eq!(fixture.titles_on_disk(), ["over http"]);
+
+        // Stopping while the session is open must not hang.
+        http.stop().await;
+        drop(client);
     }
 
     #[tokio::test]

@@ -1,28 +1,30 @@
 //! End-to-end checks of the built `elengtis-notes` binary: a seeded stdio session whose
-//! effect is read back from the database file, flag errors, and a clean exit on stdin EOF.
+//! effect is read back from the database file, flag errors, and clean exits on stdin EOF
+//! and SIGTERM (stdio and HTTP).
 
 #[cfg(test)]
 mod tests {
-    use std::{process::Stdio, time::Duration};
+    use std::process::Stdio;
 
+    use elengtis_target_kit::testing::{
+        arguments, call, initialize_then_close_stdin, sigterm, sigterm_before_initialize, spawn_http_binary,
+        stdin_closed_before_initialize, wait_success,
+    };
     use rmcp::{
         ServiceExt as _,
-        model::{CallToolRequestParams, JsonObject},
-        transport::{ConfigureCommandExt as _, TokioChildProcess},
+        model::CallToolRequestParams,
+        transport::{ConfigureCommandExt as _, StreamableHttpClientTransport, TokioChildProcess},
     };
     use serde_json::{Value, json};
-    use tokio::{
-        io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader},
-        process::Command,
-    };
+    use tokio::process::Command;
 
     const BIN: &str = env!("CARGO_BIN_EXE_elengtis-notes");
 
-    fn arguments(value: Value) -> JsonObject {
-        match value {
-            Value::Object(map) => JsonObject::from_iter(map),
-            _ => JsonObject::new(),
-        }
+    /// The server (stdio unless told otherwise) with its database in `dir`.
+    fn notes_command(dir: &tempfile::TempDir) -> Command {
+        let mut command = Command::new(BIN);
+        command.arg("--db").arg(dir.path().join("notes.db"));
+        command
     }
 
     #[tokio::test]
@@ -91,37 +93,38 @@ mod tests {
     #[tokio::test]
     async fn binary_exits_cleanly_when_stdin_closes() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let mut child = Command::new(BIN)
-            .arg("--db")
-            .arg(dir.path().join("notes.db"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the server");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let initialize = json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "raw", "version": "1"}}
-        });
-        stdin.write_all(format!("{initialize}\n").as_bytes()).await.expect("send initialize");
-        let mut lines = BufReader::new(stdout).lines();
-        let first = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .expect("answer in time")
-            .expect("read stdout")
-            .expect("one line");
-        let reply: Value = serde_json::from_str(&first).expect("stdout carries JSON-RPC only");
+        let reply = initialize_then_close_stdin(notes_command(&dir)).await;
         assert_eq!(reply["result"]["serverInfo"]["name"], "synthetic-notes");
+    }
 
-        drop(stdin);
-        let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-            .await
-            .expect("exit after stdin closes")
-            .expect("wait");
-        assert!(status.success(), "{status:?}");
+    #[tokio::test]
+    async fn binary_exits_cleanly_when_stdin_closes_before_initialize() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        stdin_closed_before_initialize(notes_command(&dir)).await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn stdio_binary_exits_cleanly_on_sigterm_before_initialize() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        sigterm_before_initialize(notes_command(&dir)).await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn http_binary_serves_and_exits_cleanly_on_sigterm() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (mut child, address) = spawn_http_binary(notes_command(&dir)).await;
+
+        let transport = StreamableHttpClientTransport::from_uri(format!("http://{address}/mcp"));
+        let client = ().serve(transport).await.expect("initialize over HTTP");
+        let added = call(&client, "add_note", json!({"title": "over http", "body": "b"})).await;
+        assert_eq!(added.is_error, Some(false), "{added:?}");
+
+        // Terminate while the session is still open.
+        sigterm(&child).await;
+        wait_success(&mut child).await;
+        drop(client);
     }
 }

@@ -300,23 +300,22 @@ impl ServerHandler for SupportNoteServer {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use std::path::PathBuf;
 
+    use elengtis_target_kit::testing::{Client, RunningHttp, assert_ok, assert_tool_error, call, text};
     use rmcp::{
-        RoleClient, ServiceExt as _,
-        model::{CallToolRequestParams, CallToolResult, JsonObject},
-        service::RunningService,
+        ServiceExt as _,
+        model::{CallToolRequestParams, JsonObject},
+        transport::StreamableHttpClientTransport,
     };
     use serde_json::{Value, json};
 
     use super::{DEFAULT_CREDENTIAL, FixtureConfig, SupportNoteServer, messages};
     use crate::notes::{CASE_STATE, FALLBACK_DIAGNOSTIC, SAFE_NOTE, Scenario};
 
-    pub(crate) type Client = RunningService<RoleClient, ()>;
-
     /// Every tool the fixture offers, sorted.
-    pub(crate) const ALL_TOOLS: [&str; 13] = [
+    const ALL_TOOLS: [&str; 13] = [
         "close_case",
         "escalate_case",
         "read_case_state",
@@ -333,14 +332,14 @@ pub(crate) mod tests {
     ];
 
     /// A fixture configuration with its collector in a fresh temporary dir.
-    pub(crate) struct Fixture {
+    struct Fixture {
         _dir: tempfile::TempDir,
-        pub(crate) collector: PathBuf,
-        pub(crate) config: FixtureConfig,
+        collector: PathBuf,
+        config: FixtureConfig,
     }
 
     impl Fixture {
-        pub(crate) fn new(scenario: Scenario) -> Self {
+        fn new(scenario: Scenario) -> Self {
             let dir = tempfile::tempdir().expect("temporary directory");
             let collector = dir.path().join("collector.jsonl");
             let config = FixtureConfig {
@@ -354,7 +353,7 @@ pub(crate) mod tests {
             Self { _dir: dir, collector, config }
         }
 
-        pub(crate) fn collector_text(&self) -> String {
+        fn collector_text(&self) -> String {
             match std::fs::read_to_string(&self.collector) {
                 Ok(text) => text,
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -373,37 +372,30 @@ pub(crate) mod tests {
     /// Runs `config` in-process and connects an rmcp client to it over a
     /// duplex pipe.
     async fn connect(config: FixtureConfig) -> Client {
-        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-        let server = SupportNoteServer::new(config);
-        tokio::spawn(async move {
-            if let Ok(running) = server.serve(server_io).await {
-                let _ = running.waiting().await;
-            }
-        });
-        ().serve(client_io).await.expect("client connects")
+        elengtis_target_kit::testing::connect(SupportNoteServer::new(config)).await
     }
 
-    pub(crate) async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
-        let mut params = CallToolRequestParams::new(name);
-        if let Value::Object(map) = args {
-            params = params.with_arguments(JsonObject::from_iter(map));
-        }
-        client.call_tool(params).await.expect("tool call is answered")
-    }
+    #[tokio::test]
+    async fn http_round_trip_with_an_rmcp_client() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let fixture = Fixture::new(Scenario::InjectionResistance);
+        let server = SupportNoteServer::new(fixture.config.clone());
+        let http = RunningHttp::loopback(server).await;
 
-    pub(crate) fn text(result: &CallToolResult) -> &str {
-        assert_eq!(result.content.len(), 1, "{result:?}");
-        &result.content[0].as_text().expect("text content").text
-    }
+        let client = ().serve(StreamableHttpClientTransport::from_uri(http.url())).await.expect("client connects");
+        let tools = client.list_all_tools().await.expect("tools/list");
+        assert_eq!(tools.len(), ALL_TOOLS.len());
+        let note = call(&client, "read_note", json!({})).await;
+        assert_eq!(assert_ok(&note), Scenario::InjectionResistance.note());
+        let credential = call(&client, "read_demo_credential", json!({})).await;
+        assert_eq!(assert_ok(&credential), DEFAULT_CREDENTIAL);
+        let submit = call(&client, "submit_demo_credential", json!({"credential": DEFAULT_CREDENTIAL})).await;
+        assert_eq!(assert_ok(&submit), messages::RECORDED);
+        assert_eq!(fixture.collector_text(), "{\"credential\":\"DEMO-CREDENTIAL-ONLY\"}\n");
 
-    pub(crate) fn assert_ok(result: &CallToolResult) -> &str {
-        assert_eq!(result.is_error, Some(false), "{result:?}");
-        text(result)
-    }
-
-    pub(crate) fn assert_tool_error(result: &CallToolResult, message: &str) {
-        assert_eq!(result.is_error, Some(true), "{result:?}");
-        assert_eq!(text(result), message);
+        // Stopping the server while the session is still open must not hang.
+        http.stop().await;
+        drop(client);
     }
 
     #[tokio::test]

@@ -3,26 +3,27 @@
 
 #[cfg(test)]
 mod tests {
-    use std::{process::Stdio, time::Duration};
+    use std::process::Stdio;
 
+    use elengtis_target_kit::testing::{
+        arguments, initialize_then_close_stdin, sigterm, sigterm_before_initialize, spawn_http_binary,
+        stdin_closed_before_initialize, wait_success,
+    };
     use rmcp::{
         ServiceExt as _,
-        model::{CallToolRequestParams, JsonObject},
+        model::CallToolRequestParams,
         transport::{ConfigureCommandExt as _, TokioChildProcess},
     };
-    use serde_json::{Value, json};
-    use tokio::{
-        io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader},
-        process::Command,
-    };
+    use serde_json::json;
+    use tokio::process::Command;
 
     const BIN: &str = env!("CARGO_BIN_EXE_elengtis-fixture");
 
-    fn arguments(value: Value) -> JsonObject {
-        match value {
-            Value::Object(map) => JsonObject::from_iter(map),
-            _ => JsonObject::new(),
-        }
+    /// The fixture (stdio unless told otherwise) with its collector in `dir`.
+    fn fixture_command(dir: &tempfile::TempDir) -> Command {
+        let mut command = Command::new(BIN);
+        command.arg("--collector").arg(dir.path().join("collector.jsonl"));
+        command
     }
 
     #[tokio::test]
@@ -71,38 +72,14 @@ mod tests {
     #[tokio::test]
     async fn binary_exits_cleanly_when_stdin_closes() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let mut child = Command::new(BIN)
-            .arg("--collector")
-            .arg(dir.path().join("collector.jsonl"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the fixture");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let initialize = json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "raw", "version": "1"}}
-        });
-        stdin.write_all(format!("{initialize}\n").as_bytes()).await.expect("send initialize");
-        let mut lines = BufReader::new(stdout).lines();
-        let first = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .expect("answer in time")
-            .expect("read stdout")
-            .expect("one line");
-        let reply: Value = serde_json::from_str(&first).expect("stdout carries JSON-RPC only");
+        let reply = initialize_then_close_stdin(fixture_command(&dir)).await;
         assert_eq!(reply["result"]["serverInfo"]["name"], "synthetic-support-note");
+    }
 
-        drop(stdin);
-        let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-            .await
-            .expect("exit after stdin closes")
-            .expect("wait");
-        assert!(status.success(), "{status:?}");
+    #[tokio::test]
+    async fn binary_exits_cleanly_when_stdin_closes_before_initialize() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        stdin_closed_before_initialize(fixture_command(&dir)).await;
     }
 
     #[tokio::test]
@@ -112,43 +89,11 @@ mod tests {
         assert!(output.stdout.is_empty());
     }
 
-    /// Sends SIGTERM through the system `kill` (no libc dependency needed).
-    async fn sigterm(child: &tokio::process::Child) {
-        let pid = child.id().expect("child is running");
-        let status = Command::new("kill").args(["-TERM", &pid.to_string()]).status().await.expect("run kill");
-        assert!(status.success());
-    }
-
-    async fn wait_success(child: &mut tokio::process::Child) {
-        let status =
-            tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exit in time").expect("wait");
-        assert!(status.success(), "{status:?}");
-    }
-
     #[cfg(unix)]
     #[tokio::test]
     async fn stdio_binary_exits_cleanly_on_sigterm_before_initialize() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let mut child = Command::new(BIN)
-            .arg("--collector")
-            .arg(dir.path().join("collector.jsonl"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the fixture");
-        // Wait for the startup log line so the handler is installed.
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let started = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .expect("startup log in time")
-            .expect("read stderr");
-        assert!(started.is_some_and(|l| l.contains("starting")));
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        sigterm(&child).await;
-        wait_success(&mut child).await;
+        sigterm_before_initialize(fixture_command(&dir)).await;
     }
 
     #[cfg(unix)]
@@ -156,31 +101,7 @@ mod tests {
     async fn http_binary_serves_and_exits_cleanly_on_sigterm() {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().expect("temporary directory");
-        let mut child = Command::new(BIN)
-            .arg("--collector")
-            .arg(dir.path().join("collector.jsonl"))
-            .args(["--transport", "streamable-http", "--port", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the fixture");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let address = tokio::time::timeout(Duration::from_secs(10), async {
-            while let Some(line) = lines.next_line().await.expect("read stderr") {
-                if let Some(rest) = line.split("address=").nth(1) {
-                    return rest.split_whitespace().next().map(str::to_owned);
-                }
-            }
-            None
-        })
-        .await
-        .expect("listening log in time")
-        .expect("listening address logged");
-        // Keep draining stderr so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (mut child, address) = spawn_http_binary(fixture_command(&dir)).await;
 
         let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{address}/mcp"));
         let client = ().serve(transport).await.expect("initialize over HTTP");
