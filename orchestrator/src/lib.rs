@@ -18,6 +18,7 @@ pub mod judge;
 pub mod matrix;
 pub mod preflight;
 pub mod refs;
+pub mod relay;
 pub mod results;
 pub mod rules;
 pub mod run;

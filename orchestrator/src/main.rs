@@ -84,6 +84,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// (internal) Relay container: stay alive until stopped.
+    #[command(hide = true, name = "relay-idle")]
+    RelayIdle,
+    /// (internal) Relay container: pipe stdin/stdout to a TCP address, or probe it.
+    #[command(hide = true, name = "relay-pipe")]
+    RelayPipe {
+        /// `ip:port` on the trial network.
+        addr: std::net::SocketAddr,
+        /// Only wait (up to this many seconds) until the address accepts connections.
+        #[arg(long)]
+        probe: Option<u64>,
+    },
     /// Summarise result directories: per model × engine × scenario, with Wilson intervals.
     Analyze {
         /// A results directory (repeatable).
@@ -263,6 +275,18 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
+        Command::RelayIdle => {
+            elengtis::relay::idle().await;
+            Ok(exit_codes::SUCCESS)
+        }
+        Command::RelayPipe { addr, probe: Some(seconds) } => {
+            let ok = elengtis::relay::probe(addr, std::time::Duration::from_secs(seconds)).await;
+            Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
+        }
+        Command::RelayPipe { addr, probe: None } => match elengtis::relay::pipe(addr).await {
+            Ok(()) => Ok(exit_codes::SUCCESS),
+            Err(e) => Err(Failure { code: exit_codes::IO, error: anyhow::anyhow!("failed to relay to {addr}: {e}") }),
+        },
     }
 }
 

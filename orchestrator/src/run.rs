@@ -152,14 +152,21 @@ fn environment() -> Value {
 /// Connect to Docker and resolve the images of a bundle's container targets (None when it
 /// has none).
 pub async fn prepare_sandbox(bundle: &Bundle) -> Result<Option<SandboxContext>, RunError> {
-    let images: Vec<&str> = bundle
+    let images: Vec<String> = bundle
         .campaign
         .value
         .targets
         .iter()
         .filter_map(|t| match &t.transport {
-            format::campaign::Transport::IsolatedContainer(c) => Some(c.image.as_str()),
+            format::campaign::Transport::IsolatedContainer(c) => Some(c),
             _ => None,
+        })
+        .flat_map(|c| {
+            let relay = crate::sandbox::relay_image_for(
+                c.mcp_transport == format::campaign::ContainerMcp::StreamableHttp,
+                c.relay_image.as_deref(),
+            );
+            std::iter::once(c.image.clone()).chain(relay)
         })
         .collect();
     if images.is_empty() {
@@ -169,7 +176,7 @@ pub async fn prepare_sandbox(bundle: &Bundle) -> Result<Option<SandboxContext>, 
         matches!(bundle.campaign.value.targets[t].transport, format::campaign::Transport::IsolatedContainer(_))
             && trial::needs_sink(bundle, t, s)
     });
-    Ok(Some(SandboxContext::prepare(images, with_sink).await?))
+    Ok(Some(SandboxContext::prepare(images.iter().map(String::as_str), with_sink).await?))
 }
 
 fn pairs(bundle: &Bundle) -> impl Iterator<Item = (usize, usize)> + '_ {

@@ -352,7 +352,18 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                 Ok(command) => command,
                 Err(e) => return fail(container, e).await,
             };
-            let endpoint = match container.start_target(&spec).await {
+            let relay = crate::sandbox::relay_image_for(
+                c.mcp_transport == crate::format::campaign::ContainerMcp::StreamableHttp,
+                c.relay_image.as_deref(),
+            );
+            let relay = match relay.map(|r| sandbox.images.get(&r).ok_or(r)) {
+                None => None,
+                Some(Ok(image)) => Some(image),
+                Some(Err(r)) => {
+                    return fail(container, format!("relay image `{r}` was not resolved before the run")).await;
+                }
+            };
+            let endpoint = match container.start_target_with(&spec, relay).await {
                 Ok(endpoint) => endpoint,
                 Err(e) => return fail(container, e.to_string()).await,
             };

@@ -386,15 +386,6 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                 range(c, doc, &t.k("startup_timeout_seconds"), k.startup_timeout_seconds.into(), 1, 300);
                 check_env_map(c, doc, &t.k("env"), &k.env, options, "env");
                 check_argument_refs(c, doc, &t.k("command"), &k.command);
-                if k.relay_image.is_some() {
-                    c.push(
-                        Severity::Warning,
-                        &doc.path,
-                        &doc.node,
-                        &t.k("relay_image"),
-                        "is not used by this build: the runner connects to the container on its internal network directly; where it cannot route (a runner inside a container), use `mcp_transport: stdio`".into(),
-                    );
-                }
                 let mut seen_volumes = BTreeSet::new();
                 for (i, v) in k.volumes.iter().enumerate() {
                     if !v.starts_with('/') || v == "/" || v.contains("..") || v == "/tmp" {

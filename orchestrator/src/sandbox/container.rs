@@ -116,6 +116,8 @@ pub struct TrialContainer {
     started: Instant,
     labels: HashMap<String, String>,
     name: String,
+    /// The loopback listener feeding the relay container, if one is used.
+    relay_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for TrialContainer {
@@ -196,6 +198,7 @@ impl TrialContainer {
             started: Instant::now(),
             labels,
             name,
+            relay_task: None,
         };
         this.record.insert("isolation".into(), json!("isolated_container"));
         this.record.insert("mode".into(), json!(spec.mode.name()));
@@ -344,6 +347,17 @@ impl TrialContainer {
     /// Start the target container, check its hardening, and wait for its port (HTTP) or
     /// hand back its stdio.
     pub async fn start_target(&mut self, spec: &ContainerSpec) -> Result<Endpoint, SandboxError> {
+        self.start_target_with(spec, None).await
+    }
+
+    /// Like [`TrialContainer::start_target`]; with `relay` (a relay image), an HTTP server is
+    /// reached through a relay container on the trial network and a listener on the runner's
+    /// 127.0.0.1 instead of directly — for a runner that cannot route to the network.
+    pub async fn start_target_with(
+        &mut self,
+        spec: &ContainerSpec,
+        relay: Option<&ResolvedImage>,
+    ) -> Result<Endpoint, SandboxError> {
         let stdio = spec.mode == Mode::Stdio;
         let port = match &spec.mode {
             Mode::Http { port, .. } => Some(*port),
@@ -366,6 +380,11 @@ impl TrialContainer {
             (Mode::Http { port, path }, _) => {
                 let addr = container_addr(&inspect, *port)?;
                 self.record.insert("endpoint".into(), json!(addr.to_string()));
+                if let Some(image) = relay {
+                    let local = self.start_relay(image, addr, spec.startup_timeout).await?;
+                    self.stamp("port_open");
+                    return Ok(Endpoint::Http { url: format!("http://localhost:{}{path}", local.port()), addr: local });
+                }
                 let id = self.container_id().unwrap_or_default().to_owned();
                 self.wait_for_port(&id, addr, spec.startup_timeout).await?;
                 self.stamp("port_open");
@@ -390,6 +409,58 @@ impl TrialContainer {
                 Err((e, record))
             }
         }
+    }
+
+    /// Start a relay container (`relay-idle`) on the trial network, wait (through it) until
+    /// `target` accepts connections, and serve a listener on 127.0.0.1 whose every
+    /// connection is piped to `target` by an exec of `relay-pipe` in the relay container.
+    async fn start_relay(
+        &mut self,
+        image: &ResolvedImage,
+        target: SocketAddr,
+        limit: Duration,
+    ) -> Result<SocketAddr, SandboxError> {
+        let (_, _, facts) = self
+            .launch("relay", image, "65534:65534".into(), vec!["relay-idle".into()], Vec::new(), None, &[], false)
+            .await?;
+        let failed = hardening::failures(&facts);
+        if !failed.is_empty() {
+            return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("relay {f}")).collect()));
+        }
+        let relay =
+            self.containers.iter().find(|(_, role)| *role == "relay").map(|(id, _)| id.clone()).unwrap_or_default();
+        let probe = vec![
+            "/elengtis".to_owned(),
+            "relay-pipe".to_owned(),
+            "--probe".to_owned(),
+            limit.as_secs().max(1).to_string(),
+            target.to_string(),
+        ];
+        let code = exec_to_end(&self.docker, &relay, probe, limit + Duration::from_secs(5)).await?;
+        if code != Some(0) {
+            return Err(SandboxError::NotReady(format!(
+                "port {} did not accept connections within {} s (checked from the relay on the trial network)",
+                target.port(),
+                limit.as_secs()
+            )));
+        }
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| SandboxError::NotReady(format!("failed to open the relay's loopback listener: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| SandboxError::NotReady(format!("failed to open the relay's loopback listener: {e}")))?;
+        let docker = self.docker.clone();
+        self.relay_task = Some(tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(pipe_through_relay(docker.clone(), relay.clone(), target, socket));
+            }
+        }));
+        if let Some(Value::Object(r)) = self.record.get_mut("relay") {
+            r.insert("loopback".into(), json!(local.to_string()));
+            r.insert("localhost_only".into(), json!(true));
+        }
+        Ok(local)
     }
 
     async fn inspect(&self, id: &str) -> Result<Value, SandboxError> {
@@ -443,6 +514,9 @@ impl TrialContainer {
     pub async fn teardown(mut self) -> (Value, Vec<String>) {
         let mut errors = Vec::new();
         self.sink_stdin = None;
+        if let Some(task) = self.relay_task.take() {
+            task.abort();
+        }
         let containers = std::mem::take(&mut self.containers);
         for (id, role) in containers.iter().rev() {
             match self.inspect(id).await {
@@ -492,6 +566,82 @@ impl TrialContainer {
         self.record.insert("cleanup".into(), json!({"ok": errors.is_empty(), "errors": errors}));
         (Value::Object(std::mem::take(&mut self.record)), errors)
     }
+}
+
+/// Run a command in a container through the exec API and wait for it to end; its exit code.
+async fn exec_to_end(
+    docker: &bollard::Docker,
+    container: &str,
+    cmd: Vec<String>,
+    limit: Duration,
+) -> Result<Option<i64>, SandboxError> {
+    use futures_util::StreamExt as _;
+    let config = bollard::models::ExecConfig {
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        cmd: Some(cmd),
+        ..Default::default()
+    };
+    let created =
+        docker::call("create an exec in the relay", CALL_DEADLINE, docker.create_exec(container, config)).await?;
+    let run = async {
+        if let Ok(bollard::exec::StartExecResults::Attached { mut output, .. }) =
+            docker.start_exec(&created.id, None).await
+        {
+            while output.next().await.is_some() {}
+        }
+    };
+    tokio::time::timeout(limit, run)
+        .await
+        .map_err(|_| SandboxError::Timeout { what: "probe the target through the relay".into(), limit })?;
+    let inspected = docker::call("inspect the relay exec", CALL_DEADLINE, docker.inspect_exec(&created.id)).await?;
+    Ok(inspected.exit_code)
+}
+
+/// One loopback connection piped to `target` by `relay-pipe` in the relay container.
+async fn pipe_through_relay(docker: bollard::Docker, relay: String, target: SocketAddr, socket: tokio::net::TcpStream) {
+    use futures_util::StreamExt as _;
+    use tokio::io::AsyncReadExt as _;
+    use tokio::io::AsyncWriteExt as _;
+    let config = bollard::models::ExecConfig {
+        attach_stdin: Some(true),
+        attach_stdout: Some(true),
+        attach_stderr: Some(false),
+        cmd: Some(vec!["/elengtis".into(), "relay-pipe".into(), target.to_string()]),
+        ..Default::default()
+    };
+    let Ok(Ok(created)) = tokio::time::timeout(CALL_DEADLINE, docker.create_exec(&relay, config)).await else { return };
+    let Ok(Ok(bollard::exec::StartExecResults::Attached { mut output, mut input })) =
+        tokio::time::timeout(CALL_DEADLINE, docker.start_exec(&created.id, None)).await
+    else {
+        return;
+    };
+    let (mut from_client, mut to_client) = socket.into_split();
+    let upstream = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            match from_client.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if input.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = input.shutdown().await;
+    };
+    let downstream = async {
+        while let Some(Ok(frame)) = output.next().await {
+            if let LogOutput::StdOut { message } = frame {
+                if to_client.write_all(&message).await.is_err() {
+                    break;
+                }
+            }
+        }
+        let _ = to_client.shutdown().await;
+    };
+    tokio::join!(upstream, downstream);
 }
 
 fn container_addr(inspect: &Value, port: u16) -> Result<SocketAddr, SandboxError> {

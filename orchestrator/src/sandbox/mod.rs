@@ -83,6 +83,24 @@ impl SandboxError {
     }
 }
 
+/// The relay image a container target needs, or `None` when the runner connects directly.
+///
+/// A relay is used for streamable HTTP targets when the target names `relay_image`, when the
+/// runner itself runs in a container (`/.dockerenv`: it cannot route to the trial networks),
+/// or when `ELENGTIS_RELAY=always`; `ELENGTIS_RELAY=never` turns it off. The relay image must
+/// contain `/elengtis` (the bundled tool image does, and is the default).
+pub fn relay_image_for(streamable_http: bool, relay_image: Option<&str>) -> Option<String> {
+    if !streamable_http {
+        return None;
+    }
+    let wanted = match std::env::var("ELENGTIS_RELAY").as_deref() {
+        Ok("always") => true,
+        Ok("never") => false,
+        _ => relay_image.is_some() || std::path::Path::new("/.dockerenv").exists(),
+    };
+    wanted.then(|| relay_image.map_or_else(images::tool_ref, str::to_owned))
+}
+
 /// What isolated trials of one run share: the engine connection and the images, resolved
 /// once to immutable ids before any trial starts.
 #[derive(Debug, Clone)]
