@@ -633,10 +633,10 @@ async fn pipe_through_relay(docker: bollard::Docker, relay: String, target: Sock
     };
     let downstream = async {
         while let Some(Ok(frame)) = output.next().await {
-            if let LogOutput::StdOut { message } = frame {
-                if to_client.write_all(&message).await.is_err() {
-                    break;
-                }
+            if let LogOutput::StdOut { message } = frame
+                && to_client.write_all(&message).await.is_err()
+            {
+                break;
             }
         }
         let _ = to_client.shutdown().await;
