@@ -292,8 +292,18 @@ pub async fn open_stdio(launch: &StdioLaunch, limits: Limits) -> Result<Session,
             closed,
         });
     };
-    let mut session = Session { client: None, child: Some(child), stderr, limits, server: Value::Null };
-    match tokio::time::timeout(limits.connect, client_config().serve((stdout, stdin))).await {
+    initialize(Session { client: None, child: Some(child), stderr, limits, server: Value::Null }, stdout, stdin).await
+}
+
+/// Run the MCP handshake over `reader`/`writer` within the connect deadline; on failure the
+/// session (child, stderr capture) is torn down and what that found is returned.
+async fn initialize<R, W>(mut session: Session, reader: R, writer: W) -> Result<Session, OpenFailure>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let limit = session.limits.connect;
+    match tokio::time::timeout(limit, client_config().serve((reader, writer))).await {
         Ok(Ok(client)) => {
             session.server = server_info(&client);
             session.client = Some(client);
@@ -305,7 +315,7 @@ pub async fn open_stdio(launch: &StdioLaunch, limits: Limits) -> Result<Session,
         }
         Err(_) => {
             let closed = session.teardown().await;
-            Err(OpenFailure { error: TargetError::InitTimeout(limits.connect), closed })
+            Err(OpenFailure { error: TargetError::InitTimeout(limit), closed })
         }
     }
 }
@@ -322,22 +332,7 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let mut session = Session { client: None, child: None, stderr, limits, server: Value::Null };
-    match tokio::time::timeout(limits.connect, client_config().serve((reader, writer))).await {
-        Ok(Ok(client)) => {
-            session.server = server_info(&client);
-            session.client = Some(client);
-            Ok(session)
-        }
-        Ok(Err(e)) => {
-            let closed = session.teardown().await;
-            Err(OpenFailure { error: TargetError::Init(e.to_string()), closed })
-        }
-        Err(_) => {
-            let closed = session.teardown().await;
-            Err(OpenFailure { error: TargetError::InitTimeout(limits.connect), closed })
-        }
-    }
+    initialize(Session { client: None, child: None, stderr, limits, server: Value::Null }, reader, writer).await
 }
 
 /// Open a new client session with an HTTP target.
