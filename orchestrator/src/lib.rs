@@ -10,6 +10,7 @@
 
 pub mod actions;
 pub mod analyze;
+pub mod bench;
 pub mod engine;
 pub mod examples;
 pub mod exit_codes;

@@ -84,6 +84,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure stdio trials, isolated-container trials and the raw container lifecycle floor
+    /// (needs Docker and the bundled images: `elengtis images build`).
+    Bench {
+        /// Trials per measurement.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        trials: u32,
+        /// A quick run (3 trials per measurement), e.g. to check the benchmark works in CI.
+        #[arg(long)]
+        short: bool,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// (internal) Relay container: stay alive until stopped.
     #[command(hide = true, name = "relay-idle")]
     RelayIdle,
@@ -275,6 +288,17 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
+        Command::Bench { trials, short, json } => {
+            let report = elengtis::bench::run(if short { 3 } else { trials })
+                .await
+                .map_err(|e| Failure { code: exit_codes::UNAVAILABLE, error: e })?;
+            if json {
+                println!("{}", json!(report));
+            } else {
+                print!("{}", elengtis::bench::render(&report));
+            }
+            Ok(exit_codes::SUCCESS)
+        }
         Command::RelayIdle => {
             elengtis::relay::idle().await;
             Ok(exit_codes::SUCCESS)

@@ -403,6 +403,7 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
 }
 
 async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
+    let begun = std::time::Instant::now();
     let bundle = attempt.bundle;
     let campaign = &bundle.campaign.value;
     let target_cfg = &campaign.targets[attempt.spec.target];
@@ -551,6 +552,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         "failure_class": failure_class,
         "evidence": attempt.evidence_name,
         "evidence_status": if complete { "complete" } else { "incomplete" },
+        "duration_ms": (begun.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
     });
     let evidence = json!({
         "schema_version": RESULTS_SCHEMA_VERSION,
