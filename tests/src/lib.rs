@@ -267,15 +267,19 @@ pub fn docker_api(method: &str, path: &str, body: Option<&str>) -> (u16, String)
     (status, body)
 }
 
-/// Names of containers and networks that carry `org.elengtis.run=<run_id>`.
-pub fn managed_objects(run_id: &str) -> Vec<String> {
-    let filter = format!("{{\"label\":[\"org.elengtis.run={run_id}\"]}}");
-    let encoded: String = filter
+/// The Engine API `filters` query value selecting objects labelled with this run.
+fn run_filter(run_id: &str) -> String {
+    format!("{{\"label\":[\"org.elengtis.run={run_id}\"]}}")
         .bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
         })
-        .collect();
+        .collect()
+}
+
+/// Names of containers and networks that carry `org.elengtis.run=<run_id>`.
+pub fn managed_objects(run_id: &str) -> Vec<String> {
+    let encoded = run_filter(run_id);
     let mut names = Vec::new();
     for path in [format!("/containers/json?all=1&filters={encoded}"), format!("/networks?filters={encoded}")] {
         let (status, body) = docker_api("GET", &path, None);
@@ -312,13 +316,7 @@ pub fn sink_binary() -> PathBuf {
 
 /// Names of volumes that carry `org.elengtis.run=<run_id>`.
 pub fn managed_volumes(run_id: &str) -> Vec<String> {
-    let filter = format!("{{\"label\":[\"org.elengtis.run={run_id}\"]}}");
-    let encoded: String = filter
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
-        })
-        .collect();
+    let encoded = run_filter(run_id);
     let (status, body) = docker_api("GET", &format!("/volumes?filters={encoded}"), None);
     assert_eq!(status, 200, "/volumes: {body}");
     let answer: serde_json::Value = serde_json::from_str(&body).expect("engine answered JSON");
