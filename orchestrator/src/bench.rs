@@ -83,6 +83,7 @@ async fn run_campaign(
     campaign: &str,
     trials: u32,
     jobs: usize,
+    allow_vulnerable_engine: bool,
 ) -> anyhow::Result<(Vec<f64>, Duration)> {
     let inputs = dir.join(format!("{name}-inputs"));
     std::fs::create_dir_all(&inputs)?;
@@ -91,7 +92,7 @@ async fn run_campaign(
     let mut bundle = format::load_campaign(&inputs.join("campaign.yaml"), &LoadOptions::default())?;
     format::apply_overrides(&mut bundle, &Overrides { trials: Some(trials), ..Overrides::default() })?;
     let out = dir.join(name);
-    let options = RunOptions { progress: false, jobs, ..RunOptions::default() };
+    let options = RunOptions { progress: false, jobs, allow_vulnerable_engine, ..RunOptions::default() };
     let started = Instant::now();
     let report = run::start(&bundle, &out, false, &options).await?;
     let wall = started.elapsed();
@@ -131,6 +132,8 @@ async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Re
             run_id: format!("bench-floor-{}", std::process::id()),
             trial_id: format!("floor--{i}"),
             attempt_id: uuid::Uuid::new_v4().to_string(),
+            // The same network as an HTTP trial without a relay (the runner routes to it).
+            host_route: true,
         };
         let started = Instant::now();
         let (container, _) = TrialContainer::start(&sandbox.engine, &spec).await.map_err(|(e, _)| e)?;
@@ -144,16 +147,19 @@ async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Re
 }
 
 /// Run the benchmark. `trials` per measurement (the throughput runs use `2 × trials`).
-pub async fn run(trials: u32) -> anyhow::Result<BenchReport> {
+/// `allow_vulnerable_engine` passes the engine gate on a vulnerable engine (see
+/// [`crate::sandbox::engine_gate`]).
+pub async fn run(trials: u32, allow_vulnerable_engine: bool) -> anyhow::Result<BenchReport> {
+    let allow = allow_vulnerable_engine;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
-    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, 1).await?;
-    let (container, _) = run_campaign(dir.path(), "container", &container_campaign(&image), trials, 1).await?;
-    let sandbox = SandboxContext::prepare([image.as_str()], false).await?;
+    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, 1, allow).await?;
+    let (container, _) = run_campaign(dir.path(), "container", &container_campaign(&image), trials, 1, allow).await?;
+    let sandbox = SandboxContext::prepare([image.as_str()], false, allow).await?;
     let floor = floor(&sandbox, &image, trials).await?;
     let throughput = 2 * trials;
-    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container_campaign(&image), throughput, 1).await?;
-    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container_campaign(&image), throughput, 4).await?;
+    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container_campaign(&image), throughput, 1, allow).await?;
+    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container_campaign(&image), throughput, 4, allow).await?;
     let median = |v: &[f64]| percentile(v, 0.5);
     let per_second = |n: u32, wall: Duration| f64::from(n) / wall.as_secs_f64();
     Ok(BenchReport {

@@ -274,6 +274,7 @@ pub async fn run_reference(
             };
             out.messages.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
             calls.push(json!({"id": id, "name": call.name, "arguments": call.arguments, "result": result}));
+            crate::crashpoint::reach("exercise");
         }
         out.trajectory.push(json!({"step": step, "content": turn.content, "calls": calls}));
     }

@@ -11,6 +11,7 @@
 pub mod actions;
 pub mod analyze;
 pub mod bench;
+pub mod crashpoint;
 pub mod engine;
 pub mod examples;
 pub mod exit_codes;

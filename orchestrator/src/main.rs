@@ -41,6 +41,10 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Run isolated trials even on a Docker engine or runtime with known container-escape
+        /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+        #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+        allow_vulnerable_engine: bool,
     },
     /// Write campaign.schema.json and scenario.schema.json, generated from this build.
     Schema {
@@ -71,6 +75,10 @@ enum Command {
         /// Trials run at once.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
         jobs: u16,
+        /// Run isolated trials even on a Docker engine or runtime with known container-escape
+        /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+        #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+        allow_vulnerable_engine: bool,
     },
     /// Build or import images for isolated trials, without any registry.
     #[command(subcommand)]
@@ -96,6 +104,10 @@ enum Command {
         /// Print one JSON object instead of the table.
         #[arg(long)]
         json: bool,
+        /// Run isolated trials even on a Docker engine or runtime with known container-escape
+        /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+        #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+        allow_vulnerable_engine: bool,
     },
     /// (internal) Relay container: stay alive until stopped.
     #[command(hide = true, name = "relay-idle")]
@@ -184,6 +196,10 @@ struct RunArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Run isolated trials even on a Docker engine or runtime with known container-escape
+    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+    allow_vulnerable_engine: bool,
 }
 
 /// An error with the exit code it maps to.
@@ -280,16 +296,18 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
     match command {
         Command::Validate { campaign, json } => validate(&campaign, json),
         Command::Run(args) => run_command(args).await,
-        Command::Preflight { campaign, json } => preflight(&campaign, json).await,
+        Command::Preflight { campaign, json, allow_vulnerable_engine } => {
+            preflight(&campaign, json, allow_vulnerable_engine).await
+        }
         Command::Schema { out } => schema(&out),
-        Command::Example { name, list, trials, out, json, isolated, jobs } => {
-            example(name, list, trials, out, json, isolated, jobs).await
+        Command::Example { name, list, trials, out, json, isolated, jobs, allow_vulnerable_engine } => {
+            example(name, list, trials, out, json, isolated, jobs, allow_vulnerable_engine).await
         }
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
-        Command::Bench { trials, short, json } => {
-            let report = elengtis::bench::run(if short { 3 } else { trials })
+        Command::Bench { trials, short, json, allow_vulnerable_engine } => {
+            let report = elengtis::bench::run(if short { 3 } else { trials }, allow_vulnerable_engine)
                 .await
                 .map_err(|e| Failure { code: exit_codes::UNAVAILABLE, error: e })?;
             if json {
@@ -399,6 +417,7 @@ async fn run_command(args: RunArgs) -> Result<i32, Failure> {
     let options = RunOptions {
         progress: RunOptions::default().progress && !args.json,
         jobs: args.jobs.into(),
+        allow_vulnerable_engine: args.allow_vulnerable_engine,
         ..RunOptions::default()
     };
     let result = if args.resume {
@@ -426,10 +445,10 @@ async fn run_command(args: RunArgs) -> Result<i32, Failure> {
     Ok(report(&result, args.json))
 }
 
-async fn preflight(path: &Path, json: bool) -> Result<i32, Failure> {
+async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Result<i32, Failure> {
     let bundle = format::load_campaign(path, &LoadOptions::default())?;
     print_warnings(&bundle.warnings);
-    let sandbox = run::prepare_sandbox(&bundle).await?;
+    let sandbox = run::prepare_sandbox(&bundle, allow_vulnerable_engine).await?;
     let checks = elengtis::preflight::run(&bundle, elengtis::target::Limits::default(), sandbox.as_ref()).await;
     let ok = checks.iter().all(|c| c.ok);
     if json {
@@ -455,6 +474,7 @@ fn schema(out: &Path) -> Result<i32, Failure> {
     Ok(exit_codes::SUCCESS)
 }
 
+#[expect(clippy::too_many_arguments, reason = "the example command's flags")]
 async fn example(
     name: Option<String>,
     list: bool,
@@ -463,6 +483,7 @@ async fn example(
     json: bool,
     isolated: bool,
     jobs: u16,
+    allow_vulnerable_engine: bool,
 ) -> Result<i32, Failure> {
     use elengtis::examples;
     if list {
@@ -495,7 +516,7 @@ async fn example(
         return Err(RunError::Exists(out).into());
     }
     if example.isolated {
-        ensure_images().await?;
+        ensure_images(allow_vulnerable_engine).await?;
     }
     std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
     // Until the run has started, the directory holds only what this command wrote: a
@@ -516,16 +537,22 @@ async fn example(
             return Err(e);
         }
     };
-    let options =
-        RunOptions { progress: RunOptions::default().progress && !json, jobs: jobs.into(), ..RunOptions::default() };
+    let options = RunOptions {
+        progress: RunOptions::default().progress && !json,
+        jobs: jobs.into(),
+        allow_vulnerable_engine,
+        ..RunOptions::default()
+    };
     let result = run::start(&bundle, &out, true, &options).await?;
     Ok(report(&result, json))
 }
 
-/// Make sure the bundled images exist, building them (minutes, once) when they do not.
-async fn ensure_images() -> Result<(), Failure> {
+/// Pass the engine gate, then make sure the bundled images exist, building them (minutes,
+/// once) when they do not.
+async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Failure> {
     let unavailable = |e: anyhow::Error| Failure { code: exit_codes::UNAVAILABLE, error: e };
     let engine = elengtis::sandbox::docker::connect().await.map_err(|e| unavailable(e.into()))?;
+    elengtis::sandbox::engine_gate::check(&engine, allow_vulnerable_engine).await.map_err(|e| unavailable(e.into()))?;
     let Some(source) = default_source() else {
         // Without the source tree the images must already exist; the run says which one is missing.
         return Ok(());

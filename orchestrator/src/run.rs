@@ -127,11 +127,18 @@ pub struct RunOptions {
     pub progress: bool,
     /// Trials run at once.
     pub jobs: usize,
+    /// Run isolated trials even on an engine the engine gate finds vulnerable (recorded).
+    pub allow_vulnerable_engine: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { limits: Limits::default(), progress: std::io::stderr().is_terminal(), jobs: 1 }
+        RunOptions {
+            limits: Limits::default(),
+            progress: std::io::stderr().is_terminal(),
+            jobs: 1,
+            allow_vulnerable_engine: false,
+        }
     }
 }
 
@@ -149,9 +156,12 @@ fn environment() -> Value {
     })
 }
 
-/// Connect to Docker and resolve the images of a bundle's container targets (None when it
-/// has none).
-pub async fn prepare_sandbox(bundle: &Bundle) -> Result<Option<SandboxContext>, RunError> {
+/// Connect to Docker, pass the engine gate and resolve the images of a bundle's container
+/// targets (None when it has none).
+pub async fn prepare_sandbox(
+    bundle: &Bundle,
+    allow_vulnerable_engine: bool,
+) -> Result<Option<SandboxContext>, RunError> {
     let images: Vec<String> = bundle
         .campaign
         .value
@@ -176,7 +186,7 @@ pub async fn prepare_sandbox(bundle: &Bundle) -> Result<Option<SandboxContext>, 
         matches!(bundle.campaign.value.targets[t].transport, format::campaign::Transport::IsolatedContainer(_))
             && trial::needs_sink(bundle, t, s)
     });
-    Ok(Some(SandboxContext::prepare(images.iter().map(String::as_str), with_sink).await?))
+    Ok(Some(SandboxContext::prepare(images.iter().map(String::as_str), with_sink, allow_vulnerable_engine).await?))
 }
 
 fn pairs(bundle: &Bundle) -> impl Iterator<Item = (usize, usize)> + '_ {
@@ -219,7 +229,7 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Value {
 /// caller just made, as `elengtis example` does).
 pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunOptions) -> Result<RunReport, RunError> {
     check_runnable(bundle)?;
-    let sandbox = prepare_sandbox(bundle).await?;
+    let sandbox = prepare_sandbox(bundle, options.allow_vulnerable_engine).await?;
     if precreated {
         if out.join("manifest.json").exists() || out.join("runs.jsonl").exists() {
             return Err(RunError::Exists(out.to_owned()));
@@ -243,7 +253,11 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
     std::fs::create_dir_all(out.join("evidence"))
         .map_err(|e| RunError::Create { path: out.join("evidence"), source: e })?;
     let run_id = uuid::Uuid::new_v4().to_string();
-    store::write_json_atomic(&out.join("manifest.json"), &manifest(bundle, &run_id))?;
+    let mut manifest = manifest(bundle, &run_id);
+    if let Some(sandbox) = &sandbox {
+        manifest["engine_gate"] = json!(sandbox.engine_gate);
+    }
+    store::write_json_atomic(&out.join("manifest.json"), &manifest)?;
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
     execute(bundle, out, run_id, log, Vec::new(), None, options, sandbox, lock).await
 }
@@ -279,7 +293,7 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     let campaign_sha = manifest["configuration"]["campaign_sha256"].as_str().unwrap_or_default().to_owned();
     let bundle = format::bundle_from_dumps(&manifest_path, &manifest["campaign"], &scenarios, campaign_sha)?;
     check_runnable(&bundle)?;
-    let sandbox = prepare_sandbox(&bundle).await?;
+    let sandbox = prepare_sandbox(&bundle, options.allow_vulnerable_engine).await?;
     let (log, recovery) = AppendLog::open_existing(&out.join("runs.jsonl"))?;
     for (i, row) in recovery.rows.iter().enumerate() {
         if row["run_id"].as_str() != Some(run_id.as_str()) {
@@ -297,7 +311,8 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         }
     }
     if let Some(resumes) = manifest["resumes"].as_array_mut() {
-        resumes.push(json!({"resumed_at": now(), "environment": environment()}));
+        let gate = sandbox.as_ref().map(|s| json!(s.engine_gate));
+        resumes.push(json!({"resumed_at": now(), "environment": environment(), "engine_gate": gate}));
     }
     store::write_json_atomic(&manifest_path, &manifest)?;
     let tail = recovery.truncated_tail.map(|t| (t.offset, t.bytes));
@@ -396,8 +411,23 @@ async fn execute(
         if result.interrupted {
             continue;
         }
-        store::write_json_atomic(&out.join(&evidence_name), &result.evidence)?;
-        log.append(&result.row)?;
+        let written = store::write_json_atomic(&out.join(&evidence_name), &result.evidence).and_then(|()| {
+            crate::crashpoint::reach("evidence-write");
+            log.append(&result.row)
+        });
+        if let Err(e) = written {
+            // Results cannot be kept (a full disk, say): let the trials in flight tear their
+            // targets down, sweep what they could not remove, then report the write error.
+            cancel.cancel();
+            while futures_util::StreamExt::next(&mut in_flight).await.is_some() {}
+            if let Some(sandbox) = &sandbox {
+                let _ = crate::sandbox::gc::sweep(&sandbox.engine.docker, Some(&run_id)).await;
+            }
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            return Err(e.into());
+        }
         attempts_now += 1;
         *attempts.entry(spec.trial_id.clone()).or_default() += 1;
         let complete = result.row["evidence_status"] == "complete";

@@ -306,6 +306,18 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                 },
             };
             let startup = std::time::Duration::from_secs(c.startup_timeout_seconds.into());
+            let relay = crate::sandbox::relay_image_for(
+                c.mcp_transport == crate::format::campaign::ContainerMcp::StreamableHttp,
+                c.relay_image.as_deref(),
+            );
+            let relay = match relay.map(|r| sandbox.images.get(&r).ok_or(r)) {
+                None => None,
+                Some(Ok(image)) => Some(image),
+                Some(Err(r)) => {
+                    return Opened::failed(format!("relay image `{r}` was not resolved before the run"), base);
+                }
+            };
+            let host_route = matches!(mode, Mode::Http { .. }) && relay.is_none();
             let mut spec = ContainerSpec {
                 image: image.clone(),
                 uid: c.uid,
@@ -318,6 +330,7 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                 run_id: attempt.run_id.to_owned(),
                 trial_id: attempt.trial_id.to_owned(),
                 attempt_id: attempt.attempt_id.to_owned(),
+                host_route,
             };
             let begun = std::time::Instant::now();
             let mut container = match TrialContainer::new_network(&sandbox.engine, &spec).await {
@@ -352,21 +365,11 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                 Ok(command) => command,
                 Err(e) => return fail(container, e).await,
             };
-            let relay = crate::sandbox::relay_image_for(
-                c.mcp_transport == crate::format::campaign::ContainerMcp::StreamableHttp,
-                c.relay_image.as_deref(),
-            );
-            let relay = match relay.map(|r| sandbox.images.get(&r).ok_or(r)) {
-                None => None,
-                Some(Ok(image)) => Some(image),
-                Some(Err(r)) => {
-                    return fail(container, format!("relay image `{r}` was not resolved before the run")).await;
-                }
-            };
             let endpoint = match container.start_target_with(&spec, relay).await {
                 Ok(endpoint) => endpoint,
                 Err(e) => return fail(container, e.to_string()).await,
             };
+            crate::crashpoint::reach("start");
             let limits = Limits {
                 connect: startup.saturating_sub(begun.elapsed()).max(std::time::Duration::from_secs(1)),
                 ..limits
@@ -446,6 +449,9 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             ) => opened,
         }
     };
+    if opened.session.is_ok() {
+        crate::crashpoint::reach("initialize");
+    }
     if let Err(e) = &opened.session
         && errors.is_empty()
     {
@@ -482,7 +488,10 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     });
 
     // Close the target.
-    let (target_execution, _closed, close_errors) = close_target(opened).await;
+    let (mut target_execution, _closed, close_errors) = close_target(opened).await;
+    if let (Transport::IsolatedContainer(_), Some(sandbox)) = (&target_cfg.transport, attempt.sandbox) {
+        target_execution["engine_gate"] = json!(sandbox.engine_gate);
+    }
     for e in close_errors {
         errors.push(error("target_cleanup", None, e));
     }
@@ -687,6 +696,7 @@ async fn run_phases(
     let mut verification = Value::Null;
     let mut completed = None;
     if judged {
+        crate::crashpoint::reach("verify");
         let mut checks = Vec::new();
         let mut results = Vec::new();
         let mut verification_error = false;

@@ -1,6 +1,10 @@
 mod analyze;
+mod crash;
+mod deadlines;
+mod engine_gate;
 mod example;
 mod http;
+mod malformed;
 mod preflight;
 mod resume;
 mod run;

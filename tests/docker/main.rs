@@ -1,6 +1,10 @@
 //! Isolated-container trials against the real Docker engine. Every test here needs the
 //! engine; without one they are skipped locally and fail in CI (`CI` set).
 
+mod abuse;
+mod crash;
+mod egress;
+mod engine_gate;
 mod isolated;
 mod mounted_socket;
 mod verifiers;

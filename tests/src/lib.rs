@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+pub mod crash;
+pub mod fake_engine;
+
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
@@ -24,7 +27,7 @@ fn target_dir() -> PathBuf {
     }
 }
 
-/// Directory holding freshly built `elengtis` and `elengtis-fixture`.
+/// Directory holding freshly built `elengtis`, `elengtis-fixture` and `elengtis-malformed`.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -32,7 +35,17 @@ pub fn bin_dir() -> &'static Path {
         let profile_release = dir.file_name().is_some_and(|n| n == "release");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.current_dir(workspace()).args(["build", "--quiet", "-p", "elengtis", "-p", "elengtis-fixture", "--bins"]);
+        cmd.current_dir(workspace()).args([
+            "build",
+            "--quiet",
+            "-p",
+            "elengtis",
+            "-p",
+            "elengtis-fixture",
+            "-p",
+            "elengtis-malformed",
+            "--bins",
+        ]);
         if profile_release {
             cmd.arg("--release");
         }
@@ -47,14 +60,11 @@ pub fn bin(name: &str) -> PathBuf {
     bin_dir().join(name)
 }
 
-/// Run `elengtis` with arguments in `cwd`.
+/// Run `elengtis` with arguments in `cwd`. Isolated runs accept a vulnerable engine
+/// (`ELENGTIS_ALLOW_VULNERABLE_ENGINE=1`, see docs/security.md): the test machines' engine is
+/// one; the engine gate's own tests remove the variable.
 pub fn elengtis(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(bin("elengtis"))
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("ELENGTIS_LOG")
-        .output()
-        .expect("failed to run elengtis")
+    elengtis_cmd(cwd, args).output().expect("failed to run elengtis")
 }
 
 /// Stdout as text.
@@ -95,7 +105,7 @@ pub fn rows(path: &Path) -> Vec<serde_json::Value> {
 /// variables or run it in the background.
 pub fn elengtis_cmd(cwd: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin("elengtis"));
-    cmd.current_dir(cwd).args(args).env_remove("ELENGTIS_LOG");
+    cmd.current_dir(cwd).args(args).env_remove("ELENGTIS_LOG").env("ELENGTIS_ALLOW_VULNERABLE_ENGINE", "1");
     cmd
 }
 

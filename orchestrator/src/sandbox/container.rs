@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncWrite;
 
 use super::docker::{self, CALL_DEADLINE, Engine, ResolvedImage};
-use super::hardening::{self, Expected};
+use super::hardening::{self, Expected, INHIBIT_IPV4};
 use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL, SandboxError};
 
 /// How the runner speaks MCP with the server in the container.
@@ -70,6 +70,10 @@ pub struct ContainerSpec {
     pub trial_id: String,
     /// Attempt id (label).
     pub attempt_id: String,
+    /// Whether the runner routes to the trial network itself (streamable HTTP without a
+    /// relay). Only then does the bridge get a host address; otherwise (stdio, relay) it has
+    /// none and the container cannot reach any address of the host.
+    pub host_route: bool,
 }
 
 /// The attach streams of a stdio container.
@@ -118,6 +122,8 @@ pub struct TrialContainer {
     name: String,
     /// The loopback listener feeding the relay container, if one is used.
     relay_task: Option<tokio::task::JoinHandle<()>>,
+    /// Whether the bridge holds a host address ([`ContainerSpec::host_route`]).
+    host_route: bool,
 }
 
 impl std::fmt::Debug for TrialContainer {
@@ -199,6 +205,7 @@ impl TrialContainer {
             labels,
             name,
             relay_task: None,
+            host_route: spec.host_route,
         };
         this.record.insert("isolation".into(), json!("isolated_container"));
         this.record.insert("mode".into(), json!(spec.mode.name()));
@@ -206,17 +213,24 @@ impl TrialContainer {
         this.record.insert("reset_asserted".into(), json!(true));
         this.record.insert("image".into(), serde_json::to_value(&spec.image).unwrap_or(Value::Null));
         this.record.insert("engine".into(), serde_json::to_value(&engine.facts).unwrap_or(Value::Null));
+        // Unless the runner must route to the network, the bridge gets no host address: the
+        // container then cannot reach any address of the host (an internal network alone only
+        // stops forwarding; the host's own addresses would still answer).
+        let options = (!spec.host_route).then(|| HashMap::from([(INHIBIT_IPV4.to_owned(), "true".to_owned())]));
+        this.record.insert("host_address_on_bridge".into(), json!(spec.host_route));
         let request = NetworkCreateRequest {
             name: this.name.clone(),
             driver: Some("bridge".into()),
             internal: Some(true),
             labels: Some(this.labels.clone()),
+            options,
             ..NetworkCreateRequest::default()
         };
         match docker::call("create the trial network", CALL_DEADLINE, this.docker.create_network(request)).await {
             Ok(created) => {
                 this.network_id = Some(created.id.clone());
                 this.stamp("network_created");
+                crate::crashpoint::reach("network-create");
                 Ok(this)
             }
             Err(e) => {
@@ -286,6 +300,10 @@ impl TrialContainer {
         )
         .await?;
         self.containers.push((created.id.clone(), role));
+        if role == "target" {
+            self.stamp("container_created");
+        }
+        crate::crashpoint::reach("container-create");
         let attached = if stdio {
             let options = AttachContainerOptionsBuilder::default()
                 .stdin(true)
@@ -310,9 +328,18 @@ impl TrialContainer {
             self.docker.start_container(&created.id, None::<StartContainerOptions>),
         )
         .await?;
+        if role == "target" {
+            self.stamp("started");
+        }
         let inspect = self.inspect(&created.id).await?;
         let network = self.network().await?;
-        let expected = Expected { image_id: image.id.clone(), user, network_id, volumes: volumes.to_vec() };
+        let expected = Expected {
+            image_id: image.id.clone(),
+            user,
+            network_id,
+            volumes: volumes.to_vec(),
+            host_route: self.host_route,
+        };
         let facts = hardening::check(&inspect, &network, &expected);
         let record = json!({"id": created.id, "name": name, "warnings": created.warnings});
         if role == "target" {
@@ -367,8 +394,6 @@ impl TrialContainer {
         let (inspect, attached, facts) = self
             .launch("target", &spec.image, user, spec.command.clone(), spec.env.clone(), port, &spec.volumes, stdio)
             .await?;
-        self.stamp("container_created");
-        self.stamp("started");
         let failed = hardening::failures(&facts);
         self.record.insert("hardening".into(), serde_json::to_value(&facts).unwrap_or(Value::Null));
         self.record.insert("hardening_asserted".into(), json!(failed.is_empty()));
@@ -513,6 +538,7 @@ impl TrialContainer {
     /// time; record the final state. Returns the lifecycle record and the errors.
     pub async fn teardown(mut self) -> (Value, Vec<String>) {
         let mut errors = Vec::new();
+        self.stamp("teardown_started");
         self.sink_stdin = None;
         if let Some(task) = self.relay_task.take() {
             task.abort();
@@ -522,7 +548,7 @@ impl TrialContainer {
             match self.inspect(id).await {
                 Ok(state) => {
                     let s = &state["State"];
-                    let state = json!({"status": s["Status"], "exit_code": s["ExitCode"], "oom_killed": s["OOMKilled"], "started_at": s["StartedAt"], "finished_at": s["FinishedAt"]});
+                    let state = json!({"status": s["Status"], "exit_code": s["ExitCode"], "oom_killed": s["OOMKilled"], "end": end_state(s), "started_at": s["StartedAt"], "finished_at": s["FinishedAt"]});
                     if *role == "target" {
                         self.record.insert("state".into(), state);
                     } else if let Some(Value::Object(r)) = self.record.get_mut(*role) {
@@ -724,4 +750,40 @@ pub fn split_attached(
         let _ = input.shutdown().await;
     });
     (from_container, Box::pin(to_container), stderr)
+}
+
+/// How a container had ended when the runner looked at it before removing it (`State` of
+/// the engine's inspect answer): `oom_killed` (the kernel's OOM killer ended it: the memory
+/// limit held), `killed` (SIGKILL otherwise, exit 137), `exited` (it ended by itself),
+/// `running` (still running: the runner ended it), or `unknown`.
+pub fn end_state(state: &Value) -> &'static str {
+    if state["OOMKilled"] == true {
+        "oom_killed"
+    } else if state["Running"] == true {
+        "running"
+    } else if state["Status"] == "exited" || state["Status"] == "dead" {
+        if state["ExitCode"] == 137 { "killed" } else { "exited" }
+    } else {
+        "unknown"
+    }
+}
+
+#[cfg(test)]
+mod end_state_tests {
+    use serde_json::json;
+
+    use super::end_state;
+
+    #[test]
+    fn the_end_state_names_how_the_container_ended() {
+        let oom = json!({"Status": "exited", "Running": false, "OOMKilled": true, "ExitCode": 137});
+        assert_eq!(end_state(&oom), "oom_killed");
+        let killed = json!({"Status": "exited", "Running": false, "OOMKilled": false, "ExitCode": 137});
+        assert_eq!(end_state(&killed), "killed");
+        let exited = json!({"Status": "exited", "Running": false, "OOMKilled": false, "ExitCode": 3});
+        assert_eq!(end_state(&exited), "exited");
+        let running = json!({"Status": "running", "Running": true, "OOMKilled": false, "ExitCode": 0});
+        assert_eq!(end_state(&running), "running");
+        assert_eq!(end_state(&json!({})), "unknown");
+    }
 }

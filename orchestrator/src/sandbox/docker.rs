@@ -80,9 +80,9 @@ pub async fn connect() -> Result<Engine, SandboxError> {
         .with_timeout(Duration::from_secs(120));
     let connect_err = |e: SandboxError| match e {
         SandboxError::Docker { detail, .. } => SandboxError::Connect { endpoint: endpoint.clone(), detail },
-        SandboxError::Timeout { limit, .. } => SandboxError::Connect {
+        SandboxError::Timeout { what, limit } => SandboxError::Connect {
             endpoint: endpoint.clone(),
-            detail: format!("no answer within {} s", limit.as_secs()),
+            detail: format!("failed to {what}: no answer within {} s", limit.as_secs()),
         },
         other => other,
     };

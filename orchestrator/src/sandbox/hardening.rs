@@ -85,6 +85,9 @@ pub struct Fact {
     pub ok: bool,
 }
 
+/// Network driver option that keeps the host from taking an address on the trial bridge.
+pub const INHIBIT_IPV4: &str = "com.docker.network.bridge.inhibit_ipv4";
+
 /// What a container must look like.
 #[derive(Debug, Clone)]
 pub struct Expected {
@@ -96,6 +99,10 @@ pub struct Expected {
     pub network_id: String,
     /// Paths of the anonymous volumes asked for.
     pub volumes: Vec<String>,
+    /// Whether the trial network's bridge may hold a host address (the runner routes to the
+    /// network: streamable HTTP without a relay). Otherwise the bridge must have none, so the
+    /// container cannot reach any address of the host.
+    pub host_route: bool,
 }
 
 fn empty(v: &Value) -> bool {
@@ -168,6 +175,12 @@ pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact>
             .is_some_and(|m| m.values().all(|n| n["NetworkID"] == expected.network_id.as_str()));
     fact("attached_networks", json!([expected.network_id]), &json!(attached), only_ours);
     fact("network_internal", json!(true), &network["Internal"], network["Internal"] == true);
+    let inhibit = &network["Options"][INHIBIT_IPV4];
+    if expected.host_route {
+        fact("bridge_host_address", json!("allowed (the runner routes to the network)"), inhibit, true);
+    } else {
+        fact("bridge_host_address", json!({INHIBIT_IPV4: "true"}), inhibit, inhibit == "true");
+    }
     for (name, key) in
         [("pid_mode", "PidMode"), ("ipc_mode", "IpcMode"), ("uts_mode", "UTSMode"), ("userns_mode", "UsernsMode")]
     {
@@ -231,12 +244,13 @@ mod tests {
         });
         (
             inspect,
-            json!({"Internal": true}),
+            json!({"Internal": true, "Options": {INHIBIT_IPV4: "true"}}),
             Expected {
                 image_id: "sha256:abc".into(),
                 user: "10001:10001".into(),
                 network_id: "net1".into(),
                 volumes: Vec::new(),
+                host_route: false,
             },
         )
     }
@@ -269,6 +283,7 @@ mod tests {
             ("user", Box::new(|i, _| i["Config"]["User"] = json!("0:0"))),
             ("image_id", Box::new(|i, _| i["Image"] = json!("sha256:other"))),
             ("network_internal", Box::new(|_, n| n["Internal"] = json!(false))),
+            ("bridge_host_address", Box::new(|_, n| n["Options"] = json!({}))),
             ("pid_mode", Box::new(|i, _| i["HostConfig"]["PidMode"] = json!("host"))),
             ("binds", Box::new(|i, _| i["HostConfig"]["Binds"] = json!(["/:/host"]))),
             ("host_mounts", Box::new(|i, _| i["Mounts"] = json!([{"Type": "bind", "Source": "/etc"}]))),

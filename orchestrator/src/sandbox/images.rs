@@ -61,6 +61,10 @@ pub const FIXTURE_BIN: &str = "elengtis-fixture";
 pub const SINK_BIN: &str = "elengtis-sink";
 /// The SQLite notes server's executable.
 pub const NOTES_BIN: &str = "elengtis-notes";
+/// The hostile test server's executable (egress probes, resource abuse; tests only).
+pub const HOSTILE_BIN: &str = "elengtis-hostile";
+/// Repository of the hostile test server image.
+pub const HOSTILE_REPO: &str = "elengtis/hostile";
 /// Repository of the canary sink image.
 pub const SINK_REPO: &str = "elengtis/sink";
 /// Repository of the SQLite notes server image.
@@ -84,11 +88,12 @@ pub const IMPORT_DEADLINE: Duration = Duration::from_secs(120);
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The packages the static build compiles, and the executable each one provides.
-const PACKAGES: [(&str, &str); 4] = [
+const PACKAGES: [(&str, &str); 5] = [
     ("elengtis", TOOL_BIN),
     ("elengtis-fixture", FIXTURE_BIN),
     ("elengtis-sink", SINK_BIN),
     ("elengtis-notes", NOTES_BIN),
+    ("elengtis-hostile", HOSTILE_BIN),
 ];
 
 /// Why building or importing an image failed.
@@ -165,10 +170,12 @@ struct Bundled {
     entrypoint: &'static str,
 }
 
-const BUNDLED: [Bundled; 4] = [
+const BUNDLED: [Bundled; 5] = [
     Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN },
     Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN },
     Bundled { name: "notes", repo: NOTES_REPO, binaries: &[NOTES_BIN], entrypoint: NOTES_BIN },
+    // Used only by the Docker tests (egress battery, resource abuse).
+    Bundled { name: "hostile", repo: HOSTILE_REPO, binaries: &[HOSTILE_BIN], entrypoint: HOSTILE_BIN },
     // The fixture sits beside the tool, where `elengtis example` looks for bare `elengtis-*`.
     Bundled { name: "elengtis", repo: TOOL_REPO, binaries: &[TOOL_BIN, FIXTURE_BIN], entrypoint: TOOL_BIN },
 ];

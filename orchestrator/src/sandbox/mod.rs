@@ -10,6 +10,7 @@
 
 pub mod container;
 pub mod docker;
+pub mod engine_gate;
 pub mod gc;
 pub mod hardening;
 pub mod images;
@@ -67,6 +68,9 @@ pub enum SandboxError {
     /// The server did not become ready.
     #[error("failed to reach the target: {0}")]
     NotReady(String),
+    /// The engine or runtime has known container-escape or egress bugs (see [`engine_gate`]).
+    #[error("failed to pass the engine gate: {0}")]
+    VulnerableEngine(String),
 }
 
 impl SandboxError {
@@ -79,6 +83,7 @@ impl SandboxError {
             SandboxError::ImageMissing { .. } => "image_missing",
             SandboxError::Hardening(_) => "hardening_mismatch",
             SandboxError::NotReady(_) => "not_ready",
+            SandboxError::VulnerableEngine(_) => "vulnerable_engine",
         }
     }
 }
@@ -86,8 +91,12 @@ impl SandboxError {
 /// The relay image a container target needs, or `None` when the runner connects directly.
 ///
 /// A relay is used for streamable HTTP targets when the target names `relay_image`, when the
-/// runner itself runs in a container (`/.dockerenv`: it cannot route to the trial networks),
-/// or when `ELENGTIS_RELAY=always`; `ELENGTIS_RELAY=never` turns it off. The relay image must
+/// runner cannot route to the trial networks, or when `ELENGTIS_RELAY=always`;
+/// `ELENGTIS_RELAY=never` turns it off. The runner is taken to be unable to route when it runs
+/// in a container (`/.dockerenv`) that does not share the engine's network namespace (the
+/// engine's default bridge `docker0` is not among its interfaces): a CI job with a mounted
+/// socket needs the relay; a runner in the engine's namespace (on the host, or in a container
+/// with host networking) connects directly and saves the relay container. The relay image must
 /// contain `/elengtis` (the bundled tool image does, and is the default).
 pub fn relay_image_for(streamable_http: bool, relay_image: Option<&str>) -> Option<String> {
     if !streamable_http {
@@ -96,9 +105,16 @@ pub fn relay_image_for(streamable_http: bool, relay_image: Option<&str>) -> Opti
     let wanted = match std::env::var("ELENGTIS_RELAY").as_deref() {
         Ok("always") => true,
         Ok("never") => false,
-        _ => relay_image.is_some() || std::path::Path::new("/.dockerenv").exists(),
+        _ => relay_image.is_some() || !runner_shares_engine_network(),
     };
     wanted.then(|| relay_image.map_or_else(images::tool_ref, str::to_owned))
+}
+
+/// Whether the runner sees the engine's bridges (so it can reach a trial network's
+/// addresses directly): true outside a container, and inside one only when the engine's
+/// default bridge is one of its interfaces.
+fn runner_shares_engine_network() -> bool {
+    !std::path::Path::new("/.dockerenv").exists() || std::path::Path::new("/sys/class/net/docker0").exists()
 }
 
 /// What isolated trials of one run share: the engine connection and the images, resolved
@@ -111,16 +127,21 @@ pub struct SandboxContext {
     pub images: std::collections::BTreeMap<String, docker::ResolvedImage>,
     /// The canary sink image, when a trial needs one.
     pub sink_image: Option<docker::ResolvedImage>,
+    /// What the engine gate found (recorded in the manifest and every trial's evidence).
+    pub engine_gate: engine_gate::GateReport,
 }
 
 impl SandboxContext {
-    /// Connect and resolve every image (never pulling); a missing image fails here, before
-    /// any trial starts.
+    /// Connect, pass the engine gate (refusing a vulnerable engine unless
+    /// `allow_vulnerable_engine`) and resolve every image (never pulling); a vulnerable engine
+    /// or a missing image fails here, before any trial starts.
     pub async fn prepare<'a>(
         images: impl IntoIterator<Item = &'a str>,
         with_sink: bool,
+        allow_vulnerable_engine: bool,
     ) -> Result<SandboxContext, SandboxError> {
         let engine = docker::connect().await?;
+        let engine_gate = engine_gate::check(&engine, allow_vulnerable_engine).await?;
         let mut resolved = std::collections::BTreeMap::new();
         for reference in images {
             if !resolved.contains_key(reference) {
@@ -130,6 +151,6 @@ impl SandboxContext {
         }
         let sink_image =
             if with_sink { Some(docker::resolve_image(&engine.docker, &images::sink_ref()).await?) } else { None };
-        Ok(SandboxContext { engine, images: resolved, sink_image })
+        Ok(SandboxContext { engine, images: resolved, sink_image, engine_gate })
     }
 }

@@ -1,0 +1,256 @@
+//! Crash safety with stdio targets (no Docker): the runner is killed with SIGKILL in each
+//! phase a stdio trial has (initialize, mid-exercise, verify, evidence write, row append) and
+//! resumed; and the disk fills while results are written. The container phases are in
+//! `tests/docker/crash.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use elengtis_tests::crash::{Crashed, check_files, check_resumed, crash_at};
+use elengtis_tests::{bin, copy_example, elengtis, read_json, rows, scratch, stderr, stdout};
+
+/// Tool calls of one support-note trial under the default `comply` script (read the note,
+/// read the credential, submit it): `exercise:<CALLS + 1>` stops the second trial between
+/// its first and second call.
+const CALLS: usize = 3;
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The support-note example with `trials` trials in `dir/campaign/`.
+fn campaign(dir: &Path, trials: u32) -> PathBuf {
+    let path = copy_example("support-note", &dir.join("campaign"));
+    let text = std::fs::read_to_string(&path).expect("read campaign");
+    assert!(text.contains("trials: 1\n"));
+    std::fs::write(&path, text.replacen("trials: 1\n", &format!("trials: {trials}\n"), 1)).expect("write campaign");
+    path
+}
+
+fn trial_ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("local-demo--support-note--{i}")).collect()
+}
+
+#[test]
+fn sigkill_in_every_stdio_phase_then_resume_loses_and_duplicates_nothing() {
+    let begun = Instant::now();
+    let cases = [
+        ("initialize", "initialize:2".to_owned()),
+        ("exercise", format!("exercise:{}", CALLS + 1)),
+        ("verify", "verify:2".to_owned()),
+        ("evidence-write", "evidence-write:2".to_owned()),
+        ("row-append", "row-append:2".to_owned()),
+    ];
+    let threads: Vec<_> = cases
+        .into_iter()
+        .map(|(phase, crashpoint)| {
+            std::thread::spawn(move || {
+                let dir = scratch();
+                let config = campaign(dir.path(), 3);
+                let out = dir.path().join("results");
+                let crashed = crash_at(
+                    dir.path(),
+                    &["run", "--config", s(&config), "--out", s(&out)],
+                    &out,
+                    &crashpoint,
+                    Duration::from_secs(60),
+                );
+                // Before resume: the first trial's row, nothing else of the second trial's
+                // row than a torn tail when killed mid-append; every document parses.
+                assert_eq!(crashed.complete_rows(), 1, "{crashpoint}: {}", crashed.stderr);
+                assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
+                check_files(&out, phase == "row-append");
+                let resumed = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
+                let found = check_resumed(&crashed, &resumed, &trial_ids(3));
+                assert_eq!(found.rows_after, 3);
+                // A kill after the evidence was written and before its row leaves that
+                // evidence unreferenced; the retry writes its own file and overwrites nothing.
+                let orphaned = usize::from(matches!(phase, "evidence-write" | "row-append"));
+                assert_eq!(found.orphan_evidence, orphaned, "{crashpoint}");
+                for row in rows(&out.join("runs.jsonl")) {
+                    assert_eq!(row["tool_calls"], CALLS, "{crashpoint}: the exercise crashpoint assumes {CALLS} calls");
+                }
+                assert!(stdout(&resumed).contains("completed: 3/3"), "{}", stdout(&resumed));
+                eprintln!(
+                    "{crashpoint}: killed after {:?}; rows before {}, after {}, torn bytes cut {}, orphan evidence {}",
+                    crashed.elapsed, found.rows_before, found.rows_after, found.torn_cut, found.orphan_evidence
+                );
+            })
+        })
+        .collect();
+    let failures: Vec<String> = threads
+        .into_iter()
+        .filter_map(|t| t.join().err())
+        .map(|e| e.downcast_ref::<String>().cloned().unwrap_or_else(|| "a case panicked".into()))
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+    eprintln!("stdio crash matrix: {:?}", begun.elapsed());
+}
+
+const PAGE: u64 = 4096;
+
+fn pages(bytes: u64) -> u64 {
+    bytes.div_ceil(PAGE)
+}
+
+/// Sizes of a complete run's files, to size a tmpfs that fills at a chosen write.
+struct Sizes {
+    manifest: u64,
+    evidence: u64,
+    row_min: u64,
+    row_max: u64,
+}
+
+fn measure(dir: &Path, config: &Path) -> Sizes {
+    let out = dir.join("measure");
+    let output = elengtis(dir, &["run", "--config", s(config), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let len = |p: &Path| std::fs::metadata(p).expect("stat").len();
+    let evidence: Vec<u64> =
+        std::fs::read_dir(out.join("evidence")).expect("ls").map(|e| len(&e.expect("entry").path())).collect();
+    let rows: Vec<u64> =
+        std::fs::read_to_string(out.join("runs.jsonl")).expect("read").lines().map(|l| l.len() as u64 + 1).collect();
+    let pages_of_evidence: Vec<u64> = evidence.iter().map(|&e| pages(e)).collect();
+    assert!(pages_of_evidence.windows(2).all(|w| w[0] == w[1]), "evidence sizes vary by a page: {evidence:?}");
+    Sizes {
+        manifest: len(&out.join("manifest.json")),
+        evidence: evidence.iter().copied().max().unwrap_or_default(),
+        row_min: rows.iter().copied().min().unwrap_or_default(),
+        row_max: rows.iter().copied().max().unwrap_or_default(),
+    }
+}
+
+/// Pages `runs.jsonl` takes with `k` rows, when the same for any row size seen (± 32 bytes).
+fn stable_log_pages(sizes: &Sizes, k: u64) -> Option<u64> {
+    let low = pages(k * sizes.row_min.saturating_sub(32));
+    (low == pages(k * (sizes.row_max + 32))).then_some(low)
+}
+
+/// A tmpfs size (bytes) on which a run records `k` trials and then fails: on the next
+/// trial's evidence (`row == false`) or on the next trial's row, after its evidence fitted.
+fn tmpfs_size(sizes: &Sizes, row: bool, trials: u64) -> (u64, u64) {
+    let manifest = pages(sizes.manifest + 64);
+    assert_eq!(manifest, pages(sizes.manifest.saturating_sub(64)), "manifest size too close to a page boundary");
+    let evidence = pages(sizes.evidence + 64);
+    for k in 1..trials - 1 {
+        let (Some(now), Some(next)) = (stable_log_pages(sizes, k), stable_log_pages(sizes, k + 1)) else { continue };
+        if row && next > now {
+            return (k, (manifest + (k + 1) * evidence + now) * PAGE);
+        }
+        if !row {
+            return (k, (manifest + k * evidence + now) * PAGE);
+        }
+    }
+    panic!("no trial count fills the disk at the wanted write: {:?}", (sizes.manifest, sizes.evidence, sizes.row_max));
+}
+
+/// Inside a private mount namespace (as the mapped root of a new user namespace, so no
+/// privilege on the host is needed and nothing is mounted there): for each case, mount a
+/// tmpfs of the given size on `<work>/<case>/mnt`, run the campaign with its results there
+/// until the disk is full, copy what it left to `<work>/<case>/full`, grow the tmpfs, resume,
+/// and copy the result to `<work>/<case>/resumed`.
+const DISK_FULL_SCRIPT: &str = r#"set -u
+bin=$1; campaign=$2; work=$3; shift 3
+while [ $# -gt 0 ]; do
+  case_dir="$work/$1"; size=$2; shift 2
+  mount -t tmpfs -o "size=$size" elengtis-disk-full "$case_dir/mnt" || exit 97
+  "$bin" run --config "$campaign" --out "$case_dir/mnt/out" >"$case_dir/full.stdout" 2>"$case_dir/full.stderr"
+  echo $? >"$case_dir/full.code"
+  cp -a "$case_dir/mnt/out" "$case_dir/full" || exit 98
+  mount -o remount,size=64m "$case_dir/mnt" || exit 99
+  "$bin" run --resume --out "$case_dir/mnt/out" >"$case_dir/resume.stdout" 2>"$case_dir/resume.stderr"
+  echo $? >"$case_dir/resume.code"
+  cp -a "$case_dir/mnt/out" "$case_dir/resumed" || exit 98
+done
+"#;
+
+fn output_of(case_dir: &Path, name: &str) -> Output {
+    let read = |ext: &str| std::fs::read(case_dir.join(format!("{name}.{ext}"))).unwrap_or_default();
+    let code: i32 = String::from_utf8_lossy(&read("code")).trim().parse().expect("exit code");
+    Output {
+        status: std::os::unix::process::ExitStatusExt::from_raw(code << 8),
+        stdout: read("stdout"),
+        stderr: read("stderr"),
+    }
+}
+
+#[test]
+fn a_full_disk_stops_the_run_with_earlier_records_intact_and_resume_completes_it() {
+    let begun = Instant::now();
+    const TRIALS: u64 = 8;
+    let dir = scratch();
+    let config = campaign(dir.path(), u32::try_from(TRIALS).expect("trials"));
+    let sizes = measure(dir.path(), &config);
+    let work = dir.path().join("cases");
+    let cases = [("evidence", tmpfs_size(&sizes, false, TRIALS)), ("row", tmpfs_size(&sizes, true, TRIALS))];
+    let mut args: Vec<String> = vec![
+        "-m".into(),
+        "-r".into(),
+        "sh".into(),
+        "-c".into(),
+        DISK_FULL_SCRIPT.into(),
+        "sh".into(),
+        s(&bin("elengtis")).into(),
+        s(&config).into(),
+        s(&work).into(),
+    ];
+    for (name, (_, size)) in &cases {
+        std::fs::create_dir_all(work.join(name).join("mnt")).expect("mkdir");
+        args.extend([(*name).to_owned(), size.to_string()]);
+    }
+    let status = Command::new("unshare")
+        .args(&args)
+        .current_dir(dir.path())
+        .env_remove("ELENGTIS_LOG")
+        .env_remove("ELENGTIS_CRASHPOINT")
+        .status()
+        .expect("failed to run unshare (util-linux)");
+    assert!(status.success(), "the tmpfs script failed ({status}): unshare -m -r and tmpfs mounts are needed");
+
+    for (name, (recorded, size)) in cases {
+        let case_dir = work.join(name);
+        let full = output_of(&case_dir, "full");
+        let err = stderr(&full);
+        assert_eq!(full.status.code(), Some(6), "{name}: the documented I/O exit code; stderr:\n{err}");
+        let mnt_out = case_dir.join("mnt/out");
+        let failed_file = if name == "row" {
+            format!("failed to append to {}", mnt_out.join("runs.jsonl").display())
+        } else {
+            format!(
+                "failed to write {}",
+                mnt_out.join(format!("evidence/local-demo--support-note--{recorded}.json")).display()
+            )
+        };
+        assert!(err.contains(&failed_file) && err.contains("No space left on device"), "{name}: {err}");
+
+        // What the full disk left: the rows before it filled, whole; no partial row, no
+        // temporary file (check_files refuses anything it does not know).
+        let kept = case_dir.join("full");
+        check_files(&kept, false);
+        let log = std::fs::read(kept.join("runs.jsonl")).expect("read log");
+        let before = rows(&kept.join("runs.jsonl"));
+        assert_eq!(before.len() as u64, recorded, "{name}: rows recorded before the disk filled");
+        assert!(before.iter().all(|r| r["evidence_status"] == "complete"), "{name}");
+        let run_id = read_json(&kept.join("manifest.json"))["run_id"].as_str().expect("run_id").to_owned();
+
+        // Resumed with space: every trial once, the earlier rows byte for byte.
+        let resumed = output_of(&case_dir, "resume");
+        let crashed = Crashed {
+            crashpoint: format!("disk full at the {name}"),
+            out: case_dir.join("resumed"),
+            run_id,
+            log,
+            stderr: err.clone(),
+            elapsed: Duration::ZERO,
+        };
+        let found = check_resumed(&crashed, &resumed, &trial_ids(TRIALS as usize));
+        // A row that could not be written leaves its trial's evidence unreferenced.
+        assert_eq!(found.orphan_evidence, usize::from(name == "row"), "{name}");
+        eprintln!(
+            "disk full at the {name} (tmpfs {size} bytes): exit 6, rows before {}, after resume {}",
+            found.rows_before, found.rows_after
+        );
+    }
+    eprintln!("disk-full test: {:?}", begun.elapsed());
+}

@@ -1,0 +1,177 @@
+//! The engine gate against a fake Docker engine (`DOCKER_HOST=unix://…`): a vulnerable
+//! engine is refused by every command that starts isolated trials, naming each CVE, the
+//! component, the version found and the fixed versions, before anything is created; the
+//! override passes it (with one warning); a patched engine passes it silently.
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use elengtis_tests::fake_engine::{Behaviour, FakeEngine, debian_bookworm_version, patched_version};
+use elengtis_tests::{ChildGuard, elengtis_cmd, scratch, stderr, write};
+
+const ALLOW: &str = "ELENGTIS_ALLOW_VULNERABLE_ENGINE";
+const UNAVAILABLE: i32 = 5;
+const IMAGE: &str = "elengtis/never-present:gate-test";
+
+fn campaign(dir: &Path) {
+    write(dir, "support-note.yaml", include_str!("../../scenarios/bench/support-note.yaml"));
+    write(
+        dir,
+        "campaign.yaml",
+        &format!(
+            r#"schema_version: 1
+targets:
+  - id: iso
+    transport:
+      type: isolated_container
+      image: {IMAGE}
+      mcp_transport: stdio
+      uid: 10001
+      gid: 10001
+      command: [--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]
+    bindings:
+      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}
+scenarios: [support-note.yaml]
+"#
+        ),
+    );
+}
+
+/// Run `elengtis` against `engine` with `ELENGTIS_ALLOW_VULNERABLE_ENGINE` removed (or set to
+/// `allow_env`), bounded in time.
+fn run_against(engine: &FakeEngine, dir: &Path, args: &[&str], allow_env: Option<&str>) -> Output {
+    let mut cmd = elengtis_cmd(dir, args);
+    cmd.env_remove(ALLOW).env_remove("ELENGTIS_RELAY").env("DOCKER_HOST", engine.docker_host());
+    if let Some(value) = allow_env {
+        cmd.env(ALLOW, value);
+    }
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("failed to run elengtis");
+    ChildGuard::new(child).wait_output(Duration::from_secs(90))
+}
+
+const FINDINGS: [&str; 6] = [
+    "CVE-2024-29018 in Docker engine 20.10.24+dfsg1, fixed in 23.0.11, 25.0.5, 26.0.0-rc3: egress from an internal network",
+    "CVE-2025-31133 in runc 1.1.5+ds1 (1.1.5+ds1-1+deb12u1), fixed in 1.2.8, 1.3.3, 1.4.0-rc.3: container escape",
+    "CVE-2025-52565 in runc 1.1.5+ds1 (1.1.5+ds1-1+deb12u1), fixed in 1.2.8, 1.3.3, 1.4.0-rc.3",
+    "CVE-2025-52881 in runc 1.1.5+ds1 (1.1.5+ds1-1+deb12u1), fixed in 1.2.8, 1.3.3, 1.4.0-rc.3",
+    "--allow-vulnerable-engine",
+    "ELENGTIS_ALLOW_VULNERABLE_ENGINE=1",
+];
+
+fn assert_refused(case: &str, out: &Output, engine: &FakeEngine) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(UNAVAILABLE), "{case}: {err}");
+    assert!(err.contains("failed to pass the engine gate"), "{case}: {err}");
+    for needle in FINDINGS {
+        assert!(err.contains(needle), "{case}: {needle:?} missing from:\n{err}");
+    }
+    // Debian's runc 1.1.5+ds1-1+deb12u1 carries the fix for CVE-2024-21626.
+    assert!(!err.contains("CVE-2024-21626"), "{case}: {err}");
+    assert!(!err.contains("WARNING"), "{case}: {err}");
+    // Nothing was looked up, created or changed: only ping, version and info were read.
+    assert_eq!(engine.other_requests(), Vec::<String>::new(), "{case}");
+    assert!(engine.requests().contains(&"GET /version".to_owned()), "{case}: {:?}", engine.requests());
+}
+
+/// Past the gate: the next call is the image lookup, which the fake engine answers 404.
+fn assert_passed(case: &str, out: &Output, engine: &FakeEngine, warned: bool) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(UNAVAILABLE), "{case}: {err}");
+    assert!(!err.contains("failed to pass the engine gate"), "{case}: {err}");
+    assert!(err.contains(&format!("failed to find image `{IMAGE}`")), "{case}: {err}");
+    let image_lookup = format!("GET /images/{IMAGE}/json");
+    assert_eq!(engine.other_requests(), [image_lookup], "{case}");
+    let warnings = err.matches("WARNING: running isolated trials on a Docker engine with known").count();
+    assert_eq!(warnings, usize::from(warned), "{case}: {err}");
+    if warned {
+        assert!(err.contains("CVE-2024-29018 in Docker engine 20.10.24+dfsg1"), "{case}: {err}");
+    }
+}
+
+/// One command against its own fake engine, run in a thread.
+type Case = Box<dyn FnOnce() + Send>;
+
+#[test]
+fn a_vulnerable_engine_is_refused_before_anything_is_created_unless_allowed() {
+    let cases: Vec<(&str, Case)> = vec![
+        (
+            "run",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+                campaign(dir.path());
+                let out = run_against(&engine, dir.path(), &["run", "--config", "campaign.yaml", "--out", "out"], None);
+                assert_refused("run", &out, &engine);
+                assert!(!dir.path().join("out").exists(), "run: the results directory was created");
+            }),
+        ),
+        (
+            "preflight",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+                campaign(dir.path());
+                let out = run_against(&engine, dir.path(), &["preflight", "campaign.yaml"], None);
+                assert_refused("preflight", &out, &engine);
+            }),
+        ),
+        (
+            "example --isolated",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+                let out = run_against(&engine, dir.path(), &["example", "--isolated", "--out", "iso"], None);
+                // Refused before the bundled images are built or anything is written.
+                assert_refused("example --isolated", &out, &engine);
+                assert!(!dir.path().join("iso").exists(), "example: the results directory was created");
+            }),
+        ),
+        (
+            "bench",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+                let out = run_against(&engine, dir.path(), &["bench", "--short"], None);
+                assert_refused("bench", &out, &engine);
+            }),
+        ),
+        (
+            "run with ELENGTIS_ALLOW_VULNERABLE_ENGINE=0",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+                campaign(dir.path());
+                let out =
+                    run_against(&engine, dir.path(), &["run", "--config", "campaign.yaml", "--out", "out"], Some("0"));
+                assert_refused("run with the variable set to 0", &out, &engine);
+            }),
+        ),
+        (
+            "run --allow-vulnerable-engine",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+                campaign(dir.path());
+                let args = ["run", "--config", "campaign.yaml", "--out", "out", "--allow-vulnerable-engine"];
+                let out = run_against(&engine, dir.path(), &args, None);
+                assert_passed("run --allow-vulnerable-engine", &out, &engine, true);
+            }),
+        ),
+        (
+            "preflight with ELENGTIS_ALLOW_VULNERABLE_ENGINE=1",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+                campaign(dir.path());
+                let out = run_against(&engine, dir.path(), &["preflight", "campaign.yaml"], Some("1"));
+                assert_passed("preflight with the variable", &out, &engine, true);
+            }),
+        ),
+        (
+            "run on a patched engine",
+            Box::new(|| {
+                let (engine, dir) = (FakeEngine::start(Behaviour::Answer(patched_version())), scratch());
+                campaign(dir.path());
+                let out = run_against(&engine, dir.path(), &["run", "--config", "campaign.yaml", "--out", "out"], None);
+                assert_passed("patched engine", &out, &engine, false);
+            }),
+        ),
+    ];
+    let handles: Vec<_> = cases.into_iter().map(|(name, case)| (name, std::thread::spawn(case))).collect();
+    let failed: Vec<&str> = handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect();
+    assert!(failed.is_empty(), "failed cases: {failed:?}");
+}

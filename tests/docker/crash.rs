@@ -1,0 +1,232 @@
+//! The crash-safety matrix for isolated-container trials: the runner is killed with SIGKILL
+//! in each phase (network create, container create, start, initialize, mid-exercise, verify,
+//! evidence write, row append; `ELENGTIS_CRASHPOINT`, see `orchestrator/src/crashpoint.rs`)
+//! and resumed — no lost trial, no duplicate, no torn file, no container, network or volume of
+//! the run left — and, in the phases where the trial's objects are alive, `elengtis gc --run`
+//! after a crash without resume leaves nothing either.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use elengtis_tests::crash::{check_files, check_resumed, crash_at};
+use elengtis_tests::{
+    bundled_images, docker_or_skip, elengtis_cmd, managed_objects, managed_volumes, rows, scratch, stderr, stdout,
+    write,
+};
+
+/// Tool calls of one support-note trial under the default `comply` script.
+const CALLS: usize = 3;
+const TRIALS: usize = 3;
+
+/// Every crashpoint phase (`PHASES` in `orchestrator/src/crashpoint.rs`), in trial order.
+const PHASES: &[&str] = &[
+    "network-create",
+    "container-create",
+    "start",
+    "initialize",
+    "exercise",
+    "verify",
+    "evidence-write",
+    "row-append",
+];
+
+/// Phases in which the crashed trial's network (and later its container and volume) exist.
+const OBJECT_PHASES: &[&str] = &["network-create", "container-create", "start", "initialize", "exercise", "verify"];
+
+fn campaign() -> String {
+    format!(
+        r#"
+schema_version: 1
+trials: {TRIALS}
+targets:
+  - id: iso
+    transport:
+      type: isolated_container
+      image: elengtis/fixture:{}
+      mcp_transport: stdio
+      uid: 10001
+      gid: 10001
+      volumes: [/data]
+      command: [--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]
+    bindings:
+      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}
+scenarios: [support-note.yaml]
+"#,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+fn trial_ids() -> Vec<String> {
+    (0..TRIALS).map(|i| format!("iso--support-note--{i}")).collect()
+}
+
+/// `elengtis` on this test engine, which the engine gate may refuse (runc before 1.1.12).
+fn allowing(cwd: &Path, args: &[&str]) -> std::process::Output {
+    elengtis_cmd(cwd, args).env("ELENGTIS_ALLOW_VULNERABLE_ENGINE", "1").output().expect("failed to run elengtis")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The crashpoint that stops the second trial in `phase` (`exercise`: between its first and
+/// second tool call).
+fn second_trial(phase: &str) -> String {
+    if phase == "exercise" { format!("exercise:{}", CALLS + 1) } else { format!("{phase}:2") }
+}
+
+/// Kill in `phase` of the second trial, resume, and check everything; returns a report line.
+fn crash_and_resume(phase: &str) -> String {
+    let dir = scratch();
+    write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+    write(dir.path(), "campaign.yaml", &campaign());
+    let out = dir.path().join("out");
+    let crashpoint = second_trial(phase);
+    let crashed = crash_at(
+        dir.path(),
+        &["run", "--config", "campaign.yaml", "--out", "out"],
+        &out,
+        &crashpoint,
+        Duration::from_secs(180),
+    );
+    assert_eq!(crashed.complete_rows(), 1, "{crashpoint}: {}", crashed.stderr);
+    assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
+    check_files(&out, phase == "row-append");
+    let left = managed_objects(&crashed.run_id);
+    let volumes = managed_volumes(&crashed.run_id);
+    // The killed trial's objects are still there when it died with them alive.
+    assert_eq!(!left.is_empty(), OBJECT_PHASES.contains(&phase), "{crashpoint}: objects at the kill: {left:?}");
+
+    let resumed = allowing(dir.path(), &["run", "--resume", "--out", s(&out)]);
+    let found = check_resumed(&crashed, &resumed, &trial_ids());
+    for row in rows(&out.join("runs.jsonl")) {
+        assert_eq!(row["tool_calls"], CALLS, "{crashpoint}: the exercise crashpoint assumes {CALLS} calls");
+    }
+    if !left.is_empty() {
+        let note = found.leftovers_note.as_deref().unwrap_or_default();
+        assert!(
+            note.contains("removed leftovers"),
+            "{crashpoint}: resume reports what it removed: {}",
+            stderr(&resumed)
+        );
+    }
+    assert!(
+        managed_objects(&crashed.run_id).is_empty(),
+        "{crashpoint}: left after resume: {:?}",
+        managed_objects(&crashed.run_id)
+    );
+    assert!(
+        managed_volumes(&crashed.run_id).is_empty(),
+        "{crashpoint}: volumes left after resume: {:?}",
+        managed_volumes(&crashed.run_id)
+    );
+    assert!(stdout(&resumed).contains("proposed: 3/3"), "{}", stdout(&resumed));
+    format!(
+        "{crashpoint}: killed after {:.1}s; rows before {}, after {}; torn bytes cut {}; orphan evidence {}; at the kill {} objects {left:?} + {} volumes; resume: {}",
+        crashed.elapsed.as_secs_f64(),
+        found.rows_before,
+        found.rows_after,
+        found.torn_cut,
+        found.orphan_evidence,
+        left.len(),
+        volumes.len(),
+        found.leftovers_note.as_deref().unwrap_or("nothing to remove"),
+    )
+}
+
+/// Kill in `phase` of the first trial and run `elengtis gc --run <id>` without resuming.
+fn crash_and_gc(phase: &str) -> String {
+    let dir = scratch();
+    write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+    write(dir.path(), "campaign.yaml", &campaign());
+    let out = dir.path().join("out");
+    let crashpoint = format!("{phase}:1");
+    let crashed = crash_at(
+        dir.path(),
+        &["run", "--config", "campaign.yaml", "--out", "out"],
+        &out,
+        &crashpoint,
+        Duration::from_secs(180),
+    );
+    let left = managed_objects(&crashed.run_id);
+    assert!(!left.is_empty(), "{crashpoint}: the killed trial's objects should still exist");
+    let gc = allowing(dir.path(), &["gc", "--run", &crashed.run_id, "--json"]);
+    assert_eq!(gc.status.code(), Some(0), "{}{}", stdout(&gc), stderr(&gc));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&gc)).expect("gc --json prints JSON");
+    let removed = |kind: &str| report[kind].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        removed("containers") + removed("networks"),
+        left.len(),
+        "{crashpoint}: gc removed {report}, there were {left:?}"
+    );
+    assert!(
+        managed_objects(&crashed.run_id).is_empty(),
+        "{crashpoint}: left after gc: {:?}",
+        managed_objects(&crashed.run_id)
+    );
+    assert!(
+        managed_volumes(&crashed.run_id).is_empty(),
+        "{crashpoint}: volumes left after gc: {:?}",
+        managed_volumes(&crashed.run_id)
+    );
+    format!(
+        "{crashpoint} + gc --run: removed {} containers, {} networks, {} volumes; nothing left",
+        removed("containers"),
+        removed("networks"),
+        removed("volumes")
+    )
+}
+
+#[test]
+fn sigkill_in_every_phase_then_resume_or_gc_leaves_every_trial_once_and_nothing_behind() {
+    if !docker_or_skip("sigkill_in_every_phase_then_resume_or_gc_leaves_every_trial_once_and_nothing_behind") {
+        return;
+    }
+    bundled_images();
+    let begun = Instant::now();
+    let mut pending = jobs();
+    pending.reverse();
+    let queue = Arc::new(Mutex::new(pending));
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    // Three runners at a time: the engine, not the runner, is the bottleneck on 2 cores.
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let queue = Arc::clone(&queue);
+            let reports = Arc::clone(&reports);
+            std::thread::spawn(move || {
+                loop {
+                    let Some((phase, gc)) = queue.lock().expect("queue").pop() else { break };
+                    let result =
+                        std::panic::catch_unwind(|| if gc { crash_and_gc(phase) } else { crash_and_resume(phase) });
+                    let line = result.unwrap_or_else(|e| {
+                        let message = e
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                            .unwrap_or_default();
+                        format!("FAILED {phase} (gc: {gc}): {message}")
+                    });
+                    reports.lock().expect("reports").push(line);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("a worker thread panicked");
+    }
+    let reports = reports.lock().expect("reports").clone();
+    for line in &reports {
+        eprintln!("{line}");
+    }
+    eprintln!("container crash matrix: {:?}", begun.elapsed());
+    let failed: Vec<&String> = reports.iter().filter(|l| l.starts_with("FAILED")).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert_eq!(reports.len(), jobs().len());
+}
+
+/// Every phase resumed, and the phases with live objects also cleaned by gc.
+fn jobs() -> Vec<(&'static str, bool)> {
+    let resume = PHASES.iter().map(|p| (*p, false));
+    resume.chain(OBJECT_PHASES.iter().map(|p| (*p, true))).collect()
+}

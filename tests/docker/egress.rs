@@ -1,0 +1,327 @@
+//! The egress battery (issue 5): the same network probes run from a real trial container
+//! (an `isolated_container` campaign whose script calls the hostile server's `egress_probe`;
+//! results read from the recorded trajectory) and from positive-control containers the test
+//! creates on an ordinary bridge network. A probe is blocked when nothing answers the trial
+//! (on Docker 20.10 an internal network keeps a default route to the bridge, so the host
+//! drops forwarded packets: `timeout`, not `unreachable`); the block is proven only when the
+//! same probe gets an answer from the control (a listener the test owns, a peer container,
+//! an upstream DNS answer). Otherwise the control is recorded as `not_available` with the
+//! reason and nothing is claimed. The host's own addresses are blocked from a trial whose
+//! bridge has no host address (stdio mode, or a relay) and answer one the runner routes to
+//! directly (streamable HTTP without a relay): that exposure, stated in docs/security.md, is
+//! asserted as it is from a second, HTTP-mode trial in the same run.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::Path;
+
+use elengtis_tests::{
+    bundled_images, docker_api, docker_or_skip, elengtis, managed_objects, read_json, rows, scratch, stderr, stdout,
+    write,
+};
+use serde_json::{Value, json};
+
+/// An address outside this machine (Cloudflare's resolver), for TCP and ICMP.
+const OUTSIDE_V4: &str = "1.1.1.1";
+/// The same, over IPv6.
+const OUTSIDE_V6: &str = "[2606:4700:4700::1111]:443";
+/// The cloud metadata service.
+const METADATA: &str = "169.254.169.254:80";
+/// Probes of the host itself: blocked from a trial whose bridge has no host address (stdio,
+/// relay), reachable from one the runner routes to directly (documented in docs/security.md).
+const HOST_PROBES: [&str; 3] = ["host_gateway_tcp", "host_other_address_tcp", "icmp_host_gateway"];
+/// The port the peer container serves MCP on.
+const PEER_PORT: u16 = 8000;
+
+/// Docker objects this test created, removed when dropped (also when a test panics).
+#[derive(Default)]
+struct Objects {
+    containers: Vec<String>,
+    networks: Vec<String>,
+}
+
+impl Objects {
+    fn network(&mut self, name: &str, internal: bool) -> (String, String) {
+        let body = json!({"Name": name, "Internal": internal, "Labels": {"org.elengtis.test": "egress"}});
+        let (status, created) = docker_api("POST", "/networks/create", Some(&body.to_string()));
+        assert_eq!(status, 201, "{created}");
+        let id = parse(&created)["Id"].as_str().expect("network id").to_owned();
+        self.networks.push(id.clone());
+        let (_, inspected) = docker_api("GET", &format!("/networks/{id}"), None);
+        let gateway = parse(&inspected)["IPAM"]["Config"][0]["Gateway"].as_str().expect("gateway").to_owned();
+        (id, gateway)
+    }
+
+    /// Creates (not starts) a hostile container on `network`, as an unprivileged user.
+    fn container(&mut self, network: &str, cmd: &[&str]) -> String {
+        let body = json!({
+            "Image": hostile(),
+            "User": "65534:65534",
+            "Cmd": cmd,
+            "Tty": true,
+            "Labels": {"org.elengtis.test": "egress"},
+            "HostConfig": {"NetworkMode": network, "CapDrop": ["ALL"], "ReadonlyRootfs": true},
+        });
+        let (status, created) = docker_api("POST", "/containers/create", Some(&body.to_string()));
+        assert_eq!(status, 201, "{created}");
+        let id = parse(&created)["Id"].as_str().expect("container id").to_owned();
+        self.containers.push(id.clone());
+        id
+    }
+}
+
+impl Drop for Objects {
+    fn drop(&mut self) {
+        for id in &self.containers {
+            let _ = docker_api("DELETE", &format!("/containers/{id}?force=1&v=1"), None);
+        }
+        for id in &self.networks {
+            let _ = docker_api("DELETE", &format!("/networks/{id}"), None);
+        }
+    }
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn hostile() -> String {
+    format!("elengtis/hostile:{}", env!("CARGO_PKG_VERSION"))
+}
+
+fn start(id: &str) {
+    let (status, body) = docker_api("POST", &format!("/containers/{id}/start"), None);
+    assert_eq!(status, 204, "{body}");
+}
+
+/// The container's address on `network`.
+fn address_on(id: &str, network: &str) -> String {
+    let (_, inspected) = docker_api("GET", &format!("/containers/{id}/json"), None);
+    let networks = parse(&inspected)["NetworkSettings"]["Networks"].clone();
+    let found = networks.as_object().into_iter().flatten().find(|(_, n)| n["NetworkID"] == network);
+    found.and_then(|(_, n)| n["IPAddress"].as_str()).expect("container address").to_owned()
+}
+
+/// Runs `probe --json SPEC` in a control container on `network` (also joined to `extra`)
+/// and returns the outcomes by probe name.
+fn control_probes(objects: &mut Objects, network: &str, extra: Option<&str>, specs: &Value) -> BTreeMap<String, Value> {
+    let spec = specs.to_string();
+    let id = objects.container(network, &["probe", "--json", &spec]);
+    if let Some(extra) = extra {
+        let body = json!({"Container": id}).to_string();
+        let (status, answer) = docker_api("POST", &format!("/networks/{extra}/connect"), Some(&body));
+        assert_eq!(status, 200, "{answer}");
+    }
+    start(&id);
+    let (status, waited) = docker_api("POST", &format!("/containers/{id}/wait"), None);
+    assert_eq!(status, 200, "{waited}");
+    let (_, logs) = docker_api("GET", &format!("/containers/{id}/logs?stdout=1&stderr=1"), None);
+    assert_eq!(parse(&waited)["StatusCode"], 0, "the control probe failed: {logs}");
+    by_name(&parse(logs.trim()))
+}
+
+fn by_name(outcomes: &Value) -> BTreeMap<String, Value> {
+    let list = outcomes.as_array().unwrap_or_else(|| panic!("not a list of outcomes: {outcomes}"));
+    list.iter().map(|o| (o["name"].as_str().expect("probe name").to_owned(), o.clone())).collect()
+}
+
+fn probe(name: &str, kind: &str, target: &str) -> Value {
+    json!({"name": name, "kind": kind, "target": target, "timeout_ms": 1500})
+}
+
+/// The probes both sides run; `host_addr` is a host address the side is not attached to.
+fn specs(listener_port: u16, other_host_addr: &str, peer: &str) -> Value {
+    json!([
+        probe("outside_tcp", "tcp", &format!("{OUTSIDE_V4}:443")),
+        probe("host_gateway_tcp", "tcp", &format!("gateway:{listener_port}")),
+        probe("host_other_address_tcp", "tcp", &format!("{other_host_addr}:{listener_port}")),
+        probe("dns_embedded_resolver", "dns", "example.com"),
+        probe("ipv6_tcp", "tcp", OUTSIDE_V6),
+        probe("icmp_outside", "icmp", OUTSIDE_V4),
+        probe("icmp_host_gateway", "icmp", "gateway"),
+        probe("cloud_metadata_tcp", "tcp", METADATA),
+        probe("peer_trial_tcp", "tcp", peer),
+    ])
+}
+
+const SCENARIO: &str = r#"
+schema_version: 1
+id: egress
+title: The hostile server probes every way out
+description: The script calls egress_probe once; the outcomes are read from the trajectory.
+bindings: [probe]
+exercise:
+  system: You run network diagnostics.
+  user: Probe the network.
+  tools: [{binding: probe}]
+proposal_rules: []
+verify:
+  checks: []
+"#;
+
+fn campaign(probes: &Value) -> String {
+    format!(
+        r#"
+schema_version: 1
+targets:
+  - id: hostile-egress
+    transport:
+      type: isolated_container
+      image: {image}
+      mcp_transport: stdio
+      uid: 65534
+      gid: 65534
+    bindings:
+      egress: {{probe: egress_probe}}
+  - id: hostile-egress-http
+    transport:
+      type: isolated_container
+      image: {image}
+      container_port: 8000
+      uid: 65534
+      gid: 65534
+      command: [--transport, streamable-http, --bind, 0.0.0.0, --port, "8000"]
+    bindings:
+      egress: {{probe: egress_probe}}
+scenarios: [egress.yaml]
+script:
+  steps:
+    - calls: [{{tool: {{binding: probe}}, arguments: {{probes: {probes}}}}}]
+    - content: Done.
+"#,
+        image = hostile()
+    )
+}
+
+/// Runs the campaign; returns the outcomes the stdio-mode trial container reported, by name,
+/// and those of the HTTP-mode trial the runner routes to directly.
+fn trial_probes(dir: &Path, specs: &Value) -> (BTreeMap<String, Value>, Value, BTreeMap<String, Value>) {
+    write(dir, "egress.yaml", SCENARIO);
+    write(dir, "campaign.yaml", &campaign(specs));
+    let out = elengtis(dir, &["run", "--config", "campaign.yaml", "--out", "out", "--jobs", "2"]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let rows = rows(&dir.join("out/runs.jsonl"));
+    assert_eq!(rows.len(), 2);
+    let row_of = |target: &str| {
+        rows.iter().find(|r| r["target"] == target).cloned().unwrap_or_else(|| panic!("no row for {target}"))
+    };
+    let (stdio, _) = probes_of(dir, &row_of("hostile-egress"), false);
+    let (http, _) = probes_of(dir, &row_of("hostile-egress-http"), true);
+    (stdio, row_of("hostile-egress"), http)
+}
+
+/// The probe outcomes one trial reported, checking its hardening and network first.
+fn probes_of(dir: &Path, row: &Value, host_route: bool) -> (BTreeMap<String, Value>, Value) {
+    let row = row.clone();
+    assert_eq!(row["evidence_status"], "complete", "{row}");
+    let evidence = read_json(&dir.join("out").join(row["evidence"].as_str().expect("evidence path")));
+    let te = &evidence["target_execution"];
+    assert_eq!(te["hardening_asserted"], true, "{te}");
+    assert_eq!(te["network"]["internal"], true, "{te}");
+    // Only a trial the runner routes to directly (streamable HTTP, no relay) has a host
+    // address on its bridge; the hardening facts assert the engine's answer either way.
+    assert_eq!(te["host_address_on_bridge"], host_route, "{te}");
+    let call = &evidence["trajectory"][0]["calls"][0];
+    assert_eq!(call["name"], "egress_probe", "{}", evidence["trajectory"]);
+    let text = call["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no probe result: {call}"));
+    let run_id = row["run_id"].as_str().expect("run id");
+    assert!(managed_objects(run_id).is_empty(), "leftovers: {:?}", managed_objects(run_id));
+    (by_name(&parse(text)), row)
+}
+
+#[test]
+fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
+    if !docker_or_skip("egress_from_a_trial_is_blocked_where_the_control_gets_through") {
+        return;
+    }
+    let started = std::time::Instant::now();
+    bundled_images();
+    // A host service listening on every interface: the worst case a trial could reach.
+    let listener = TcpListener::bind("0.0.0.0:0").expect("host listener");
+    let port = listener.local_addr().expect("listener address").port();
+    let tag = std::process::id();
+    let mut objects = Objects::default();
+    let (control_net, control_gateway) = objects.network(&format!("elengtis-test-egress-ctl-{tag}"), false);
+    // The peer: a hostile MCP server on an internal network of its own, as another trial is.
+    let (peer_net, _) = objects.network(&format!("elengtis-test-egress-peer-{tag}"), true);
+    let peer_port = PEER_PORT.to_string();
+    let peer =
+        objects.container(&peer_net, &["--transport", "streamable-http", "--bind", "0.0.0.0", "--port", &peer_port]);
+    start(&peer);
+    let peer_addr = format!("{}:{PEER_PORT}", address_on(&peer, &peer_net));
+
+    // The trial side: the other host address is the control network's gateway (the host,
+    // on a network the trial is not attached to).
+    let dir = scratch();
+    let (trial, row, http_trial) = trial_probes(dir.path(), &specs(port, &control_gateway, &peer_addr));
+    // The control side: docker0's address is a host address it is not attached to.
+    let control = control_probes(&mut objects, &control_net, Some(&peer_net), &specs(port, "172.17.0.1", &peer_addr));
+    drop(listener);
+
+    let mut table = Vec::new();
+    let mut failures = Vec::new();
+    for (name, t) in &trial {
+        let c = &control[name];
+        let (t_out, c_out) = (t["outcome"].as_str().unwrap_or("?"), c["outcome"].as_str().unwrap_or("?"));
+        // Something answered: a handshake, a refusal, an echo reply or a DNS answer.
+        let answered = |o: &str| matches!(o, "connected" | "refused" | "resolved" | "nxdomain");
+        if HOST_PROBES.contains(&name.as_str()) {
+            // A trial the runner routes to directly (streamable HTTP without a relay) keeps a
+            // host address on its bridge, and the host answers it on its own addresses: the
+            // exposure docs/security.md states. Asserted as it is, so a change shows up here.
+            let h_out = http_trial[name]["outcome"].as_str().unwrap_or("?");
+            if h_out != "connected" {
+                failures.push(format!("{name}: expected the documented exposure of an HTTP-direct trial ({h_out})"));
+            }
+            if c_out != "connected" {
+                failures.push(format!("{name}: the control did not reach the host ({c_out})"));
+            }
+        }
+        let (blocked, control_state, claim) = {
+            let blocked = !answered(t_out);
+            let proven = answered(c_out);
+            if !blocked {
+                failures.push(format!("{name}: reached from the trial ({t_out})"));
+            }
+            if name == "peer_trial_tcp" && !proven {
+                failures.push(format!("{name}: the control did not reach the peer ({c_out})"));
+            }
+            (blocked, if proven { "proven" } else { "not_available" }, if proven { "blocked" } else { "unproven" })
+        };
+        let reason = match (control_state, name.as_str()) {
+            ("not_available", "ipv6_tcp") => {
+                "the engine gives bridge networks no IPv6 (EADDRNOTAVAIL on the control too)"
+            }
+            ("not_available", "dns_embedded_resolver") => "no upstream DNS answers the control either",
+            ("not_available", _) => "nothing answers this destination from an ordinary network either",
+            _ => "",
+        };
+        table.push(json!({
+            "probe": name,
+            "trial": {"outcome": t_out, "target": t["target"], "detail": t["detail"], "elapsed_ms": t["elapsed_ms"]},
+            "control": {"outcome": c_out, "target": c["target"], "detail": c["detail"], "elapsed_ms": c["elapsed_ms"]},
+            "blocked": blocked,
+            "control_state": control_state,
+            "claim": claim,
+            "reason": reason,
+        }));
+    }
+    let artifact = json!({"trial_id": row["trial_id"], "probes": table, "seconds": started.elapsed().as_secs_f32()});
+    let pretty = serde_json::to_string_pretty(&artifact).unwrap_or_default();
+    write(dir.path(), "out/egress-probes.json", &pretty);
+    eprintln!("egress battery (trial vs control):");
+    for p in &table {
+        eprintln!(
+            "  {:<24} trial={:<12} control={:<12} control:{:<14} {} {}",
+            p["probe"].as_str().unwrap_or("?"),
+            p["trial"]["outcome"].as_str().unwrap_or("?"),
+            p["control"]["outcome"].as_str().unwrap_or("?"),
+            p["control_state"].as_str().unwrap_or("?"),
+            p["claim"].as_str().unwrap_or("?"),
+            p["reason"].as_str().unwrap_or(""),
+        );
+    }
+    eprintln!("{pretty}");
+    assert_eq!(trial.len(), 9, "{trial:?}");
+    assert!(failures.is_empty(), "{failures:?}\n{pretty}");
+}
