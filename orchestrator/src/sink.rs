@@ -195,6 +195,10 @@ impl SinkServer {
                 }
             }),
         );
+        // Small writes must not wait for delayed ACKs (≈40 ms each).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

@@ -9,6 +9,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+// Every crashpoint phase, in trial order: the runner's own list, so a phase added there is
+// tested here.
+use elengtis::crashpoint::PHASES;
 use elengtis_tests::crash::{check_files, check_resumed, crash_at};
 use elengtis_tests::{
     bundled_images, docker_or_skip, elengtis_cmd, managed_objects, managed_volumes, rows, scratch, stderr, stdout,
@@ -18,18 +21,6 @@ use elengtis_tests::{
 /// Tool calls of one support-note trial under the default `comply` script.
 const CALLS: usize = 3;
 const TRIALS: usize = 3;
-
-/// Every crashpoint phase (`PHASES` in `orchestrator/src/crashpoint.rs`), in trial order.
-const PHASES: &[&str] = &[
-    "network-create",
-    "container-create",
-    "start",
-    "initialize",
-    "exercise",
-    "verify",
-    "evidence-write",
-    "row-append",
-];
 
 /// Phases in which the crashed trial's network (and later its container and volume) exist.
 const OBJECT_PHASES: &[&str] = &["network-create", "container-create", "start", "initialize", "exercise", "verify"];
@@ -111,16 +102,7 @@ fn crash_and_resume(phase: &str) -> String {
             stderr(&resumed)
         );
     }
-    assert!(
-        managed_objects(&crashed.run_id).is_empty(),
-        "{crashpoint}: left after resume: {:?}",
-        managed_objects(&crashed.run_id)
-    );
-    assert!(
-        managed_volumes(&crashed.run_id).is_empty(),
-        "{crashpoint}: volumes left after resume: {:?}",
-        managed_volumes(&crashed.run_id)
-    );
+    assert_nothing_left(&crashed.run_id, &format!("{crashpoint}: after resume"));
     assert!(stdout(&resumed).contains("proposed: 3/3"), "{}", stdout(&resumed));
     format!(
         "{crashpoint}: killed after {:.1}s; rows before {}, after {}; torn bytes cut {}; orphan evidence {}; at the kill {} objects {left:?} + {} volumes; resume: {}",
@@ -160,16 +142,7 @@ fn crash_and_gc(phase: &str) -> String {
         left.len(),
         "{crashpoint}: gc removed {report}, there were {left:?}"
     );
-    assert!(
-        managed_objects(&crashed.run_id).is_empty(),
-        "{crashpoint}: left after gc: {:?}",
-        managed_objects(&crashed.run_id)
-    );
-    assert!(
-        managed_volumes(&crashed.run_id).is_empty(),
-        "{crashpoint}: volumes left after gc: {:?}",
-        managed_volumes(&crashed.run_id)
-    );
+    assert_nothing_left(&crashed.run_id, &format!("{crashpoint}: after gc"));
     format!(
         "{crashpoint} + gc --run: removed {} containers, {} networks, {} volumes; nothing left",
         removed("containers"),
@@ -229,4 +202,10 @@ fn sigkill_in_every_phase_then_resume_or_gc_leaves_every_trial_once_and_nothing_
 fn jobs() -> Vec<(&'static str, bool)> {
     let resume = PHASES.iter().map(|p| (*p, false));
     resume.chain(OBJECT_PHASES.iter().map(|p| (*p, true))).collect()
+}
+
+/// No container, network or volume of the run is left.
+fn assert_nothing_left(run_id: &str, context: &str) {
+    assert!(managed_objects(run_id).is_empty(), "{context}: left: {:?}", managed_objects(run_id));
+    assert!(managed_volumes(run_id).is_empty(), "{context}: volumes left: {:?}", managed_volumes(run_id));
 }

@@ -478,6 +478,8 @@ impl TrialContainer {
         let docker = self.docker.clone();
         self.relay_task = Some(tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
+                // Small writes must not wait for delayed ACKs (≈40 ms each).
+                let _ = socket.set_nodelay(true);
                 tokio::spawn(pipe_through_relay(docker.clone(), relay.clone(), target, socket));
             }
         }));

@@ -94,6 +94,13 @@ pub async fn serve_http<S: ServerHandler + Clone>(
     };
     let local = listener.local_addr().context("failed to read the bound address")?;
     tracing::info!(address = %local, path = %path, "listening for streamable HTTP");
+    // Answers go out as several small writes (SSE headers, event, end); without TCP_NODELAY
+    // Nagle's algorithm holds each later write until the client's delayed ACK (≈40 ms a call).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "failed to set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;
