@@ -317,7 +317,10 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                     return Opened::failed(format!("relay image `{r}` was not resolved before the run"), base);
                 }
             };
-            let host_route = matches!(mode, Mode::Http { .. }) && relay.is_none();
+            // The runner routes to the trial network itself for a streamable-HTTP target without
+            // a relay, and for the canary sink (its barrier request); only then does the bridge
+            // get a host address.
+            let host_route = (matches!(mode, Mode::Http { .. }) && relay.is_none()) || attempt.needs_sink;
             let mut spec = ContainerSpec {
                 image: image.clone(),
                 uid: c.uid,

@@ -270,8 +270,10 @@ pub fn docker_api(method: &str, path: &str, body: Option<&str>) -> (u16, String)
         body.len()
     );
     s.write_all(request.as_bytes()).expect("failed to write to docker.sock");
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("failed to read from docker.sock");
+    // Bytes, not text: log streams carry binary frame headers.
+    let mut bytes = Vec::new();
+    s.read_to_end(&mut bytes).expect("failed to read from docker.sock");
+    let reply = String::from_utf8_lossy(&bytes).into_owned();
     let status = reply.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     let body = reply.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     (status, body)
