@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use elengtis::crashpoint::PHASES;
 use elengtis_tests::crash::{check_files, check_resumed, crash_at};
 use elengtis_tests::{
-    bundled_images, docker_or_skip, elengtis_cmd, managed_objects, managed_volumes, rows, scratch, stderr, stdout,
-    write,
+    bundled_images, docker_or_skip, elengtis, managed_objects, managed_volumes, rows, scratch, stderr, stdout, write,
 };
 
 /// Tool calls of one support-note trial under the default `comply` script.
@@ -53,8 +52,21 @@ fn trial_ids() -> Vec<String> {
 }
 
 /// `elengtis` on this test engine, which the engine gate may refuse (runc before 1.1.12).
-fn allowing(cwd: &Path, args: &[&str]) -> std::process::Output {
-    elengtis_cmd(cwd, args).env("ELENGTIS_ALLOW_VULNERABLE_ENGINE", "1").output().expect("failed to run elengtis")
+/// Write the campaign into a scratch directory and run it until the runner is killed at
+/// `crashpoint`: the directory, its results directory and what the crash left.
+fn crash_campaign(crashpoint: &str) -> (tempfile::TempDir, std::path::PathBuf, elengtis_tests::crash::Crashed) {
+    let dir = scratch();
+    write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+    write(dir.path(), "campaign.yaml", &campaign());
+    let out = dir.path().join("out");
+    let crashed = crash_at(
+        dir.path(),
+        &["run", "--config", "campaign.yaml", "--out", "out"],
+        &out,
+        crashpoint,
+        Duration::from_secs(180),
+    );
+    (dir, out, crashed)
 }
 
 fn s(p: &Path) -> &str {
@@ -69,18 +81,8 @@ fn second_trial(phase: &str) -> String {
 
 /// Kill in `phase` of the second trial, resume, and check everything; returns a report line.
 fn crash_and_resume(phase: &str) -> String {
-    let dir = scratch();
-    write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
-    write(dir.path(), "campaign.yaml", &campaign());
-    let out = dir.path().join("out");
     let crashpoint = second_trial(phase);
-    let crashed = crash_at(
-        dir.path(),
-        &["run", "--config", "campaign.yaml", "--out", "out"],
-        &out,
-        &crashpoint,
-        Duration::from_secs(180),
-    );
+    let (dir, out, crashed) = crash_campaign(&crashpoint);
     assert_eq!(crashed.complete_rows(), 1, "{crashpoint}: {}", crashed.stderr);
     assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
     check_files(&out, phase == "row-append");
@@ -89,7 +91,7 @@ fn crash_and_resume(phase: &str) -> String {
     // The killed trial's objects are still there when it died with them alive.
     assert_eq!(!left.is_empty(), OBJECT_PHASES.contains(&phase), "{crashpoint}: objects at the kill: {left:?}");
 
-    let resumed = allowing(dir.path(), &["run", "--resume", "--out", s(&out)]);
+    let resumed = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
     let found = check_resumed(&crashed, &resumed, &trial_ids());
     for row in rows(&out.join("runs.jsonl")) {
         assert_eq!(row["tool_calls"], CALLS, "{crashpoint}: the exercise crashpoint assumes {CALLS} calls");
@@ -119,21 +121,11 @@ fn crash_and_resume(phase: &str) -> String {
 
 /// Kill in `phase` of the first trial and run `elengtis gc --run <id>` without resuming.
 fn crash_and_gc(phase: &str) -> String {
-    let dir = scratch();
-    write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
-    write(dir.path(), "campaign.yaml", &campaign());
-    let out = dir.path().join("out");
     let crashpoint = format!("{phase}:1");
-    let crashed = crash_at(
-        dir.path(),
-        &["run", "--config", "campaign.yaml", "--out", "out"],
-        &out,
-        &crashpoint,
-        Duration::from_secs(180),
-    );
+    let (dir, _, crashed) = crash_campaign(&crashpoint);
     let left = managed_objects(&crashed.run_id);
     assert!(!left.is_empty(), "{crashpoint}: the killed trial's objects should still exist");
-    let gc = allowing(dir.path(), &["gc", "--run", &crashed.run_id, "--json"]);
+    let gc = elengtis(dir.path(), &["gc", "--run", &crashed.run_id, "--json"]);
     assert_eq!(gc.status.code(), Some(0), "{}{}", stdout(&gc), stderr(&gc));
     let report: serde_json::Value = serde_json::from_str(&stdout(&gc)).expect("gc --json prints JSON");
     let removed = |kind: &str| report[kind].as_array().map_or(0, Vec::len);

@@ -59,8 +59,6 @@ pub fn crash_at(cwd: &Path, args: &[&str], out: &Path, crashpoint: &str, timeout
     let mut runner = ChildGuard::new(
         command
             .env("ELENGTIS_CRASHPOINT", crashpoint)
-            // The test engine may be one the engine gate refuses; stdio runs ignore this.
-            .env("ELENGTIS_ALLOW_VULNERABLE_ENGINE", "1")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
