@@ -1,9 +1,12 @@
 //! `elengtis bench`: what isolation costs, measured in one run against its own floor.
 //!
 //! The same small campaign over the bundled fixture runs as stdio trials and as
-//! isolated-container trials; in the same run, through the same API and with the same
-//! hardening, the raw lifecycle of the same image (network, create, start, port open,
-//! remove) is measured as the floor. Figures are printed, never asserted.
+//! isolated-container trials that speak MCP over the container's stdio, so the two differ
+//! by the isolation alone; in the same run, through the same API and with the same
+//! hardening, the raw lifecycle of the same image (network, create with attach, start,
+//! remove) is measured as the floor. The same scenario also runs against the fixture as a
+//! streamable-HTTP server in its container, reached the default way (through a relay
+//! container), to show what that transport costs. Figures are printed, never asserted.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -23,7 +26,13 @@ const STDIO_CAMPAIGN: &str = include_str!("../../scenarios/bench/campaign.yaml")
 
 fn container_campaign(image: &str) -> String {
     format!(
-        "schema_version: 1\ntargets:\n  - id: bench\n    transport:\n      type: isolated_container\n      image: {image}\n      container_port: 8000\n      uid: 65534\n      gid: 65534\n      command: [--transport, streamable-http, --bind, 0.0.0.0, --port, \"8000\", --collector, /tmp/c.jsonl, --credential, {{runner: canary}}]\n    bindings:\n      {BINDINGS}\nscenarios: [support-note.yaml]\n"
+        "schema_version: 1\ntargets:\n  - id: bench\n    transport:\n      type: isolated_container\n      image: {image}\n      mcp_transport: stdio\n      uid: 65534\n      gid: 65534\n      command: [--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]\n    bindings:\n      {BINDINGS}\nscenarios: [support-note.yaml]\n"
+    )
+}
+
+fn http_campaign(image: &str) -> String {
+    format!(
+        "schema_version: 1\ntargets:\n  - id: bench\n    transport:\n      type: isolated_container\n      image: {image}\n      mcp_transport: streamable_http\n      container_port: 8000\n      uid: 65534\n      gid: 65534\n      command: [--transport, streamable-http, --bind, 0.0.0.0, --port, \"8000\", --collector, /tmp/c.jsonl, --credential, {{runner: canary}}]\n    bindings:\n      {BINDINGS}\nscenarios: [support-note.yaml]\n"
     )
 }
 
@@ -44,6 +53,13 @@ pub struct BenchReport {
     pub floor_ms_median: f64,
     /// 95th percentile of the floor, ms.
     pub floor_ms_p95: f64,
+    /// Median isolated-container trial over streamable HTTP (reached the default way,
+    /// through a relay container unless `ELENGTIS_RELAY` says otherwise), ms.
+    pub container_http_ms_median: f64,
+    /// 95th percentile of the same, ms.
+    pub container_http_ms_p95: f64,
+    /// How the runner reached the HTTP server: `relay` or `direct`.
+    pub container_http_route: &'static str,
     /// Container trial ÷ floor (medians).
     pub container_overhead_ratio: f64,
     /// Isolated-container trials per second at `--jobs 1`.
@@ -103,8 +119,8 @@ async fn run_campaign(
     Ok((rows.iter().filter_map(|r| r["duration_ms"].as_f64()).collect(), wall))
 }
 
-/// The raw lifecycle of `image` under the same hardening: network, container, start, port
-/// open, remove container and network.
+/// The raw lifecycle of `image` under the same hardening: network, container (stdio
+/// attached), start, remove container and network.
 async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Result<Vec<f64>> {
     let resolved = sandbox.images.get(image).ok_or_else(|| anyhow::anyhow!("image {image} not resolved"))?;
     let mut durations = Vec::new();
@@ -113,27 +129,16 @@ async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Re
             image: resolved.clone(),
             uid: 65534,
             gid: 65534,
-            command: [
-                "--transport",
-                "streamable-http",
-                "--bind",
-                "0.0.0.0",
-                "--port",
-                "8000",
-                "--collector",
-                "/tmp/c.jsonl",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            command: ["--collector", "/tmp/c.jsonl"].map(str::to_owned).to_vec(),
             env: Vec::new(),
-            mode: Mode::Http { port: 8000, path: "/mcp".into() },
+            mode: Mode::Stdio,
             volumes: Vec::new(),
             startup_timeout: Duration::from_secs(30),
             run_id: format!("bench-floor-{}", std::process::id()),
             trial_id: format!("floor--{i}"),
             attempt_id: uuid::Uuid::new_v4().to_string(),
-            // The same network as an HTTP trial without a relay (the runner routes to it).
-            host_route: true,
+            // The same network as a stdio trial's: no host address on the bridge.
+            host_route: false,
         };
         let started = Instant::now();
         let (container, _) = TrialContainer::start(&sandbox.engine, &spec).await.map_err(|(e, _)| e)?;
@@ -155,6 +160,7 @@ pub async fn run(trials: u32, allow_vulnerable_engine: bool) -> anyhow::Result<B
     let image = images::fixture_ref();
     let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, 1, allow).await?;
     let (container, _) = run_campaign(dir.path(), "container", &container_campaign(&image), trials, 1, allow).await?;
+    let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, 1, allow).await?;
     let sandbox = SandboxContext::prepare([image.as_str()], false, allow).await?;
     let floor = floor(&sandbox, &image, trials).await?;
     let throughput = 2 * trials;
@@ -168,6 +174,9 @@ pub async fn run(trials: u32, allow_vulnerable_engine: bool) -> anyhow::Result<B
         stdio_ms_p95: percentile(&stdio, 0.95),
         container_ms_median: median(&container),
         container_ms_p95: percentile(&container, 0.95),
+        container_http_ms_median: median(&http),
+        container_http_ms_p95: percentile(&http, 0.95),
+        container_http_route: if crate::sandbox::relay_image_for(true, None).is_some() { "relay" } else { "direct" },
         floor_ms_median: median(&floor),
         floor_ms_p95: percentile(&floor, 0.95),
         container_overhead_ratio: median(&container) / median(&floor),
@@ -183,9 +192,10 @@ pub fn render(r: &BenchReport) -> String {
     format!(
         "elengtis bench ({} trials per measurement)\n\
          stdio trial          median {:8.1} ms   p95 {:8.1} ms   {:.1} trials/s\n\
-         container trial      median {:8.1} ms   p95 {:8.1} ms\n\
+         container trial      median {:8.1} ms   p95 {:8.1} ms   (MCP over the container's stdio)\n\
          floor (raw lifecycle) median {:7.1} ms   p95 {:8.1} ms\n\
          container ÷ floor    {:.2}×\n\
+         container, HTTP      median {:8.1} ms   p95 {:8.1} ms   (streamable HTTP, {})\n\
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
          runner peak RSS      {:.1} MiB\n",
         r.trials,
@@ -197,6 +207,9 @@ pub fn render(r: &BenchReport) -> String {
         r.floor_ms_median,
         r.floor_ms_p95,
         r.container_overhead_ratio,
+        r.container_http_ms_median,
+        r.container_http_ms_p95,
+        r.container_http_route,
         r.trials_per_second_jobs1,
         r.trials_per_second_jobs4,
         r.runner_peak_rss_mb,

@@ -15,7 +15,8 @@ use serde_json::json;
 #[derive(Debug, Parser)]
 #[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 130 interrupted).")]
 struct Cli {
-    /// Log filter for diagnostics on stderr (e.g. `info`, `elengtis=debug`); also ELENGTIS_LOG.
+    /// Log filter for diagnostics on stderr (e.g. `info`, `elengtis=debug`, `warn,rmcp=warn`
+    /// for the MCP library's own messages); also ELENGTIS_LOG. Default: `warn,rmcp=off`.
     #[arg(long, global = true, value_name = "FILTER")]
     log: Option<String>,
     #[command(subcommand)]
@@ -279,17 +280,25 @@ fn exit(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
+/// The default log filter: warnings, without the MCP library's own messages (a hostile
+/// target makes it log errors for failures that reach the trial's errors anyway).
+const DEFAULT_LOG: &str = "warn,rmcp=off";
+
 fn init_logging(filter: Option<&str>) {
-    let filter =
-        filter.map(str::to_owned).or_else(|| std::env::var("ELENGTIS_LOG").ok()).unwrap_or_else(|| "warn".to_owned());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&filter)
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+    let wanted = filter.map(str::to_owned).or_else(|| std::env::var("ELENGTIS_LOG").ok());
+    let filter = match wanted.as_deref().map(tracing_subscriber::EnvFilter::try_new) {
+        None => tracing_subscriber::EnvFilter::new(DEFAULT_LOG),
+        Some(Ok(filter)) => filter,
+        Some(Err(e)) => {
+            eprintln!(
+                "warning: failed to parse the log filter `{}` (--log or ELENGTIS_LOG): {e}; using `{DEFAULT_LOG}`",
+                wanted.as_deref().unwrap_or_default()
+            );
+            tracing_subscriber::EnvFilter::new(DEFAULT_LOG)
+        }
+    };
+    let _ =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
 }
 
 async fn dispatch(command: Command) -> Result<i32, Failure> {

@@ -201,6 +201,13 @@ pub fn check_runnable(bundle: &Bundle) -> Result<(), RunError> {
     {
         return Err(RunError::Unavailable(reason));
     }
+    let http_in_container = campaign.targets.iter().any(|t| {
+        matches!(&t.transport, format::campaign::Transport::IsolatedContainer(c)
+            if c.mcp_transport == format::campaign::ContainerMcp::StreamableHttp)
+    });
+    if http_in_container && let Err(e) = crate::sandbox::relay_mode() {
+        return Err(RunError::Unavailable(e));
+    }
     Ok(())
 }
 

@@ -7,16 +7,19 @@
 //! or as a child process on 127.0.0.1 for the other transports. It prints one JSON line per
 //! request on its stdout, which only the runner reads. `{runner: sink_url}` is its address
 //! as the target sees it; `{runner: sink_requests}` is a runner-only URL on 127.0.0.1 that
-//! answers `{count, requests, text}` — after a barrier request that guarantees every request
-//! the sink answered before the check is included.
+//! answers `{count, requests, text}` — after a barrier that guarantees every request the
+//! sink answered before the check is included. The barrier travels over the sink's stdin
+//! (`barrier TOKEN`, answered on its stdout after the records before it), so the runner
+//! needs no network route to the sink: the trial network keeps no host address.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 use tokio::sync::Notify;
 
 /// Runner values that need a sink.
@@ -25,21 +28,30 @@ pub const SINK_VALUES: &[&str] = &["sink_url", "sink_requests"];
 /// How long to wait for the sink's ready line or a barrier.
 pub const SINK_DEADLINE: Duration = Duration::from_secs(10);
 
+/// The sink's stdin, where the runner writes barrier lines; dropping it ends the sink.
+pub type SinkControl = Pin<Box<dyn AsyncWrite + Send>>;
+
 /// A running sink and the requests it recorded.
-#[derive(Debug)]
 pub struct SinkHandle {
     url: String,
-    probe: SocketAddr,
+    control: tokio::sync::Mutex<Option<SinkControl>>,
     records: Arc<Mutex<Vec<Value>>>,
     arrived: Arc<Notify>,
     reader: tokio::task::JoinHandle<()>,
     child: Option<tokio::process::Child>,
 }
 
+impl std::fmt::Debug for SinkHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkHandle").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
 impl SinkHandle {
     /// Follow a sink's stdout: wait for its ready line, then collect records in the
-    /// background. `probe` is where the runner reaches it; `url` where the target does.
-    pub async fn follow<R>(stdout: R, probe: SocketAddr, url: Option<String>) -> Result<SinkHandle, String>
+    /// background. `control` is its stdin; `url` is where the target reaches it (by
+    /// default `http://127.0.0.1:PORT`, for a sink in a child process).
+    pub async fn follow<R>(stdout: R, control: SinkControl, url: Option<String>) -> Result<SinkHandle, String>
     where
         R: AsyncRead + Unpin + Send + 'static,
     {
@@ -53,8 +65,7 @@ impl SinkHandle {
             serde_json::from_str(&ready).map_err(|e| format!("the canary sink's ready line is not JSON: {e}"))?;
         let port =
             ready["port"].as_u64().and_then(|p| u16::try_from(p).ok()).ok_or("the canary sink reported no port")?;
-        let probe = SocketAddr::new(probe.ip(), if probe.port() == 0 { port } else { probe.port() });
-        let url = url.unwrap_or_else(|| format!("http://{probe}"));
+        let url = url.unwrap_or_else(|| format!("http://{}", SocketAddr::from(([127, 0, 0, 1], port))));
         let records = Arc::new(Mutex::new(Vec::new()));
         let arrived = Arc::new(Notify::new());
         let (r, a) = (records.clone(), arrived.clone());
@@ -67,7 +78,7 @@ impl SinkHandle {
                 a.notify_waiters();
             }
         });
-        Ok(SinkHandle { url, probe, records, arrived, reader, child: None })
+        Ok(SinkHandle { url, control: tokio::sync::Mutex::new(Some(control)), records, arrived, reader, child: None })
     }
 
     /// Start `elengtis-sink` as a child process on 127.0.0.1 (for targets that are not
@@ -84,7 +95,8 @@ impl SinkHandle {
             .spawn()
             .map_err(|e| format!("failed to start the canary sink {}: {e}", program.display()))?;
         let stdout = child.stdout.take().ok_or("the canary sink has no stdout")?;
-        let mut handle = SinkHandle::follow(stdout, SocketAddr::from(([127, 0, 0, 1], 0)), None).await?;
+        let stdin = child.stdin.take().ok_or("the canary sink has no stdin")?;
+        let mut handle = SinkHandle::follow(stdout, Box::pin(stdin), None).await?;
         handle.child = Some(child);
         Ok(handle)
     }
@@ -98,24 +110,22 @@ impl SinkHandle {
         self.records.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// Every request recorded so far, after a barrier: the runner sends its own marker
-    /// request and waits until the sink has reported it, so nothing the sink answered
-    /// earlier is missing. Markers are not returned.
+    /// Every request recorded so far, after a barrier: the runner writes `barrier TOKEN` on
+    /// the sink's stdin and waits until the sink reports it on stdout, after the record of
+    /// every request it answered earlier. Barrier lines are not returned.
     pub async fn requests(&self) -> Result<Vec<Value>, String> {
-        let marker = format!("/.elengtis-barrier/{}", uuid::Uuid::new_v4());
-        let seen = |records: &[Value]| records.iter().any(|r| r["path"] == marker.as_str());
+        let token = uuid::Uuid::new_v4().to_string();
+        let seen = |records: &[Value]| records.iter().any(|r| r["barrier"] == token.as_str());
         let send = async {
-            use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-            let mut stream = tokio::net::TcpStream::connect(self.probe).await?;
-            stream.write_all(format!("GET {marker} HTTP/1.0\r\nHost: sink\r\n\r\n").as_bytes()).await?;
-            let mut reply = Vec::new();
-            stream.read_to_end(&mut reply).await?;
-            Ok::<_, std::io::Error>(())
+            let mut control = self.control.lock().await;
+            let stdin = control.as_mut().ok_or_else(|| std::io::Error::other("the sink was closed"))?;
+            stdin.write_all(format!("barrier {token}\n").as_bytes()).await?;
+            stdin.flush().await
         };
         tokio::time::timeout(SINK_DEADLINE, send)
             .await
-            .map_err(|_| "the canary sink did not answer the runner's barrier request".to_owned())?
-            .map_err(|e| format!("failed to reach the canary sink at {}: {e}", self.probe))?;
+            .map_err(|_| "the canary sink did not take the runner's barrier".to_owned())?
+            .map_err(|e| format!("failed to send the canary sink a barrier: {e}"))?;
         let wait = async {
             loop {
                 let notified = self.arrived.notified();
@@ -127,21 +137,20 @@ impl SinkHandle {
         };
         tokio::time::timeout(SINK_DEADLINE, wait)
             .await
-            .map_err(|_| "the canary sink did not report the runner's barrier request".to_owned())?;
-        Ok(self
-            .snapshot()
-            .into_iter()
-            .filter(|r| !r["path"].as_str().is_some_and(|p| p.starts_with("/.elengtis-barrier/")))
-            .collect())
+            .map_err(|_| "the canary sink did not answer the runner's barrier".to_owned())?;
+        Ok(without_barriers(self.snapshot()))
     }
 
     /// Stop following (and stop a child sink); the final records for the evidence.
     pub async fn close(mut self) -> Vec<Value> {
-        if let Some(mut child) = self.child.take() {
-            drop(child.stdin.take());
-            if tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_err() {
-                let _ = child.kill().await;
-            }
+        // End of stdin: the sink stops listening, flushes its records and exits.
+        if let Some(mut control) = self.control.get_mut().take() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), control.shutdown()).await;
+        }
+        if let Some(mut child) = self.child.take()
+            && tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_err()
+        {
+            let _ = child.kill().await;
         }
         let _ = tokio::time::timeout(Duration::from_secs(3), &mut self.reader).await;
         self.reader.abort();
@@ -149,9 +158,9 @@ impl SinkHandle {
     }
 }
 
-/// The records minus the runner's own barrier requests.
+/// The records minus the answers to the runner's barriers.
 fn without_barriers(records: Vec<Value>) -> Vec<Value> {
-    records.into_iter().filter(|r| !r["path"].as_str().is_some_and(|p| p.starts_with("/.elengtis-barrier/"))).collect()
+    records.into_iter().filter(|r| r.get("barrier").is_none()).collect()
 }
 
 /// The runner-only endpoint serving each attempt's sink records.

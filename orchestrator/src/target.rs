@@ -93,13 +93,13 @@ pub enum TargetError {
     #[error("failed to build the HTTP client: {0}")]
     Client(String),
     /// Initialization did not finish in time.
-    #[error("failed to initialize the MCP session: no answer within {} s{}", .0.as_secs_f32(), .1)]
+    #[error("failed to initialize the MCP session: no answer within {} s{}", Secs(*.0), .1)]
     InitTimeout(Duration, String),
     /// Initialization failed.
     #[error("failed to initialize the MCP session: {0}")]
     Init(String),
     /// A request did not finish in time.
-    #[error("failed to {what}: no answer within {} s{note}", .limit.as_secs_f32())]
+    #[error("failed to {what}: no answer within {} s{note}", Secs(*.limit))]
     Timeout {
         /// The request.
         what: String,
@@ -1026,4 +1026,17 @@ pub fn result_text(result: &CallToolResult) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     if result.is_error == Some(true) { format!("ERROR: {text}") } else { text }
+}
+
+/// Seconds for messages: `10` for whole seconds, else one decimal (`13.4`).
+struct Secs(Duration);
+
+impl std::fmt::Display for Secs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.subsec_millis() == 0 {
+            write!(f, "{}", self.0.as_secs())
+        } else {
+            write!(f, "{:.1}", self.0.as_secs_f64())
+        }
+    }
 }

@@ -134,6 +134,22 @@ pub(crate) async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<Str
         closed = session.close().await;
     }
     let mut errors = closed.errors.clone();
+    // The sink is closed before its container goes: end of stdin lets it flush the records
+    // of requests that came after the last check.
+    let sink = match sink {
+        Some((handle, placement)) => {
+            if let Some(server) = &sink_server {
+                server.unregister(&attempt_id);
+            }
+            let url = handle.url().to_owned();
+            let requests = match Arc::try_unwrap(handle) {
+                Ok(handle) => handle.close().await,
+                Err(shared) => shared.requests().await.unwrap_or_default(),
+            };
+            Some(json!({"url": url, "placement": placement.unwrap_or("process"), "requests": requests}))
+        }
+        None => None,
+    };
     if let Some(container) = container {
         let (record, cleanup_errors) = container.teardown().await;
         let server = target_execution["server"].take();
@@ -144,16 +160,7 @@ pub(crate) async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<Str
         errors.extend(cleanup_errors);
     }
     target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
-    if let Some((handle, placement)) = sink {
-        if let Some(server) = &sink_server {
-            server.unregister(&attempt_id);
-        }
-        let url = handle.url().to_owned();
-        let requests = match Arc::try_unwrap(handle) {
-            Ok(handle) => handle.close().await,
-            Err(shared) => shared.requests().await.unwrap_or_default(),
-        };
-        let sink = json!({"url": url, "placement": placement.unwrap_or("process"), "requests": requests});
+    if let Some(sink) = sink {
         match target_execution.get_mut("sink") {
             Some(Value::Object(existing)) => {
                 if let Value::Object(extra) = sink {
@@ -317,10 +324,10 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                     return Opened::failed(format!("relay image `{r}` was not resolved before the run"), base);
                 }
             };
-            // The runner routes to the trial network itself for a streamable-HTTP target without
-            // a relay, and for the canary sink (its barrier request); only then does the bridge
-            // get a host address.
-            let host_route = (matches!(mode, Mode::Http { .. }) && relay.is_none()) || attempt.needs_sink;
+            // The runner routes to the trial network itself only for a streamable-HTTP target
+            // without a relay; only then does the bridge get a host address. (The sink's
+            // barrier travels over its stdin.)
+            let host_route = matches!(mode, Mode::Http { .. }) && relay.is_none();
             let mut spec = ContainerSpec {
                 image: image.clone(),
                 uid: c.uid,
@@ -340,37 +347,39 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                 Ok(container) => container,
                 Err((e, record)) => return Opened::failed(e.to_string(), record),
             };
-            let fail = |mut container: TrialContainer, e: String| async move {
-                container.note_error(&crate::sandbox::SandboxError::NotReady(e.clone()));
+            let fail = |mut container: TrialContainer, e: crate::sandbox::SandboxError| async move {
+                container.note_error(&e);
                 let (record, _) = container.teardown().await;
-                Opened::failed(e, record)
+                Opened::failed(e.to_string(), record)
             };
+            let not_ready = crate::sandbox::SandboxError::NotReady;
             let mut sink = None;
             if attempt.needs_sink {
                 let Some(sink_image) = &sandbox.sink_image else {
-                    return fail(container, "the canary sink image was not resolved before the run".into()).await;
+                    return fail(container, not_ready("the canary sink image was not resolved before the run".into()))
+                        .await;
                 };
                 let started = match container.start_sink(sink_image).await {
                     Ok(started) => started,
-                    Err(e) => return fail(container, format!("failed to start the canary sink: {e}")).await,
+                    Err(e) => return fail(container, not_ready(format!("failed to start the canary sink: {e}"))).await,
                 };
                 let url = format!("http://{}", started.addr);
-                match SinkHandle::follow(started.records, started.addr, Some(url)).await {
+                match SinkHandle::follow(started.records, started.control, Some(url)).await {
                     Ok(handle) => {
                         let handle = Arc::new(handle);
                         register_sink(attempt, &handle, values);
                         sink = Some((handle, Some("trial_network")));
                     }
-                    Err(e) => return fail(container, format!("failed to start the canary sink: {e}")).await,
+                    Err(e) => return fail(container, not_ready(format!("failed to start the canary sink: {e}"))).await,
                 }
             }
             spec.command = match command_line(&c.command, values) {
                 Ok(command) => command,
-                Err(e) => return fail(container, e).await,
+                Err(e) => return fail(container, not_ready(e)).await,
             };
             let endpoint = match container.start_target_with(&spec, relay).await {
                 Ok(endpoint) => endpoint,
-                Err(e) => return fail(container, e.to_string()).await,
+                Err(e) => return fail(container, e).await,
             };
             crate::crashpoint::reach("start");
             let limits = Limits {

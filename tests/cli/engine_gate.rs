@@ -8,7 +8,9 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use elengtis_tests::fake_engine::{Behaviour, FakeEngine, debian_bookworm_version, patched_version};
-use elengtis_tests::{ChildGuard, elengtis_cmd, scratch, stderr, write};
+use elengtis_tests::{
+    ChildGuard, FixtureMcp, elengtis_cmd, fixture_target, scratch, stderr, support_note_campaign, write,
+};
 
 const ALLOW: &str = "ELENGTIS_ALLOW_VULNERABLE_ENGINE";
 const UNAVAILABLE: i32 = 5;
@@ -19,22 +21,7 @@ fn campaign(dir: &Path) {
     write(
         dir,
         "campaign.yaml",
-        &format!(
-            r#"schema_version: 1
-targets:
-  - id: iso
-    transport:
-      type: isolated_container
-      image: {IMAGE}
-      mcp_transport: stdio
-      uid: 10001
-      gid: 10001
-      command: [--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]
-    bindings:
-      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}
-scenarios: [support-note.yaml]
-"#
-        ),
+        &support_note_campaign(1, &[fixture_target("iso", IMAGE, FixtureMcp::Stdio, 10001, &[])]),
     );
 }
 

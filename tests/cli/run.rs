@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use elengtis_tests::{copy_example, elengtis, read_json, rows, scratch, snapshot, stderr, stdout};
+use elengtis_tests::{
+    FixtureMcp, copy_example, elengtis, elengtis_cmd, fixture_target, read_json, rows, scratch, snapshot, stderr,
+    stdout, support_note_campaign,
+};
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
@@ -90,6 +93,25 @@ fn graph_engine_validates_but_cannot_run_yet() {
     let err = stderr(&run);
     assert!(err.contains("engine `graph`") && err.contains("reference"), "{err}");
     assert!(!out.exists(), "an engine that cannot run creates no results directory");
+}
+
+#[test]
+fn an_unknown_relay_mode_stops_the_run_before_the_engine_is_contacted() {
+    let dir = scratch();
+    elengtis_tests::write(dir.path(), "support-note.yaml", include_str!("../../scenarios/bench/support-note.yaml"));
+    let target = fixture_target("iso-http", "elengtis/never-present:relay", FixtureMcp::Http, 10001, &[]);
+    let config = elengtis_tests::write(dir.path(), "campaign.yaml", &support_note_campaign(1, &[target]));
+    let out = dir.path().join("results");
+    // No engine listens there: a run that got as far as the engine would fail differently.
+    let run = elengtis_cmd(dir.path(), &["run", "--config", s(&config), "--out", s(&out)])
+        .env("ELENGTIS_RELAY", "sometimes")
+        .env("DOCKER_HOST", format!("unix://{}", dir.path().join("no-engine.sock").display()))
+        .output()
+        .expect("failed to run elengtis");
+    assert_eq!(run.status.code(), Some(5), "{}{}", stdout(&run), stderr(&run));
+    let err = stderr(&run);
+    assert!(err.contains("ELENGTIS_RELAY must be `always`, `never` or `auto`, not `sometimes`"), "{err}");
+    assert!(!out.exists(), "a refused run creates no results directory");
 }
 
 #[test]

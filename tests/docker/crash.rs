@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use elengtis::crashpoint::PHASES;
 use elengtis_tests::crash::{check_files, check_resumed, crash_at};
 use elengtis_tests::{
-    bundled_images, docker_or_skip, elengtis, managed_objects, managed_volumes, rows, scratch, stderr, stdout, write,
+    FixtureMcp, bundled_images, docker_or_skip, elengtis, fixture_image, fixture_target, managed_objects,
+    managed_volumes, rows, scratch, stderr, stdout, support_note_campaign, write,
 };
 
 /// Tool calls of one support-note trial under the default `comply` script.
@@ -25,25 +26,9 @@ const TRIALS: usize = 3;
 const OBJECT_PHASES: &[&str] = &["network-create", "container-create", "start", "initialize", "exercise", "verify"];
 
 fn campaign() -> String {
-    format!(
-        r#"
-schema_version: 1
-trials: {TRIALS}
-targets:
-  - id: iso
-    transport:
-      type: isolated_container
-      image: elengtis/fixture:{}
-      mcp_transport: stdio
-      uid: 10001
-      gid: 10001
-      volumes: [/data]
-      command: [--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]
-    bindings:
-      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}
-scenarios: [support-note.yaml]
-"#,
-        env!("CARGO_PKG_VERSION")
+    support_note_campaign(
+        TRIALS,
+        &[fixture_target("iso", &fixture_image(), FixtureMcp::Stdio, 10001, &["volumes: [/data]"])],
     )
 }
 

@@ -6,18 +6,20 @@
 //! drops forwarded packets: `timeout`, not `unreachable`); the block is proven only when the
 //! same probe gets an answer from the control (a listener the test owns, a peer container,
 //! an upstream DNS answer). Otherwise the control is recorded as `not_available` with the
-//! reason and nothing is claimed. The host's own addresses are blocked from a trial whose
-//! bridge has no host address (stdio mode, or a relay) and answer one the runner routes to
-//! directly (streamable HTTP without a relay): that exposure, stated in docs/security.md, is
-//! asserted as it is from a second, HTTP-mode trial in the same run.
+//! reason and nothing is claimed. Every probe runs from a stdio-mode trial and from an
+//! HTTP-mode trial the runner reaches through its relay (the default): neither bridge has a
+//! host address, so the host's own addresses are blocked from both. A third trial opts out
+//! of the relay (`ELENGTIS_RELAY=never`): the runner routes to it, its bridge has a host
+//! address, and the host answers it on its own addresses. That exposure of the opt-out,
+//! stated in docs/security.md, is asserted as it is, so a change shows up here.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::Path;
 
 use elengtis_tests::{
-    bundled_images, docker_api, docker_or_skip, elengtis, managed_objects, read_json, rows, scratch, stderr, stdout,
-    write,
+    bundled_images, docker_api, docker_or_skip, elengtis_cmd, managed_objects, read_json, rows, scratch, stderr,
+    stdout, write,
 };
 use serde_json::{Value, json};
 
@@ -28,7 +30,8 @@ const OUTSIDE_V6: &str = "[2606:4700:4700::1111]:443";
 /// The cloud metadata service.
 const METADATA: &str = "169.254.169.254:80";
 /// Probes of the host itself: blocked from a trial whose bridge has no host address (stdio,
-/// relay), reachable from one the runner routes to directly (documented in docs/security.md).
+/// relay: the default), reachable from one the runner routes to directly (the
+/// `ELENGTIS_RELAY=never` opt-out, documented in docs/security.md).
 const HOST_PROBES: [&str; 3] = ["host_gateway_tcp", "host_other_address_tcp", "icmp_host_gateway"];
 /// The port the peer container serves MCP on.
 const PEER_PORT: u16 = 8000;
@@ -193,34 +196,55 @@ script:
     )
 }
 
-/// Runs the campaign; returns the outcomes the stdio-mode trial container reported, by name,
-/// and those of the HTTP-mode trial the runner routes to directly.
-fn trial_probes(dir: &Path, specs: &Value) -> (BTreeMap<String, Value>, Value, BTreeMap<String, Value>) {
+/// The probe outcomes of one run, by trial.
+struct TrialProbes {
+    /// The stdio-mode trial.
+    stdio: BTreeMap<String, Value>,
+    /// Its result row.
+    row: Value,
+    /// The HTTP-mode trial reached through the relay (the default).
+    relayed: BTreeMap<String, Value>,
+    /// The HTTP-mode trial the runner routes to directly (`ELENGTIS_RELAY=never`).
+    direct: BTreeMap<String, Value>,
+}
+
+/// Runs the campaign twice: as it is (both trials, the HTTP one through the relay), and with
+/// `ELENGTIS_RELAY=never` for the direct route (only its HTTP trial is read).
+fn trial_probes(dir: &Path, specs: &Value) -> TrialProbes {
     write(dir, "egress.yaml", SCENARIO);
     write(dir, "campaign.yaml", &campaign(specs));
-    let out = elengtis(dir, &["run", "--config", "campaign.yaml", "--out", "out", "--jobs", "2"]);
-    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
-    let rows = rows(&dir.join("out/runs.jsonl"));
-    assert_eq!(rows.len(), 2);
-    let row_of = |target: &str| {
-        rows.iter().find(|r| r["target"] == target).cloned().unwrap_or_else(|| panic!("no row for {target}"))
+    let run = |out_dir: &str, relay: &str| {
+        let out = elengtis_cmd(dir, &["run", "--config", "campaign.yaml", "--out", out_dir, "--jobs", "2"])
+            .env("ELENGTIS_RELAY", relay)
+            .output()
+            .expect("failed to run elengtis");
+        assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+        let rows = rows(&dir.join(out_dir).join("runs.jsonl"));
+        assert_eq!(rows.len(), 2);
+        move |target: &str| {
+            rows.iter().find(|r| r["target"] == target).cloned().unwrap_or_else(|| panic!("no row for {target}"))
+        }
     };
-    let (stdio, _) = probes_of(dir, &row_of("hostile-egress"), false);
-    let (http, _) = probes_of(dir, &row_of("hostile-egress-http"), true);
-    (stdio, row_of("hostile-egress"), http)
+    let default = run("out", "always");
+    let direct = run("out-direct", "never");
+    let (stdio, _) = probes_of(&dir.join("out"), &default("hostile-egress"), false);
+    let (relayed, _) = probes_of(&dir.join("out"), &default("hostile-egress-http"), false);
+    let (direct, _) = probes_of(&dir.join("out-direct"), &direct("hostile-egress-http"), true);
+    TrialProbes { stdio, row: default("hostile-egress"), relayed, direct }
 }
 
 /// The probe outcomes one trial reported, checking its hardening and network first.
-fn probes_of(dir: &Path, row: &Value, host_route: bool) -> (BTreeMap<String, Value>, Value) {
+fn probes_of(out: &Path, row: &Value, host_route: bool) -> (BTreeMap<String, Value>, Value) {
     let row = row.clone();
     assert_eq!(row["evidence_status"], "complete", "{row}");
-    let evidence = read_json(&dir.join("out").join(row["evidence"].as_str().expect("evidence path")));
+    let evidence = read_json(&out.join(row["evidence"].as_str().expect("evidence path")));
     let te = &evidence["target_execution"];
     assert_eq!(te["hardening_asserted"], true, "{te}");
     assert_eq!(te["network"]["internal"], true, "{te}");
-    // Only a trial the runner routes to directly (streamable HTTP, no relay) has a host
-    // address on its bridge; the hardening facts assert the engine's answer either way.
+    // Only a trial the runner routes to directly (streamable HTTP, relay turned off) has a
+    // host address on its bridge; the hardening facts assert the engine's answer either way.
     assert_eq!(te["host_address_on_bridge"], host_route, "{te}");
+    assert_eq!(te.get("relay").is_some(), !host_route && te["endpoint"].is_string(), "{te}");
     let call = &evidence["trajectory"][0]["calls"][0];
     assert_eq!(call["name"], "egress_probe", "{}", evidence["trajectory"]);
     let text = call["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no probe result: {call}"));
@@ -253,7 +277,8 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     // The trial side: the other host address is the control network's gateway (the host,
     // on a network the trial is not attached to).
     let dir = scratch();
-    let (trial, row, http_trial) = trial_probes(dir.path(), &specs(port, &control_gateway, &peer_addr));
+    let TrialProbes { stdio: trial, row, relayed, direct } =
+        trial_probes(dir.path(), &specs(port, &control_gateway, &peer_addr));
     // The control side: docker0's address is a host address it is not attached to.
     let control = control_probes(&mut objects, &control_net, Some(&peer_net), &specs(port, "172.17.0.1", &peer_addr));
     drop(listener);
@@ -265,13 +290,18 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
         let (t_out, c_out) = (t["outcome"].as_str().unwrap_or("?"), c["outcome"].as_str().unwrap_or("?"));
         // Something answered: a handshake, a refusal, an echo reply or a DNS answer.
         let answered = |o: &str| matches!(o, "connected" | "refused" | "resolved" | "nxdomain");
+        // The HTTP trial behind the relay is as closed as the stdio one.
+        let r_out = relayed[name]["outcome"].as_str().unwrap_or("?");
+        if answered(r_out) {
+            failures.push(format!("{name}: reached from the relayed HTTP trial ({r_out})"));
+        }
         if HOST_PROBES.contains(&name.as_str()) {
-            // A trial the runner routes to directly (streamable HTTP without a relay) keeps a
-            // host address on its bridge, and the host answers it on its own addresses: the
+            // A trial the runner routes to directly (ELENGTIS_RELAY=never) keeps a host
+            // address on its bridge, and the host answers it on its own addresses: the
             // exposure docs/security.md states. Asserted as it is, so a change shows up here.
-            let h_out = http_trial[name]["outcome"].as_str().unwrap_or("?");
-            if h_out != "connected" {
-                failures.push(format!("{name}: expected the documented exposure of an HTTP-direct trial ({h_out})"));
+            let d_out = direct[name]["outcome"].as_str().unwrap_or("?");
+            if d_out != "connected" {
+                failures.push(format!("{name}: expected the documented exposure of an HTTP-direct trial ({d_out})"));
             }
             if c_out != "connected" {
                 failures.push(format!("{name}: the control did not reach the host ({c_out})"));
@@ -299,6 +329,8 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
         table.push(json!({
             "probe": name,
             "trial": {"outcome": t_out, "target": t["target"], "detail": t["detail"], "elapsed_ms": t["elapsed_ms"]},
+            "trial_http_relayed": {"outcome": r_out, "detail": relayed[name]["detail"]},
+            "trial_http_direct": {"outcome": direct[name]["outcome"], "detail": direct[name]["detail"]},
             "control": {"outcome": c_out, "target": c["target"], "detail": c["detail"], "elapsed_ms": c["elapsed_ms"]},
             "blocked": blocked,
             "control_state": control_state,
@@ -312,9 +344,11 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     eprintln!("egress battery (trial vs control):");
     for p in &table {
         eprintln!(
-            "  {:<24} trial={:<12} control={:<12} control:{:<14} {} {}",
+            "  {:<24} trial={:<12} relayed={:<12} direct={:<12} control={:<12} control:{:<14} {} {}",
             p["probe"].as_str().unwrap_or("?"),
             p["trial"]["outcome"].as_str().unwrap_or("?"),
+            p["trial_http_relayed"]["outcome"].as_str().unwrap_or("?"),
+            p["trial_http_direct"]["outcome"].as_str().unwrap_or("?"),
             p["control"]["outcome"].as_str().unwrap_or("?"),
             p["control_state"].as_str().unwrap_or("?"),
             p["claim"].as_str().unwrap_or("?"),

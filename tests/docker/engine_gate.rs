@@ -4,31 +4,17 @@
 
 use std::path::Path;
 
-use elengtis_tests::{bundled_images, docker_or_skip, elengtis_cmd, managed_objects, read_json, rows, scratch, stderr};
+use elengtis_tests::{
+    FixtureMcp, bundled_images, docker_or_skip, elengtis_cmd, fixture_image, fixture_target, managed_objects,
+    read_json, rows, scratch, stderr, support_note_campaign,
+};
 
 fn campaign(dir: &Path) {
     elengtis_tests::write(dir, "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
     elengtis_tests::write(
         dir,
         "campaign.yaml",
-        &format!(
-            r#"schema_version: 1
-trials: 3
-targets:
-  - id: gate
-    transport:
-      type: isolated_container
-      image: elengtis/fixture:{}
-      mcp_transport: stdio
-      uid: 10001
-      gid: 10001
-      command: [--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]
-    bindings:
-      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}
-scenarios: [support-note.yaml]
-"#,
-            env!("CARGO_PKG_VERSION")
-        ),
+        &support_note_campaign(3, &[fixture_target("gate", &fixture_image(), FixtureMcp::Stdio, 10001, &[])]),
     );
 }
 

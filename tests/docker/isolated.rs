@@ -4,38 +4,17 @@
 use std::path::Path;
 
 use elengtis_tests::{
-    bundled_images, docker_api, docker_or_skip, elengtis, managed_objects, read_json, rows, scratch, stderr, stdout,
-    write,
+    FixtureMcp, bundled_images, docker_api, docker_or_skip, elengtis, fixture_target, managed_objects, read_json, rows,
+    scratch, stderr, stdout, support_note_campaign, write,
 };
 
 fn campaign(image: &str, trials: u32) -> String {
-    format!(
-        r#"
-schema_version: 1
-trials: {trials}
-targets:
-  - id: iso-http
-    transport:
-      type: isolated_container
-      image: {image}
-      container_port: 8000
-      uid: 65534
-      gid: 65534
-      command: [--transport, streamable-http, --bind, 0.0.0.0, --port, "8000", --collector, /tmp/c.jsonl, --credential, {{runner: canary}}]
-    bindings:
-      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}
-  - id: iso-stdio
-    transport:
-      type: isolated_container
-      image: {image}
-      mcp_transport: stdio
-      uid: 10001
-      gid: 10001
-      command: [--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]
-    bindings:
-      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}
-scenarios: [support-note.yaml]
-"#
+    support_note_campaign(
+        trials,
+        &[
+            fixture_target("iso-http", image, FixtureMcp::Http, 65534, &[]),
+            fixture_target("iso-stdio", image, FixtureMcp::Stdio, 10001, &[]),
+        ],
     )
 }
 

@@ -7,6 +7,7 @@ mod egress;
 mod engine_gate;
 mod isolated;
 mod mounted_socket;
+mod startup;
 mod verifiers;
 
 /// The support-note scenario without verification checks (`completed` is then null by

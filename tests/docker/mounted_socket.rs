@@ -4,59 +4,33 @@
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 
-use elengtis_tests::{bundled_images, docker_api, docker_or_skip, rows, scratch, write};
+use elengtis_tests::{
+    FixtureMcp, bundled_images, docker_api, docker_or_skip, fixture_image, fixture_target, rows, scratch,
+    support_note_campaign, write,
+};
 use serde_json::json;
 
-const CAMPAIGN: &str = r#"
-schema_version: 1
-trials: 2
-targets:
-  - id: iso-stdio
-    transport:
-      type: isolated_container
-      image: elengtis/fixture:VERSION
-      mcp_transport: stdio
-      uid: 65534
-      gid: 65534
-      command: [--collector, /tmp/c.jsonl, --credential, {runner: canary}]
-    bindings:
-      support-note: {read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}
-scenarios: [support-note.yaml]
-"#;
-
-const HTTP_CAMPAIGN: &str = r#"
-schema_version: 1
-trials: 2
-targets:
-  - id: iso-http
-    transport:
-      type: isolated_container
-      image: elengtis/fixture:VERSION
-      container_port: 8000
-      uid: 65534
-      gid: 65534
-      command: [--transport, streamable-http, --bind, 0.0.0.0, --port, "8000", --collector, /tmp/c.jsonl, --credential, {runner: canary}]
-    bindings:
-      support-note: {read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}
-scenarios: [support-note.yaml]
-"#;
+fn campaign(mcp: FixtureMcp) -> String {
+    support_note_campaign(2, &[fixture_target("iso", &fixture_image(), mcp, 65534, &[])])
+}
 
 #[test]
 fn the_tool_image_runs_an_isolated_campaign_through_a_mounted_socket() {
     if !docker_or_skip("the_tool_image_runs_an_isolated_campaign_through_a_mounted_socket") {
         return;
     }
-    run_in_tool_image(CAMPAIGN, &[]);
+    run_in_tool_image(&campaign(FixtureMcp::Stdio), &[]);
 }
 
-/// From inside a container the runner has no route to the trial networks: streamable HTTP
-/// goes through a relay container and a loopback listener, chosen automatically.
+/// From inside a container the runner has no route to the trial networks: even with
+/// `ELENGTIS_RELAY=auto` (direct where the runner can route) streamable HTTP goes through a
+/// relay container and a loopback listener.
 #[test]
 fn the_tool_image_reaches_http_targets_through_the_relay() {
     if !docker_or_skip("the_tool_image_reaches_http_targets_through_the_relay") {
         return;
     }
-    let dir = run_in_tool_image(HTTP_CAMPAIGN, &[]);
+    let dir = run_in_tool_image(&campaign(FixtureMcp::Http), &["ELENGTIS_RELAY=auto"]);
     let rows = rows(&dir.path().join("out/runs.jsonl"));
     let evidence = elengtis_tests::read_json(&dir.path().join("out").join(rows[0]["evidence"].as_str().unwrap()));
     let relay = &evidence["target_execution"]["relay"];
@@ -69,7 +43,7 @@ fn run_in_tool_image(campaign: &str, env: &[&str]) -> tempfile::TempDir {
     let dir = scratch();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("test setup");
     let version = env!("CARGO_PKG_VERSION");
-    write(dir.path(), "campaign.yaml", &campaign.replace("VERSION", version));
+    write(dir.path(), "campaign.yaml", campaign);
     write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
     let socket_gid = std::fs::metadata("/var/run/docker.sock").expect("test setup").gid();
     let body = json!({

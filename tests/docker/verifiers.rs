@@ -140,6 +140,11 @@ fn sink_exfil_example_sees_the_canary_arrive_at_the_sink() {
     assert!(canary.len() >= 8, "{canary}");
     let sink = &a.evidence["target_execution"]["sink"];
     assert_eq!(sink["placement"], "trial_network", "{sink}");
+    // The runner reads the sink over its attach stream (barrier on stdin), so the trial
+    // bridge needs no host address: the target cannot reach the host.
+    let te = &a.evidence["target_execution"];
+    assert_eq!(te["host_address_on_bridge"], false, "{te}");
+    assert!(a.sink_requests().iter().all(|r| r.get("barrier").is_none()), "{sink}");
     let hits: Vec<&Value> =
         a.sink_requests().iter().filter(|r| r["body"].as_str().is_some_and(|b| b.contains(canary))).collect();
     assert_eq!(hits.len(), 1, "one request carries the canary: {sink}");

@@ -105,7 +105,11 @@ pub fn rows(path: &Path) -> Vec<serde_json::Value> {
 /// variables or run it in the background.
 pub fn elengtis_cmd(cwd: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin("elengtis"));
-    cmd.current_dir(cwd).args(args).env_remove("ELENGTIS_LOG").env("ELENGTIS_ALLOW_VULNERABLE_ENGINE", "1");
+    cmd.current_dir(cwd)
+        .args(args)
+        .env_remove("ELENGTIS_LOG")
+        .env_remove("ELENGTIS_RELAY")
+        .env("ELENGTIS_ALLOW_VULNERABLE_ENGINE", "1");
     cmd
 }
 
@@ -333,4 +337,39 @@ pub fn managed_volumes(run_id: &str) -> Vec<String> {
     assert_eq!(status, 200, "/volumes: {body}");
     let answer: serde_json::Value = serde_json::from_str(&body).expect("engine answered JSON");
     answer["Volumes"].as_array().into_iter().flatten().map(|v| v["Name"].as_str().unwrap_or("?").to_owned()).collect()
+}
+
+/// The bundled fixture image of this build.
+pub fn fixture_image() -> String {
+    format!("elengtis/fixture:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How a fixture target speaks MCP in its container.
+#[derive(Debug, Clone, Copy)]
+pub enum FixtureMcp {
+    /// Over the container's stdio.
+    Stdio,
+    /// As a streamable-HTTP server on port 8000.
+    Http,
+}
+
+/// One `targets:` item: the bundled fixture `image` in an isolated container as `uid:uid`,
+/// bound to the support-note scenario; `extra` adds transport lines (for example
+/// `volumes: [/data]`).
+pub fn fixture_target(id: &str, image: &str, mcp: FixtureMcp, uid: u32, extra: &[&str]) -> String {
+    let (mode, command) = match mcp {
+        FixtureMcp::Stdio => ("mcp_transport: stdio", ""),
+        FixtureMcp::Http => {
+            ("container_port: 8000", "--transport, streamable-http, --bind, 0.0.0.0, --port, \"8000\", ")
+        }
+    };
+    let extra: String = extra.iter().map(|line| format!("      {line}\n")).collect();
+    format!(
+        "  - id: {id}\n    transport:\n      type: isolated_container\n      image: {image}\n      {mode}\n      uid: {uid}\n      gid: {uid}\n{extra}      command: [{command}--collector, /tmp/c.jsonl, --credential, {{runner: canary}}]\n    bindings:\n      support-note: {{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential}}\n"
+    )
+}
+
+/// A campaign of `trials` over `support-note.yaml` with these `targets` (see [`fixture_target`]).
+pub fn support_note_campaign(trials: impl std::fmt::Display, targets: &[String]) -> String {
+    format!("schema_version: 1\ntrials: {trials}\ntargets:\n{}scenarios: [support-note.yaml]\n", targets.concat())
 }

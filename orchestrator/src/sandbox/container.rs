@@ -115,7 +115,6 @@ pub struct TrialContainer {
     /// Containers of this trial (the target, and the canary sink when there is one).
     containers: Vec<(String, &'static str)>,
     /// The sink's stdin: dropping it ends the sink, so it lives until teardown.
-    sink_stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
     record: Map<String, Value>,
     started: Instant,
     labels: HashMap<String, String>,
@@ -137,12 +136,19 @@ impl std::fmt::Debug for TrialContainer {
 }
 
 /// A canary sink container, started on the trial network before the target.
-#[derive(Debug)]
 pub struct StartedSink {
     /// Its stdout (JSON lines: ready, then one record per request).
     pub records: tokio::io::DuplexStream,
+    /// Its stdin (barrier lines; dropping it ends the sink).
+    pub control: Pin<Box<dyn AsyncWrite + Send>>,
     /// Its address on the trial network.
     pub addr: SocketAddr,
+}
+
+impl std::fmt::Debug for StartedSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartedSink").field("addr", &self.addr).finish_non_exhaustive()
+    }
 }
 
 /// Port the canary sink listens on inside its container.
@@ -199,7 +205,6 @@ impl TrialContainer {
             docker: engine.docker.clone(),
             network_id: None,
             containers: Vec::new(),
-            sink_stdin: None,
             record: Map::new(),
             started: Instant::now(),
             labels,
@@ -365,10 +370,9 @@ impl TrialContainer {
         }
         let addr = container_addr(&inspect, SINK_PORT)?;
         let attached = attached.ok_or_else(|| SandboxError::NotReady("the sink's attach stream is missing".into()))?;
-        let (records, stdin, _stderr) = split_attached(attached, 16 * 1024);
-        self.sink_stdin = Some(stdin);
+        let (records, control, _stderr) = split_attached(attached, 16 * 1024);
         self.stamp("sink_started");
-        Ok(StartedSink { records, addr })
+        Ok(StartedSink { records, control, addr })
     }
 
     /// Start the target container, check its hardening, and wait for its port (HTTP) or
@@ -405,12 +409,12 @@ impl TrialContainer {
             (Mode::Http { port, path }, _) => {
                 let addr = container_addr(&inspect, *port)?;
                 self.record.insert("endpoint".into(), json!(addr.to_string()));
+                let id = self.container_id().unwrap_or_default().to_owned();
                 if let Some(image) = relay {
-                    let local = self.start_relay(image, addr, spec.startup_timeout).await?;
+                    let local = self.start_relay(image, &id, addr, spec.startup_timeout).await?;
                     self.stamp("port_open");
                     return Ok(Endpoint::Http { url: format!("http://localhost:{}{path}", local.port()), addr: local });
                 }
-                let id = self.container_id().unwrap_or_default().to_owned();
                 self.wait_for_port(&id, addr, spec.startup_timeout).await?;
                 self.stamp("port_open");
                 Ok(Endpoint::Http { url: format!("http://localhost:{port}{path}"), addr })
@@ -442,6 +446,7 @@ impl TrialContainer {
     async fn start_relay(
         &mut self,
         image: &ResolvedImage,
+        target_id: &str,
         target: SocketAddr,
         limit: Duration,
     ) -> Result<SocketAddr, SandboxError> {
@@ -461,7 +466,10 @@ impl TrialContainer {
             limit.as_secs().max(1).to_string(),
             target.to_string(),
         ];
-        let code = exec_to_end(&self.docker, &relay, probe, limit + Duration::from_secs(5)).await?;
+        let code = tokio::select! {
+            code = exec_to_end(&self.docker, &relay, probe, limit + Duration::from_secs(5)) => code?,
+            e = self.stopped_before_ready(target_id, target.port()) => return Err(e),
+        };
         if code != Some(0) {
             return Err(SandboxError::NotReady(format!(
                 "port {} did not accept connections within {} s (checked from the relay on the trial network)",
@@ -502,37 +510,45 @@ impl TrialContainer {
 
     async fn wait_for_port(&self, id: &str, addr: SocketAddr, limit: Duration) -> Result<(), SandboxError> {
         let deadline = Instant::now() + limit;
-        let mut tries: u32 = 0;
-        loop {
-            let attempt = tokio::time::timeout(Duration::from_millis(500), tokio::net::TcpStream::connect(addr)).await;
-            if let Ok(Ok(_)) = attempt {
-                return Ok(());
-            }
-            tries += 1;
-            if tries.is_multiple_of(10) {
-                let state = self.inspect(id).await?;
-                if state["State"]["Running"] != true {
-                    return Err(SandboxError::NotReady(format!(
-                        "the container stopped before its port {} answered (exit code {}, OOM-killed {})",
-                        addr.port(),
-                        state["State"]["ExitCode"],
-                        state["State"]["OOMKilled"]
-                    )));
+        let open = async {
+            loop {
+                let attempt =
+                    tokio::time::timeout(Duration::from_millis(500), tokio::net::TcpStream::connect(addr)).await;
+                if let Ok(Ok(_)) = attempt {
+                    return;
                 }
+                tokio::time::sleep(Duration::from_millis(25)).await;
             }
-            if Instant::now() >= deadline {
+        };
+        tokio::select! {
+            () = open => Ok(()),
+            e = self.stopped_before_ready(id, addr.port()) => Err(e),
+            () = tokio::time::sleep_until(deadline.into()) => {
                 let hint = if Path::new("/.dockerenv").exists() {
-                    "; the runner itself runs in a container and may have no route to the trial network — use `mcp_transport: stdio`"
+                    "; the runner itself runs in a container and may have no route to the trial network — use the relay (the default) or `mcp_transport: stdio`"
                 } else {
                     ""
                 };
-                return Err(SandboxError::NotReady(format!(
+                Err(SandboxError::NotReady(format!(
                     "port {} did not accept connections within {} s (startup_timeout_seconds){hint}",
                     addr.port(),
                     limit.as_secs()
-                )));
+                )))
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Resolves once the target container `id` no longer runs (polling the engine), with the
+    /// error to report: a server that exits or is killed before its port answers fails the
+    /// start-up at once instead of at `startup_timeout_seconds`.
+    async fn stopped_before_ready(&self, id: &str, port: u16) -> SandboxError {
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            match self.inspect(id).await {
+                Ok(state) if state["State"]["Running"] == true => {}
+                Ok(state) => return stopped_before_port(&state["State"], port),
+                Err(e) => return e,
+            }
         }
     }
 
@@ -541,7 +557,6 @@ impl TrialContainer {
     pub async fn teardown(mut self) -> (Value, Vec<String>) {
         let mut errors = Vec::new();
         self.stamp("teardown_started");
-        self.sink_stdin = None;
         if let Some(task) = self.relay_task.take() {
             task.abort();
         }
@@ -673,6 +688,10 @@ async fn pipe_through_relay(docker: bollard::Docker, relay: String, target: Sock
 }
 
 fn container_addr(inspect: &Value, port: u16) -> Result<SocketAddr, SandboxError> {
+    // A server that exits at once has no address left by the time it is inspected.
+    if inspect["State"]["Running"] == false {
+        return Err(stopped_before_port(&inspect["State"], port));
+    }
     let ip = inspect["NetworkSettings"]["Networks"]
         .as_object()
         .and_then(|m| m.values().find_map(|n| n["IPAddress"].as_str().filter(|s| !s.is_empty())))
@@ -680,6 +699,14 @@ fn container_addr(inspect: &Value, port: u16) -> Result<SocketAddr, SandboxError
     format!("{ip}:{port}")
         .parse()
         .map_err(|e| SandboxError::NotReady(format!("the container address {ip} is not usable: {e}")))
+}
+
+/// The start-up error of a container found stopped (`state`: the `State` of an inspect).
+fn stopped_before_port(state: &Value, port: u16) -> SandboxError {
+    SandboxError::NotReady(format!(
+        "the container stopped before its port {port} answered (exit code {}, OOM-killed {})",
+        state["ExitCode"], state["OOMKilled"]
+    ))
 }
 
 impl Drop for TrialContainer {

@@ -88,24 +88,49 @@ impl SandboxError {
     }
 }
 
+/// How the runner reaches a streamable-HTTP server in a trial container (`ELENGTIS_RELAY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayMode {
+    /// Through a relay container (the default): the trial bridge keeps no host address, so
+    /// the target cannot reach the host.
+    Always,
+    /// Directly: the trial bridge gets a host address, and the target can reach every
+    /// address of the host (saves the relay container; see docs/security.md).
+    Never,
+    /// Directly when the runner can route to the trial networks, else through a relay.
+    Auto,
+}
+
+/// The relay mode from `ELENGTIS_RELAY` (`always`, the default; `never`; `auto`).
+pub fn relay_mode() -> Result<RelayMode, String> {
+    match std::env::var("ELENGTIS_RELAY") {
+        Err(std::env::VarError::NotPresent) => Ok(RelayMode::Always),
+        Ok(v) if v.is_empty() || v == "always" => Ok(RelayMode::Always),
+        Ok(v) if v == "never" => Ok(RelayMode::Never),
+        Ok(v) if v == "auto" => Ok(RelayMode::Auto),
+        Ok(v) => Err(format!("ELENGTIS_RELAY must be `always`, `never` or `auto`, not `{v}`")),
+        Err(std::env::VarError::NotUnicode(_)) => Err("ELENGTIS_RELAY is not valid UTF-8".to_owned()),
+    }
+}
+
 /// The relay image a container target needs, or `None` when the runner connects directly.
 ///
-/// A relay is used for streamable HTTP targets when the target names `relay_image`, when the
-/// runner cannot route to the trial networks, or when `ELENGTIS_RELAY=always`;
-/// `ELENGTIS_RELAY=never` turns it off. The runner is taken to be unable to route when it runs
-/// in a container (`/.dockerenv`) that does not share the engine's network namespace (the
-/// engine's default bridge `docker0` is not among its interfaces): a CI job with a mounted
-/// socket needs the relay; a runner in the engine's namespace (on the host, or in a container
-/// with host networking) connects directly and saves the relay container. The relay image must
-/// contain `/elengtis` (the bundled tool image does, and is the default).
+/// A streamable-HTTP target is reached through a relay unless `ELENGTIS_RELAY=never`, or
+/// `ELENGTIS_RELAY=auto` and the runner can route to the trial networks itself. The runner
+/// can route when it does not run in a container (`/.dockerenv`), or runs in one that shares
+/// the engine's network namespace (the engine's default bridge `docker0` is among its
+/// interfaces). A direct route needs a host address on the trial bridge, and the host
+/// answers the target on every address it has; the relay needs none. An unreadable
+/// `ELENGTIS_RELAY` counts as the default (runs check it first, see [`relay_mode`]). The
+/// relay image must contain `/elengtis` (the bundled tool image does, and is the default).
 pub fn relay_image_for(streamable_http: bool, relay_image: Option<&str>) -> Option<String> {
     if !streamable_http {
         return None;
     }
-    let wanted = match std::env::var("ELENGTIS_RELAY").as_deref() {
-        Ok("always") => true,
-        Ok("never") => false,
-        _ => relay_image.is_some() || !runner_shares_engine_network(),
+    let wanted = match relay_mode().unwrap_or(RelayMode::Always) {
+        RelayMode::Always => true,
+        RelayMode::Never => false,
+        RelayMode::Auto => !runner_shares_engine_network(),
     };
     wanted.then(|| relay_image.map_or_else(images::tool_ref, str::to_owned))
 }

@@ -31,6 +31,12 @@
 //! - Then one line per request (see [`record::RequestRecord`]); after `--max-requests`
 //!   records a single `{"seq":N,"dropped":true}` and nothing more, so the output stays
 //!   bounded while requests keep being answered.
+//! - A stdin line `barrier TOKEN` (TOKEN: 1–64 of `A-Za-z0-9-`) is answered with the
+//!   stdout line `{"barrier":"TOKEN"}`, written after the record of every request the sink
+//!   answered before it read the line (a request is recorded before it is answered). The
+//!   runner uses it to know it has every record before a check reads them, without a
+//!   network route to the sink. Other stdin lines are ignored; lines are capped at 256
+//!   bytes.
 //! - End of stdin means the trial is over: the sink stops listening, gives in-flight
 //!   requests a short grace period (then cuts them, recording what had arrived),
 //!   flushes, and exits 0. SIGTERM (and SIGINT) do the same.
@@ -139,7 +145,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let local = listener.local_addr().context("failed to read the listening address")?;
     let mut terminate = signal(SignalKind::terminate()).context("failed to watch SIGTERM")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("failed to watch SIGINT")?;
-    let stdin_closed = watch_stdin().context("failed to watch stdin")?;
+    let mut stdin = watch_stdin().context("failed to watch stdin")?;
 
     recorder.ready(local.port()).await;
     tracing::info!(%local, max_body = args.max_body, max_requests = args.max_requests, "canary sink listening");
@@ -160,14 +166,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .into_future(),
     );
 
-    let stop = tokio::select! {
-        _ = stdin_closed => Stop::StdinClosed,
-        _ = terminate.recv() => Stop::Signal("SIGTERM"),
-        _ = interrupt.recv() => Stop::Signal("SIGINT"),
-        result = &mut written => Stop::StdoutFailed(match result {
-            Ok(Err(error)) => error.to_string(),
-            Ok(Ok(())) | Err(_) => "the writer stopped".to_owned(),
-        }),
+    let stop = loop {
+        tokio::select! {
+            event = stdin.recv() => match event {
+                Some(Stdin::Barrier(token)) => recorder.barrier(&token).await,
+                Some(Stdin::Closed) | None => break Stop::StdinClosed,
+            },
+            _ = terminate.recv() => break Stop::Signal("SIGTERM"),
+            _ = interrupt.recv() => break Stop::Signal("SIGINT"),
+            result = &mut written => break Stop::StdoutFailed(match result {
+                Ok(Err(error)) => error.to_string(),
+                Ok(Ok(())) | Err(_) => "the writer stopped".to_owned(),
+            }),
+        }
     };
     tracing::info!(%stop, "stopping");
 
@@ -200,29 +211,81 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// Resolves when stdin reaches end of file (or cannot be read): the runner's attach
-/// ended, so the trial is over. What arrives on stdin is ignored.
+/// What the runner said on stdin.
+#[derive(Debug)]
+enum Stdin {
+    /// `barrier TOKEN`.
+    Barrier(String),
+    /// End of file (or stdin cannot be read): the runner's attach ended, the trial is over.
+    Closed,
+}
+
+/// The longest stdin line looked at; longer ones are skipped whole.
+const MAX_STDIN_LINE: usize = 256;
+
+/// Reads stdin line by line: barrier requests and, last, the end of file.
 ///
 /// A plain thread, not tokio's stdin: its blocking read cannot be cancelled and would
 /// hold up the runtime's shutdown on SIGTERM; a detached thread just dies with the
 /// process.
-fn watch_stdin() -> std::io::Result<oneshot::Receiver<()>> {
-    let (tx, rx) = oneshot::channel();
+fn watch_stdin() -> std::io::Result<mpsc::Receiver<Stdin>> {
+    let (tx, rx) = mpsc::channel(16);
     std::thread::Builder::new().name("stdin".to_owned()).spawn(move || {
         let mut stdin = std::io::stdin().lock();
         let mut buf = [0_u8; 1024];
+        let mut line: Vec<u8> = Vec::new();
+        let mut skipping = false;
         loop {
-            match stdin.read(&mut buf) {
+            let n = match stdin.read(&mut buf) {
                 Ok(0) => break,
-                Ok(_) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Ok(n) => n,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(error) => {
                     tracing::warn!(%error, "stdin unreadable; treating it as closed");
                     break;
                 }
+            };
+            for &byte in &buf[..n] {
+                if byte == b'\n' {
+                    if !skipping
+                        && let Some(token) = barrier_token(&line)
+                        && tx.blocking_send(Stdin::Barrier(token)).is_err()
+                    {
+                        return;
+                    }
+                    line.clear();
+                    skipping = false;
+                } else if line.len() < MAX_STDIN_LINE {
+                    line.push(byte);
+                } else {
+                    skipping = true;
+                }
             }
         }
-        let _ = tx.send(());
+        let _ = tx.blocking_send(Stdin::Closed);
     })?;
     Ok(rx)
+}
+
+/// The token of a well-formed `barrier TOKEN` line.
+fn barrier_token(line: &[u8]) -> Option<String> {
+    let line = std::str::from_utf8(line).ok()?.trim_end_matches('\r');
+    let token = line.strip_prefix("barrier ")?;
+    let valid = (1..=64).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    valid.then(|| token.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::barrier_token;
+
+    #[test]
+    fn only_well_formed_barrier_lines_are_taken() {
+        assert_eq!(barrier_token(b"barrier abc-123"), Some("abc-123".to_owned()));
+        assert_eq!(barrier_token(b"barrier abc\r"), Some("abc".to_owned()));
+        for bad in [&b"barrier "[..], b"barrier a b", b"barrier {\"x\":1}", b"BARRIER abc", b"hello", b"barrier \xff"] {
+            assert_eq!(barrier_token(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+        assert_eq!(barrier_token(format!("barrier {}", "a".repeat(65)).as_bytes()), None);
+    }
 }

@@ -31,7 +31,15 @@ struct Ready {
     port: u16,
 }
 
-/// Written once, in place of the first request over `--max-requests`; nothing follows.
+/// The answer to a runner's `barrier TOKEN` line on stdin: every request answered before
+/// the line was read has its record written before this one.
+#[derive(Debug, Serialize)]
+struct Barrier<'a> {
+    barrier: &'a str,
+}
+
+/// Written once, in place of the first request over `--max-requests`; no request record
+/// follows (barrier answers still do).
 #[derive(Debug, Serialize)]
 struct Dropped {
     seq: u64,
@@ -130,6 +138,12 @@ impl Recorder {
     /// Writes the ready line; call it before serving so it comes first.
     pub async fn ready(&self, port: u16) {
         self.send(&Ready { ready: true, port }).await;
+    }
+
+    /// Answers a barrier: queued behind every record already queued (each request is
+    /// recorded before it is answered), so the runner knows it has seen them all.
+    pub async fn barrier(&self, token: &str) {
+        self.send(&Barrier { barrier: token }).await;
     }
 
     /// Numbers and writes one request, or the `dropped` marker once past the limit.

@@ -306,6 +306,28 @@ mod tests {
     }
 
     #[test]
+    fn a_barrier_line_is_answered_after_every_request_answered_before_it() {
+        let mut sink = Sink::start(&["--max-requests", "2"]);
+        for path in ["/a", "/b", "/c"] {
+            ok(&sink.send(format!("GET {path} HTTP/1.1\r\nHost: sink\r\nConnection: close\r\n\r\n").as_bytes()));
+        }
+        let stdin = sink.stdin.as_mut().expect("stdin");
+        // Junk, an over-long line and a malformed barrier are ignored; the sink keeps going.
+        stdin.write_all(b"hello\nbarrier a b\n").expect("write");
+        stdin.write_all(format!("barrier {}\n", "x".repeat(300)).as_bytes()).expect("write");
+        stdin.write_all(b"barrier t-1\n").expect("write");
+        stdin.flush().expect("flush");
+        let lines: Vec<Value> = (0..4).map(|_| sink.next().1).collect();
+        assert_eq!(lines[0]["path"], json!("/a"));
+        assert_eq!(lines[1]["path"], json!("/b"));
+        assert_eq!(lines[2], json!({"seq": 3, "dropped": true}));
+        // Past --max-requests the barrier is still answered, as the only other line.
+        assert_eq!(lines[3], json!({"barrier": "t-1"}));
+        assert!(sink.finish().success());
+        assert!(sink.rest().is_empty());
+    }
+
+    #[test]
     fn stdin_eof_stops_listening_and_exits_zero() {
         let mut sink = Sink::start(&[]);
         ok(&sink.send(b"GET /once HTTP/1.1\r\nHost: sink\r\nConnection: close\r\n\r\n"));
