@@ -929,7 +929,23 @@ impl Session {
         self.teardown().await
     }
 
+    /// Close the session of a target in a container. Its stderr comes from the container's
+    /// attach stream, which ends only when the container goes: if it is still open after the
+    /// session (the server ignored the end of its stdin), it comes back unfinished, for
+    /// [`finish_stderr`] once the container is removed.
+    pub async fn close_in_container(mut self) -> (CloseReport, Option<JoinHandle<Captured>>) {
+        self.teardown_keeping(true).await
+    }
+
     async fn teardown(&mut self) -> CloseReport {
+        let (mut report, pending) = self.teardown_keeping(false).await;
+        if pending.is_some() {
+            report.errors.push(STDERR_STAYED_OPEN.into());
+        }
+        report
+    }
+
+    async fn teardown_keeping(&mut self, keep_open_stderr: bool) -> (CloseReport, Option<JoinHandle<Captured>>) {
         let mut report = CloseReport::default();
         if let Some(client) = self.client.take()
             && tokio::time::timeout(self.limits.shutdown, client.cancel()).await.is_err()
@@ -967,15 +983,19 @@ impl Session {
             signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             report.exit = status.map(describe_exit);
         }
-        if let Some(handle) = self.stderr.take() {
-            match tokio::time::timeout(self.limits.shutdown, handle).await {
+        let mut pending = None;
+        if let Some(mut handle) = self.stderr.take() {
+            match tokio::time::timeout(self.limits.shutdown, &mut handle).await {
                 Ok(Ok(captured)) => report.stderr = Some(captured),
-                _ => report
-                    .errors
-                    .push("failed to collect the target's stderr: it stayed open after the session ended".into()),
+                Ok(Err(_)) => report.errors.push("failed to collect the target's stderr: its reader failed".into()),
+                Err(_) if keep_open_stderr => pending = Some(handle),
+                Err(_) => {
+                    handle.abort();
+                    pending = Some(handle);
+                }
             }
         }
-        report
+        (report, pending)
     }
 }
 
@@ -1026,6 +1046,18 @@ pub fn result_text(result: &CallToolResult) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     if result.is_error == Some(true) { format!("ERROR: {text}") } else { text }
+}
+
+const STDERR_STAYED_OPEN: &str = "failed to collect the target's stderr: it stayed open after the session ended";
+
+/// Collect a container target's stderr left open by [`Session::close_in_container`], once its
+/// container is gone (the attach stream has ended); an error if it still does not end.
+pub async fn finish_stderr(handle: JoinHandle<Captured>, limit: Duration) -> Result<Captured, String> {
+    match tokio::time::timeout(limit, handle).await {
+        Ok(Ok(captured)) => Ok(captured),
+        Ok(Err(_)) => Err("failed to collect the target's stderr: its reader failed".into()),
+        Err(_) => Err("failed to collect the target's stderr: it stayed open after its container was removed".into()),
+    }
 }
 
 /// Seconds for messages: `10` for whole seconds, else one decimal (`13.4`).

@@ -129,11 +129,15 @@ pub(crate) struct Opened {
 pub(crate) async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
     let Opened { session, execution: mut target_execution, mut closed, container, sink, attempt_id, sink_server } =
         opened;
+    let mut open_stderr = None;
     if let Ok(session) = session {
         target_execution["server"] = session.server_info().clone();
-        closed = session.close().await;
+        if container.is_some() {
+            (closed, open_stderr) = session.close_in_container().await;
+        } else {
+            closed = session.close().await;
+        }
     }
-    let mut errors = closed.errors.clone();
     // The sink is closed before its container goes: end of stdin lets it flush the records
     // of requests that came after the last check.
     let sink = match sink {
@@ -150,15 +154,26 @@ pub(crate) async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<Str
         }
         None => None,
     };
+    let mut cleanup_errors = Vec::new();
     if let Some(container) = container {
-        let (record, cleanup_errors) = container.teardown().await;
+        let (record, errors) = container.teardown().await;
         let server = target_execution["server"].take();
         target_execution = record;
         if !server.is_null() {
             target_execution["server"] = server;
         }
-        errors.extend(cleanup_errors);
+        cleanup_errors = errors;
     }
+    // A server that ignored the end of its stdin kept its stderr open until the container
+    // was removed; what it wrote is collected now.
+    if let Some(handle) = open_stderr {
+        match crate::target::finish_stderr(handle, std::time::Duration::from_secs(3)).await {
+            Ok(captured) => closed.stderr = Some(captured),
+            Err(e) => closed.errors.push(e),
+        }
+    }
+    let mut errors = closed.errors.clone();
+    errors.extend(cleanup_errors);
     target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
     if let Some(sink) = sink {
         match target_execution.get_mut("sink") {

@@ -196,17 +196,13 @@ fn resource_abuse_ends_as_recorded_outcomes_and_spares_the_other_trials() {
     let out = child.wait_output(Duration::from_secs(5));
     let rows = rows(&log);
     assert_eq!(rows.len(), 7, "{rows:?}");
-    // Abuse is data, not a broken run: every trial has a complete attempt, except that the
-    // hung flood trial may be marked incomplete for its teardown (the hung server's stderr
-    // stays open after the session ends: a `target_cleanup` error). The exit code says so.
-    let incomplete: Vec<&Value> = rows.iter().filter(|r| r["evidence_status"] != "complete").collect();
-    for row in &incomplete {
-        assert_eq!(row["target"], "abuse-flood", "{row}");
-        let phases: Vec<&Value> = row["errors"].as_array().into_iter().flatten().map(|e| &e["phase"]).collect();
-        assert!(phases.iter().all(|p| *p == "target_cleanup" || *p == "exercise"), "{row}");
+    // Abuse is data, not a broken run: every trial has a complete attempt (the hung server's
+    // stderr, open until its container goes, is collected after the container's removal),
+    // and the run exits 0.
+    for row in &rows {
+        assert_eq!(row["evidence_status"], "complete", "{row}");
     }
-    let code = if incomplete.is_empty() { 0 } else { 1 };
-    assert_eq!(out.status.code(), Some(code), "{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     let run_id = rows[0]["run_id"].as_str().expect("run id").to_owned();
     let by_target: BTreeMap<String, (usize, &Value)> =
         rows.iter().enumerate().map(|(i, r)| (r["target"].as_str().unwrap_or("?").to_owned(), (i, r))).collect();
@@ -280,6 +276,11 @@ fn resource_abuse_ends_as_recorded_outcomes_and_spares_the_other_trials() {
     // After a timed-out request the runner sends nothing more on that session.
     let after = call_result(&flood, 2);
     assert!(after["error"].as_str().unwrap_or_default().contains("session is unusable"), "{after}");
+    // The 64 MiB stderr flood is counted whole and kept only as a bounded tail, collected
+    // after the hung container was removed.
+    let captured = &flood["target_execution"]["close"]["stderr"];
+    assert!(captured["bytes"].as_u64().unwrap_or(0) >= 64 << 20, "{captured}");
+    assert_eq!(captured["truncated"], true, "{captured}");
     let stderr_kept = flood["target_execution"].to_string().len();
     assert_eq!(flood_container.as_deref(), flood["target_execution"]["container"]["id"].as_str());
     let log_max = flood_log_bytes.iter().copied().max().unwrap_or(0);
