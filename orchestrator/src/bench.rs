@@ -120,7 +120,8 @@ async fn run_campaign(
 }
 
 /// The raw lifecycle of `image` under the same hardening: network, container (stdio
-/// attached), start, remove container and network.
+/// attached), start — ready, for a server on stdio: running with its stdio attached (it has
+/// no port to open) — then remove container and network.
 async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Result<Vec<f64>> {
     let resolved = sandbox.images.get(image).ok_or_else(|| anyhow::anyhow!("image {image} not resolved"))?;
     let mut durations = Vec::new();
