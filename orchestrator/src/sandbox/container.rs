@@ -560,33 +560,40 @@ impl TrialContainer {
         if let Some(task) = self.relay_task.take() {
             task.abort();
         }
+        // The containers go in parallel (a relay or sink next to the target): each is
+        // inspected for its final state, then force-removed with its anonymous volumes.
         let containers = std::mem::take(&mut self.containers);
-        for (id, role) in containers.iter().rev() {
-            match self.inspect(id).await {
+        let this = &self;
+        let ended = futures_util::future::join_all(containers.iter().map(|(id, role)| async move {
+            let state = this.inspect(id).await.map(|state| {
+                let s = &state["State"];
+                json!({"status": s["Status"], "exit_code": s["ExitCode"], "oom_killed": s["OOMKilled"], "end": end_state(s), "started_at": s["StartedAt"], "finished_at": s["FinishedAt"]})
+            });
+            let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+            let removed = docker::call(
+                &format!("remove the {role} container"),
+                CALL_DEADLINE,
+                this.docker.remove_container(id, Some(options)),
+            )
+            .await;
+            (*role, state, removed)
+        }))
+        .await;
+        for (role, state, removed) in ended {
+            match state {
+                Ok(state) if role == "target" => {
+                    self.record.insert("state".into(), state);
+                }
                 Ok(state) => {
-                    let s = &state["State"];
-                    let state = json!({"status": s["Status"], "exit_code": s["ExitCode"], "oom_killed": s["OOMKilled"], "end": end_state(s), "started_at": s["StartedAt"], "finished_at": s["FinishedAt"]});
-                    if *role == "target" {
-                        self.record.insert("state".into(), state);
-                    } else if let Some(Value::Object(r)) = self.record.get_mut(*role) {
+                    if let Some(Value::Object(r)) = self.record.get_mut(role) {
                         r.insert("state".into(), state);
                     }
                 }
                 Err(e) => errors.push(e.to_string()),
             }
-            let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
-            match docker::call(
-                &format!("remove the {role} container"),
-                CALL_DEADLINE,
-                self.docker.remove_container(id, Some(options)),
-            )
-            .await
-            {
-                Ok(()) => {
-                    if *role == "target" {
-                        self.stamp("container_removed");
-                    }
-                }
+            match removed {
+                Ok(()) if role == "target" => self.stamp("container_removed"),
+                Ok(()) => {}
                 Err(e) => errors.push(e.to_string()),
             }
         }
