@@ -145,6 +145,18 @@ pub struct StartedSink {
     pub addr: SocketAddr,
 }
 
+/// A trial container created (and, for stdio, attached) but not yet started.
+struct Created {
+    role: &'static str,
+    id: String,
+    name: String,
+    warnings: Vec<String>,
+    image: ResolvedImage,
+    user: String,
+    volumes: Vec<String>,
+    attached: Option<AttachedStdio>,
+}
+
 impl std::fmt::Debug for StartedSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StartedSink").field("addr", &self.addr).finish_non_exhaustive()
@@ -259,6 +271,7 @@ impl TrialContainer {
 
     /// Create, attach (stdio) and start one container on the trial network, then check its
     /// hardening from the engine's answer. Returns its inspect answer and attach streams.
+    /// Create, start and check one container of the trial (see [`TrialContainer::create`]).
     #[expect(clippy::too_many_arguments, reason = "one place that creates every trial container")]
     async fn launch(
         &mut self,
@@ -271,6 +284,29 @@ impl TrialContainer {
         volumes: &[String],
         stdio: bool,
     ) -> Result<(Value, Option<AttachedStdio>, Vec<hardening::Fact>), SandboxError> {
+        let mut created = self.create(role, image, user, command, env, exposed, volumes, stdio).await?;
+        let inspect = self.start_created(&created).await?;
+        if role == "target" {
+            self.stamp("started");
+        }
+        let facts = self.register(&created, &inspect).await?;
+        Ok((inspect, created.attached.take(), facts))
+    }
+
+    /// Create one container of the trial on its network (alias `role`) and, for `stdio`,
+    /// attach to it. It is on the teardown list from the moment it exists.
+    #[expect(clippy::too_many_arguments, reason = "one place that creates every trial container")]
+    async fn create(
+        &mut self,
+        role: &'static str,
+        image: &ResolvedImage,
+        user: String,
+        command: Vec<String>,
+        env: Vec<(String, String)>,
+        exposed: Option<u16>,
+        volumes: &[String],
+        stdio: bool,
+    ) -> Result<Created, SandboxError> {
         let alias = role;
         let network_id = self.network_id.clone().unwrap_or_default();
         let body = ContainerCreateBody {
@@ -327,36 +363,53 @@ impl TrialContainer {
         } else {
             None
         };
+        Ok(Created {
+            role,
+            id: created.id,
+            name,
+            warnings: created.warnings,
+            image: image.clone(),
+            user,
+            volumes: volumes.to_vec(),
+            attached,
+        })
+    }
+
+    /// Start a created container; the engine's inspect answer after the start.
+    async fn start_created(&self, created: &Created) -> Result<Value, SandboxError> {
         docker::call(
-            &format!("start the {role} container"),
+            &format!("start the {} container", created.role),
             CALL_DEADLINE,
             self.docker.start_container(&created.id, None::<StartContainerOptions>),
         )
         .await?;
-        if role == "target" {
-            self.stamp("started");
-        }
-        let inspect = self.inspect(&created.id).await?;
+        self.inspect(&created.id).await
+    }
+
+    /// Check a started container's hardening against the engine's answer and record it.
+    async fn register(&mut self, created: &Created, inspect: &Value) -> Result<Vec<hardening::Fact>, SandboxError> {
         let network = self.network().await?;
+        let network_id = self.network_id.clone().unwrap_or_default();
         let expected = Expected {
-            image_id: image.id.clone(),
-            user,
+            image_id: created.image.id.clone(),
+            user: created.user.clone(),
             network_id,
-            volumes: volumes.to_vec(),
+            volumes: created.volumes.clone(),
             host_route: self.host_route,
         };
-        let facts = hardening::check(&inspect, &network, &expected);
-        let record = json!({"id": created.id, "name": name, "warnings": created.warnings});
-        if role == "target" {
+        let facts = hardening::check(inspect, &network, &expected);
+        let record = json!({"id": created.id, "name": created.name, "warnings": created.warnings});
+        if created.role == "target" {
             self.record.insert("container".into(), record);
             self.record.insert(
                 "network".into(),
                 json!({"id": self.network_id, "name": self.name, "internal": network["Internal"], "scope": "trial"}),
             );
         } else {
-            self.record.insert(role.into(), json!({"container": record, "image": image, "hardening": facts}));
+            self.record
+                .insert(created.role.into(), json!({"container": record, "image": created.image, "hardening": facts}));
         }
-        Ok((inspect, attached, facts))
+        Ok(facts)
     }
 
     /// Start the canary sink on the trial network (alias `sink`), attached to its stdio.
@@ -395,9 +448,62 @@ impl TrialContainer {
             Mode::Stdio => None,
         };
         let user = format!("{}:{}", spec.uid, spec.gid);
-        let (inspect, attached, facts) = self
-            .launch("target", &spec.image, user, spec.command.clone(), spec.env.clone(), port, &spec.volumes, stdio)
-            .await?;
+        let (inspect, attached, facts, relay) = match relay {
+            None => {
+                let (inspect, attached, facts) = self
+                    .launch(
+                        "target",
+                        &spec.image,
+                        user,
+                        spec.command.clone(),
+                        spec.env.clone(),
+                        port,
+                        &spec.volumes,
+                        stdio,
+                    )
+                    .await?;
+                (inspect, attached, facts, None)
+            }
+            // The relay container starts alongside the target: neither needs the other to start.
+            Some(image) => {
+                let target = self
+                    .create(
+                        "target",
+                        &spec.image,
+                        user,
+                        spec.command.clone(),
+                        spec.env.clone(),
+                        port,
+                        &spec.volumes,
+                        stdio,
+                    )
+                    .await?;
+                let relay = self
+                    .create(
+                        "relay",
+                        image,
+                        "65534:65534".into(),
+                        vec!["relay-idle".into()],
+                        Vec::new(),
+                        None,
+                        &[],
+                        false,
+                    )
+                    .await?;
+                let (target_started, relay_started) =
+                    tokio::join!(self.start_created(&target), self.start_created(&relay));
+                let inspect = target_started?;
+                self.stamp("started");
+                let facts = self.register(&target, &inspect).await?;
+                let relay_inspect = relay_started?;
+                let relay_facts = self.register(&relay, &relay_inspect).await?;
+                let failed = hardening::failures(&relay_facts);
+                if !failed.is_empty() {
+                    return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("relay {f}")).collect()));
+                }
+                (inspect, None, facts, Some(relay.id))
+            }
+        };
         let failed = hardening::failures(&facts);
         self.record.insert("hardening".into(), serde_json::to_value(&facts).unwrap_or(Value::Null));
         self.record.insert("hardening_asserted".into(), json!(failed.is_empty()));
@@ -410,8 +516,8 @@ impl TrialContainer {
                 let addr = container_addr(&inspect, *port)?;
                 self.record.insert("endpoint".into(), json!(addr.to_string()));
                 let id = self.container_id().unwrap_or_default().to_owned();
-                if let Some(image) = relay {
-                    let local = self.start_relay(image, &id, addr, spec.startup_timeout).await?;
+                if let Some(relay) = relay {
+                    let local = self.serve_relay(&relay, &id, addr, spec.startup_timeout).await?;
                     self.stamp("port_open");
                     return Ok(Endpoint::Http { url: format!("http://localhost:{}{path}", local.port()), addr: local });
                 }
@@ -440,25 +546,17 @@ impl TrialContainer {
         }
     }
 
-    /// Start a relay container (`relay-idle`) on the trial network, wait (through it) until
-    /// `target` accepts connections, and serve a listener on 127.0.0.1 whose every
+    /// Through the started relay container (`relay-idle`, id `relay`) on the trial network,
+    /// wait until `target` accepts connections, then serve a listener on 127.0.0.1 whose every
     /// connection is piped to `target` by an exec of `relay-pipe` in the relay container.
-    async fn start_relay(
+    async fn serve_relay(
         &mut self,
-        image: &ResolvedImage,
+        relay: &str,
         target_id: &str,
         target: SocketAddr,
         limit: Duration,
     ) -> Result<SocketAddr, SandboxError> {
-        let (_, _, facts) = self
-            .launch("relay", image, "65534:65534".into(), vec!["relay-idle".into()], Vec::new(), None, &[], false)
-            .await?;
-        let failed = hardening::failures(&facts);
-        if !failed.is_empty() {
-            return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("relay {f}")).collect()));
-        }
-        let relay =
-            self.containers.iter().find(|(_, role)| *role == "relay").map(|(id, _)| id.clone()).unwrap_or_default();
+        let relay = relay.to_owned();
         let probe = vec![
             "/elengtis".to_owned(),
             "relay-pipe".to_owned(),
