@@ -269,30 +269,6 @@ impl TrialContainer {
         Ok(serde_json::to_value(&network).unwrap_or(Value::Null))
     }
 
-    /// Create, attach (stdio) and start one container on the trial network, then check its
-    /// hardening from the engine's answer. Returns its inspect answer and attach streams.
-    /// Create, start and check one container of the trial (see [`TrialContainer::create`]).
-    #[expect(clippy::too_many_arguments, reason = "one place that creates every trial container")]
-    async fn launch(
-        &mut self,
-        role: &'static str,
-        image: &ResolvedImage,
-        user: String,
-        command: Vec<String>,
-        env: Vec<(String, String)>,
-        exposed: Option<u16>,
-        volumes: &[String],
-        stdio: bool,
-    ) -> Result<(Value, Option<AttachedStdio>, Vec<hardening::Fact>), SandboxError> {
-        let mut created = self.create(role, image, user, command, env, exposed, volumes, stdio).await?;
-        let inspect = self.start_created(&created).await?;
-        if role == "target" {
-            self.stamp("started");
-        }
-        let facts = self.register(&created, &inspect).await?;
-        Ok((inspect, created.attached.take(), facts))
-    }
-
     /// Create one container of the trial on its network (alias `role`) and, for `stdio`,
     /// attach to it. It is on the teardown list from the moment it exists.
     #[expect(clippy::too_many_arguments, reason = "one place that creates every trial container")]
@@ -415,8 +391,11 @@ impl TrialContainer {
     /// Start the canary sink on the trial network (alias `sink`), attached to its stdio.
     pub async fn start_sink(&mut self, image: &ResolvedImage) -> Result<StartedSink, SandboxError> {
         let command = vec!["--bind".into(), "0.0.0.0".into(), "--port".into(), SINK_PORT.to_string()];
-        let (inspect, attached, facts) =
-            self.launch("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true).await?;
+        let mut created =
+            self.create("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true).await?;
+        let inspect = self.start_created(&created).await?;
+        let facts = self.register(&created, &inspect).await?;
+        let attached = created.attached.take();
         let failed = hardening::failures(&facts);
         if !failed.is_empty() {
             return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("sink {f}")).collect()));
@@ -448,62 +427,44 @@ impl TrialContainer {
             Mode::Stdio => None,
         };
         let user = format!("{}:{}", spec.uid, spec.gid);
-        let (inspect, attached, facts, relay) = match relay {
-            None => {
-                let (inspect, attached, facts) = self
-                    .launch(
-                        "target",
-                        &spec.image,
-                        user,
-                        spec.command.clone(),
-                        spec.env.clone(),
-                        port,
-                        &spec.volumes,
-                        stdio,
-                    )
-                    .await?;
-                (inspect, attached, facts, None)
-            }
-            // The relay container starts alongside the target: neither needs the other to start.
-            Some(image) => {
-                let target = self
-                    .create(
-                        "target",
-                        &spec.image,
-                        user,
-                        spec.command.clone(),
-                        spec.env.clone(),
-                        port,
-                        &spec.volumes,
-                        stdio,
-                    )
-                    .await?;
-                let relay = self
-                    .create(
-                        "relay",
-                        image,
-                        "65534:65534".into(),
-                        vec!["relay-idle".into()],
-                        Vec::new(),
-                        None,
-                        &[],
-                        false,
-                    )
-                    .await?;
-                let (target_started, relay_started) =
-                    tokio::join!(self.start_created(&target), self.start_created(&relay));
-                let inspect = target_started?;
-                self.stamp("started");
-                let facts = self.register(&target, &inspect).await?;
-                let relay_inspect = relay_started?;
-                let relay_facts = self.register(&relay, &relay_inspect).await?;
-                let failed = hardening::failures(&relay_facts);
-                if !failed.is_empty() {
-                    return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("relay {f}")).collect()));
-                }
-                (inspect, None, facts, Some(relay.id))
-            }
+        let mut target = self
+            .create("target", &spec.image, user, spec.command.clone(), spec.env.clone(), port, &spec.volumes, stdio)
+            .await?;
+        // A relay container starts alongside the target: neither needs the other to start.
+        let relay = match relay {
+            Some(image) => Some(
+                self.create(
+                    "relay",
+                    image,
+                    "65534:65534".into(),
+                    vec!["relay-idle".into()],
+                    Vec::new(),
+                    None,
+                    &[],
+                    false,
+                )
+                .await?,
+            ),
+            None => None,
         };
+        let (target_started, relay_started) = tokio::join!(self.start_created(&target), async {
+            match &relay {
+                Some(relay) => Some(self.start_created(relay).await),
+                None => None,
+            }
+        });
+        let inspect = target_started?;
+        self.stamp("started");
+        let facts = self.register(&target, &inspect).await?;
+        let attached = target.attached.take();
+        if let (Some(relay), Some(started)) = (&relay, relay_started) {
+            let relay_facts = self.register(relay, &started?).await?;
+            let failed = hardening::failures(&relay_facts);
+            if !failed.is_empty() {
+                return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("relay {f}")).collect()));
+            }
+        }
+        let relay = relay.map(|r| r.id);
         let failed = hardening::failures(&facts);
         self.record.insert("hardening".into(), serde_json::to_value(&facts).unwrap_or(Value::Null));
         self.record.insert("hardening_asserted".into(), json!(failed.is_empty()));
