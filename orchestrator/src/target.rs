@@ -938,11 +938,7 @@ impl Session {
     }
 
     async fn teardown(&mut self) -> CloseReport {
-        let (mut report, pending) = self.teardown_keeping(false).await;
-        if pending.is_some() {
-            report.errors.push(STDERR_STAYED_OPEN.into());
-        }
-        report
+        self.teardown_keeping(false).await.0
     }
 
     async fn teardown_keeping(&mut self, keep_open_stderr: bool) -> (CloseReport, Option<JoinHandle<Captured>>) {
@@ -991,7 +987,9 @@ impl Session {
                 Err(_) if keep_open_stderr => pending = Some(handle),
                 Err(_) => {
                     handle.abort();
-                    pending = Some(handle);
+                    report
+                        .errors
+                        .push("failed to collect the target's stderr: it stayed open after the session ended".into());
                 }
             }
         }
@@ -1047,8 +1045,6 @@ pub fn result_text(result: &CallToolResult) -> String {
         .join("\n");
     if result.is_error == Some(true) { format!("ERROR: {text}") } else { text }
 }
-
-const STDERR_STAYED_OPEN: &str = "failed to collect the target's stderr: it stayed open after the session ended";
 
 /// Collect a container target's stderr left open by [`Session::close_in_container`], once its
 /// container is gone (the attach stream has ended); an error if it still does not end.
