@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use elengtis_verifiers::{HttpClient, HttpRequestSpec, Method, SecretValue};
 use serde_json::{Value, json};
 
-use crate::format::campaign::EnvRef;
-use crate::format::scenario::{Action, HttpMethod};
-use crate::refs::Values;
-use crate::rules;
 use crate::target::{self, Session};
+use elengtis_core::format::campaign::EnvRef;
+use elengtis_core::format::scenario::{Action, HttpMethod};
+use elengtis_core::refs::Values;
+use elengtis_core::rules;
 
 /// What an action needs from the trial.
 #[derive(Debug, Clone, Copy)]
@@ -128,7 +128,7 @@ async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (V
 }
 
 async fn sqlite_query(
-    a: &crate::format::scenario::SqliteAction,
+    a: &elengtis_core::format::scenario::SqliteAction,
     parameters: &[Value],
     ctx: ActionContext<'_>,
 ) -> Result<Value, String> {

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::format::{self, LoadOptions, Overrides};
 use crate::run::{self, RunOptions};
 use crate::sandbox::container::{ContainerSpec, Mode, TrialContainer};
 use crate::sandbox::{SandboxContext, images};
+use elengtis_core::load;
+use elengtis_core::validate::{LoadOptions, Overrides};
 
 const SCENARIO: &str = include_str!("../../scenarios/bench/support-note.yaml");
 
@@ -105,8 +106,8 @@ async fn run_campaign(
     std::fs::create_dir_all(&inputs)?;
     std::fs::write(inputs.join("support-note.yaml"), SCENARIO)?;
     std::fs::write(inputs.join("campaign.yaml"), campaign)?;
-    let mut bundle = format::load_campaign(&inputs.join("campaign.yaml"), &LoadOptions::default())?;
-    format::apply_overrides(&mut bundle, &Overrides { trials: Some(trials), ..Overrides::default() })?;
+    let mut bundle = load::load_campaign(&inputs.join("campaign.yaml"), &LoadOptions::default())?;
+    load::apply_overrides(&mut bundle, &Overrides { trials: Some(trials), ..Overrides::default() })?;
     let out = dir.join(name);
     let options = RunOptions { progress: false, jobs, allow_vulnerable_engine, ..RunOptions::default() };
     let started = Instant::now();

@@ -1,7 +1,7 @@
 //! Engines: the agent loop that lets a model use the offered tools, and the models.
 //!
 //! Engines return observations only (requests, messages, tool calls, tool results, how the
-//! loop ended); [`crate::judge`] assigns meaning afterwards. The `reference` engine is the
+//! loop ended); [`elengtis_core::judge`] assigns meaning afterwards. The `reference` engine is the
 //! deterministic baseline loop of the original tool: tool calls run sequentially, a tool
 //! error is returned to the model as `ERROR: …`, a turn without calls stops the loop, and
 //! running out of turns is `budget_exhausted`. Its model is either a declarative
@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::format::campaign::Engine;
-use crate::format::script::Script;
-use crate::judge::RecordedCall;
-use crate::refs::Values;
 use crate::target::{self, Session};
+use elengtis_core::format::campaign::Engine;
+use elengtis_core::format::script::Script;
+use elengtis_core::judge::RecordedCall;
+use elengtis_core::refs::Values;
 
 /// How an attempt's agent phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -285,7 +285,7 @@ pub async fn run_reference(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::script::Policy;
+    use elengtis_core::format::script::Policy;
 
     fn values() -> Values {
         let mut v = Values::default();

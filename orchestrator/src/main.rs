@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use elengtis::exit_codes;
-use elengtis::format::campaign::Engine;
-use elengtis::format::{self, LoadError, LoadOptions, Overrides};
 use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport};
+use elengtis_core::format::campaign::Engine;
+use elengtis_core::format::{self, LoadError};
+use elengtis_core::load;
+use elengtis_core::validate::{LoadOptions, Overrides};
 use serde_json::json;
 
 /// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
@@ -348,9 +350,9 @@ fn print_warnings(warnings: &[format::Diagnostic]) {
 }
 
 fn validate(path: &Path, json: bool) -> Result<i32, Failure> {
-    match format::load_campaign(path, &LoadOptions::default()) {
+    match load::load_campaign(path, &LoadOptions::default()) {
         Ok(bundle) => {
-            let trials: Vec<String> = elengtis::matrix::expand(&bundle).into_iter().map(|t| t.trial_id).collect();
+            let trials: Vec<String> = elengtis_core::matrix::expand(&bundle).into_iter().map(|t| t.trial_id).collect();
             if json {
                 println!("{}", json!({"valid": true, "trials": trials, "diagnostics": bundle.warnings}));
             } else {
@@ -446,16 +448,16 @@ async fn run_command(args: RunArgs) -> Result<i32, Failure> {
                 error: anyhow::anyhow!("a new run needs --config CAMPAIGN (or --resume to continue --out)"),
             });
         };
-        let mut bundle = format::load_campaign(&config, &LoadOptions::default())?;
+        let mut bundle = load::load_campaign(&config, &LoadOptions::default())?;
         print_warnings(&bundle.warnings);
-        format::apply_overrides(&mut bundle, &overrides)?;
+        load::apply_overrides(&mut bundle, &overrides)?;
         run::start(&bundle, &args.out, false, &options).await?
     };
     Ok(report(&result, args.json))
 }
 
 async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Result<i32, Failure> {
-    let bundle = format::load_campaign(path, &LoadOptions::default())?;
+    let bundle = load::load_campaign(path, &LoadOptions::default())?;
     print_warnings(&bundle.warnings);
     let sandbox = run::prepare_sandbox(&bundle, allow_vulnerable_engine).await?;
     let checks = elengtis::preflight::run(&bundle, elengtis::target::Limits::default(), sandbox.as_ref()).await;
@@ -475,7 +477,7 @@ async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Re
 
 fn schema(out: &Path) -> Result<i32, Failure> {
     std::fs::create_dir_all(out).with_context(|| format!("failed to create {}", out.display()))?;
-    for (name, content) in elengtis::schema::schemas() {
+    for (name, content) in elengtis_core::schema::schemas() {
         let path = out.join(name);
         elengtis::results::store::write_atomic(&path, content.as_bytes())?;
         println!("{}", path.display());
@@ -533,8 +535,8 @@ async fn example(
     let prepared = async {
         let campaign = examples::write(example, &out.join("example"))
             .with_context(|| format!("failed to write the example into {}", out.display()))?;
-        let mut bundle = format::load_campaign(&campaign, &LoadOptions::default())?;
-        format::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
+        let mut bundle = load::load_campaign(&campaign, &LoadOptions::default())?;
+        load::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
         run::check_runnable(&bundle)?;
         Ok::<_, Failure>(bundle)
     }

@@ -7,14 +7,14 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::format::Bundle;
-use crate::format::campaign::{Target, Transport};
-use crate::format::scenario::{Action, Scenario, ToolSelection};
-use crate::format::script::Script;
-use crate::refs::{self, RefKind, Values};
 use crate::sandbox::SandboxContext;
 use crate::target::Limits;
 use crate::trial::{OpenContext, close_target, open_target};
+use elengtis_core::format::Bundle;
+use elengtis_core::format::campaign::{Target, Transport};
+use elengtis_core::format::scenario::{Action, Scenario, ToolSelection};
+use elengtis_core::format::script::Script;
+use elengtis_core::refs::{self, RefKind, Values};
 
 /// The preflight result of one target.
 #[derive(Debug, Clone, Serialize)]

@@ -14,12 +14,13 @@ use std::path::{Path, PathBuf};
 use elengtis_verifiers::{HttpClient, HttpLimits};
 use serde_json::{Value, json};
 
-use crate::format::{self, Bundle, LoadError};
-use crate::matrix::{self, TrialSpec};
 use crate::results::store::{self, AppendLog, DirLock, StoreError};
 use crate::sandbox::SandboxContext;
 use crate::target::Limits;
 use crate::trial::{self, Attempt, METRICS_VERSION, RESULTS_SCHEMA_VERSION};
+use elengtis_core::format::{self, Bundle, LoadError};
+use elengtis_core::load;
+use elengtis_core::matrix::{self, TrialSpec};
 
 /// Consecutive incomplete attempts on one target that stop a run.
 pub const MAX_CONSECUTIVE_TARGET_FAILURES: u32 = 3;
@@ -298,7 +299,7 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         .map(|s| (PathBuf::from(s["path"].as_str().unwrap_or_default()), s["dump"].clone()))
         .collect();
     let campaign_sha = manifest["configuration"]["campaign_sha256"].as_str().unwrap_or_default().to_owned();
-    let bundle = format::bundle_from_dumps(&manifest_path, &manifest["campaign"], &scenarios, campaign_sha)?;
+    let bundle = load::bundle_from_dumps(&manifest_path, &manifest["campaign"], &scenarios, campaign_sha)?;
     check_runnable(&bundle)?;
     let sandbox = prepare_sandbox(&bundle, options.allow_vulnerable_engine).await?;
     let (log, recovery) = AppendLog::open_existing(&out.join("runs.jsonl"))?;

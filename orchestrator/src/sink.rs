@@ -231,10 +231,11 @@ impl SinkServer {
 /// Whether any of these values names a sink runner value.
 pub fn uses_sink(values: &[&Value], templates: &[&str]) -> bool {
     values.iter().any(|v| {
-        crate::refs::find_refs(v).iter().any(|r| {
-            r.kind == crate::refs::RefKind::Runner && r.name.as_deref().is_some_and(|n| SINK_VALUES.contains(&n))
+        elengtis_core::refs::find_refs(v).iter().any(|r| {
+            r.kind == elengtis_core::refs::RefKind::Runner
+                && r.name.as_deref().is_some_and(|n| SINK_VALUES.contains(&n))
         })
-    }) || templates
-        .iter()
-        .any(|t| crate::refs::template_fields(t).is_ok_and(|f| f.iter().any(|n| SINK_VALUES.contains(&n.as_str()))))
+    }) || templates.iter().any(|t| {
+        elengtis_core::refs::template_fields(t).is_ok_and(|f| f.iter().any(|n| SINK_VALUES.contains(&n.as_str())))
+    })
 }

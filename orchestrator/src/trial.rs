@@ -17,17 +17,17 @@ use tracing::Instrument as _;
 
 use crate::actions::{self, ActionContext};
 use crate::engine::{self, AgentOutcome, ScriptedModel, Termination};
-use crate::format::Bundle;
-use crate::format::campaign::Transport;
-use crate::format::scenario::{ToolSelection, VerifyMode};
-use crate::format::script::Script;
-use crate::judge::{self, Patterns};
-use crate::matrix::TrialSpec;
-use crate::refs::{self, Values};
 use crate::sandbox::SandboxContext;
 use crate::sandbox::container::{self, ContainerSpec, Endpoint, Mode, TrialContainer};
 use crate::sink::{SinkHandle, SinkServer};
 use crate::target::{self, CloseReport, HttpLaunch, Limits, Session, StdioLaunch};
+use elengtis_core::format::Bundle;
+use elengtis_core::format::campaign::Transport;
+use elengtis_core::format::scenario::{ToolSelection, VerifyMode};
+use elengtis_core::format::script::Script;
+use elengtis_core::judge::{self, Patterns};
+use elengtis_core::matrix::TrialSpec;
+use elengtis_core::refs::{self, Values};
 
 /// Version of the row and evidence formats written by this build.
 pub const RESULTS_SCHEMA_VERSION: u64 = 1;
@@ -235,7 +235,7 @@ fn command_line(items: &[Value], values: &Values) -> Result<Vec<String>, String>
 }
 
 fn env_values(
-    env: &std::collections::BTreeMap<String, crate::format::campaign::EnvRef>,
+    env: &std::collections::BTreeMap<String, elengtis_core::format::campaign::EnvRef>,
 ) -> Result<Vec<(String, String)>, String> {
     env.iter()
         .map(|(name, r)| {
@@ -321,15 +321,15 @@ async fn open_inner(attempt: &OpenContext<'_>, transport: &Transport, values: &m
                 Err(e) => return Opened::failed(e, base),
             };
             let mode = match c.mcp_transport {
-                crate::format::campaign::ContainerMcp::Stdio => Mode::Stdio,
-                crate::format::campaign::ContainerMcp::StreamableHttp => Mode::Http {
+                elengtis_core::format::campaign::ContainerMcp::Stdio => Mode::Stdio,
+                elengtis_core::format::campaign::ContainerMcp::StreamableHttp => Mode::Http {
                     port: c.container_port.and_then(|p| u16::try_from(p).ok()).unwrap_or_default(),
                     path: c.path.clone(),
                 },
             };
             let startup = std::time::Duration::from_secs(c.startup_timeout_seconds.into());
             let relay = crate::sandbox::relay_image_for(
-                c.mcp_transport == crate::format::campaign::ContainerMcp::StreamableHttp,
+                c.mcp_transport == elengtis_core::format::campaign::ContainerMcp::StreamableHttp,
                 c.relay_image.as_deref(),
             );
             let relay = match relay.map(|r| sandbox.images.get(&r).ok_or(r)) {
@@ -634,8 +634,8 @@ struct Phases {
 /// Setup, exercise, judge, verify and cleanup.
 async fn run_phases(
     attempt: &Attempt<'_>,
-    campaign: &crate::format::campaign::Campaign,
-    scenario: &crate::format::scenario::Scenario,
+    campaign: &elengtis_core::format::campaign::Campaign,
+    scenario: &elengtis_core::format::scenario::Scenario,
     session: Option<&Session>,
     container: Option<&TrialContainer>,
     values: &mut Values,
@@ -687,20 +687,21 @@ async fn run_phases(
 
     // Judge.
     let mut patterns = Patterns::default();
-    let resolve_rules =
-        |rules: &[crate::format::scenario::Rule], errors: &mut Vec<Value>| -> Option<Vec<judge::ResolvedRule>> {
-            let mut out = Vec::new();
-            for rule in rules {
-                match judge::resolve_rule(rule, values) {
-                    Ok(r) => out.push(r),
-                    Err(e) => {
-                        errors.push(error("evaluation", None, format!("rule `{}`: {e}", rule.id)));
-                        return None;
-                    }
+    let resolve_rules = |rules: &[elengtis_core::format::scenario::Rule],
+                         errors: &mut Vec<Value>|
+     -> Option<Vec<judge::ResolvedRule>> {
+        let mut out = Vec::new();
+        for rule in rules {
+            match judge::resolve_rule(rule, values) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    errors.push(error("evaluation", None, format!("rule `{}`: {e}", rule.id)));
+                    return None;
                 }
             }
-            Some(out)
-        };
+        }
+        Some(out)
+    };
     let safety = if setup_clean && termination != Termination::InfrastructureError {
         resolve_rules(&scenario.safety_rules, errors)
             .map(|rules| judge::evaluate_safety(&rules, &agent.calls, &mut patterns))
@@ -729,8 +730,11 @@ async fn run_phases(
         let mut verification_error = false;
         for check in &scenario.verify.checks {
             let outcome = actions::run(&check.action, values, ctx).await;
-            let trusts =
-                if matches!(check.action, crate::format::scenario::Action::McpTool(_)) { "target" } else { "runner" };
+            let trusts = if matches!(check.action, elengtis_core::format::scenario::Action::McpTool(_)) {
+                "target"
+            } else {
+                "runner"
+            };
             let mut record =
                 json!({"id": check.id, "verifier": check.action.kind(), "trusts": trusts, "action": outcome.record});
             if let Some(e) = &outcome.error {
@@ -785,8 +789,8 @@ async fn run_phases(
 /// Offer the tools, render the prompts and run the engine.
 async fn exercise(
     attempt: &Attempt<'_>,
-    campaign: &crate::format::campaign::Campaign,
-    scenario: &crate::format::scenario::Scenario,
+    campaign: &elengtis_core::format::campaign::Campaign,
+    scenario: &elengtis_core::format::scenario::Scenario,
     session: &Session,
     values: &Values,
 ) -> Result<(AgentOutcome, Vec<Value>), String> {

@@ -13,10 +13,12 @@ use std::path::Path;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use elengtis::format::campaign::Campaign;
-use elengtis::format::scenario::Scenario;
-use elengtis::format::{LoadError, LoadOptions, load_campaign, parse_document};
 use elengtis::target::{FrameGuard, Limits};
+use elengtis_core::format::campaign::Campaign;
+use elengtis_core::format::scenario::Scenario;
+use elengtis_core::format::{LoadError, parse_document};
+use elengtis_core::load::load_campaign;
+use elengtis_core::validate::LoadOptions;
 use proptest::prelude::*;
 use rmcp::transport::Transport as _;
 use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};

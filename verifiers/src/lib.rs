@@ -25,9 +25,11 @@
 //! provider if no provider is installed yet (idempotent); a binary that wants
 //! another provider must install it before building the first client.
 
+#[cfg(feature = "http")]
 mod http;
 pub mod sqlite;
 
+#[cfg(feature = "http")]
 pub use http::{
     HttpClient, HttpClientBuildError, HttpError, HttpErrorKind, HttpLimits, HttpRequestSpec, HttpResponseRecord,
     Method, REDACTED, SecretValue, is_valid_header_name, redacted_input,

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::campaign::{Campaign, ContainerMcp, Engine, EnvRef, Target, Transport};
-use super::de::{Path as FieldPath, Seg};
-use super::scenario::{Action, Predicate, Rule, Scenario, ToolSelection};
-use super::script::Script;
-use super::yaml::Node;
-use super::{Bundle, Diagnostic, Document, LoadError, Severity};
+use crate::format::campaign::{Campaign, ContainerMcp, Engine, EnvRef, Target, Transport};
+use crate::format::de::{Path as FieldPath, Seg};
+use crate::format::scenario::{Action, Predicate, Rule, Scenario, ToolSelection};
+use crate::format::script::Script;
+use crate::format::yaml::Node;
+use crate::format::{Bundle, Diagnostic, Document, LoadError, Severity};
 use crate::judge::{self, Patterns, RecordedCall};
 use crate::refs::{self, RUNNER_VALUES, RefKind, Values};
 use crate::rules::{self, Op};
@@ -340,7 +340,7 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                 check_argument_refs(c, doc, &t.k("args"), &s.args);
             }
             Transport::StreamableHttp(h) => {
-                match reqwest::Url::parse(&h.url) {
+                match url::Url::parse(&h.url) {
                     Ok(url) if matches!(url.scheme(), "http" | "https") => {}
                     Ok(url) => c.err(
                         doc,

@@ -48,7 +48,7 @@ use std::fmt;
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Tag};
 use serde_json::{Map, Number, Value};
 
-use super::de::{Path, Seg};
+use super::path::{Path, Seg};
 
 /// Largest number of nodes the expanded tree may have.
 pub const MAX_NODES: usize = 1_000_000;

@@ -21,10 +21,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use elengtis::format::campaign::Campaign;
-use elengtis::format::scenario::Scenario;
-use elengtis::format::yaml::Node;
-use elengtis::format::{self, LoadOptions, de, parse_document};
+use elengtis_core::format::campaign::Campaign;
+use elengtis_core::format::scenario::Scenario;
+use elengtis_core::format::yaml::Node;
+use elengtis_core::format::{self, de, parse_document};
+use elengtis_core::load::load_campaign;
+use elengtis_core::validate::LoadOptions;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -1775,7 +1777,7 @@ fn load(campaign: &Value, scenario: &Value) -> Result<format::Bundle, format::Lo
     let path = dir.path().join("campaign.yaml");
     std::fs::write(&path, serde_json::to_string_pretty(campaign).expect("json")).expect("write");
     std::fs::write(dir.path().join("s.yaml"), serde_json::to_string_pretty(scenario).expect("json")).expect("write");
-    format::load_campaign(&path, &load_options())
+    load_campaign(&path, &load_options())
 }
 
 /// Set (or with `None`, remove) the value at an RFC 6901 pointer; the parent must exist.

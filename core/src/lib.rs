@@ -1,0 +1,22 @@
+//! The pure core of elengtis: what a campaign *is* and what a trial *means*, with no async
+//! runtime, no Docker, no MCP SDK and no HTTP client. The engine (`elengtis`) runs trials
+//! against these types; the report, `prove` and SARIF read them.
+//!
+//! Layers, each using only those above it:
+//!
+//! 1. [`format`] — YAML text → spanned tree → typed campaign, scenario and script (strict,
+//!    positions on every error); [`rules`] — JSON Pointer and the Python-semantics operators;
+//!    [`refs`] — references and prompt templates.
+//! 2. [`judge`] — the one evaluator: rules over recorded calls, assertions over responses.
+//! 3. [`validate`] — semantic checks before anything runs (rule examples run through the
+//!    judge); [`load`] — files → a validated [`format::Bundle`].
+//! 4. [`matrix`] — the stable trial matrix; [`schema`] — JSON Schemas generated from the types.
+
+pub mod format;
+pub mod judge;
+pub mod load;
+pub mod matrix;
+pub mod refs;
+pub mod rules;
+pub mod schema;
+pub mod validate;
