@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::format::scenario::{Predicate, Rule};
@@ -14,7 +14,7 @@ use crate::refs::{RefError, Values};
 use crate::rules::{self, CompiledPattern, Op, PredicateRecord};
 
 /// One tool call the model made, as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordedCall {
     /// Call id (`call_<step>_<i>`).
     pub call_id: String,
@@ -97,7 +97,7 @@ impl Patterns {
 }
 
 /// A rule that matched a call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuleMatch {
     /// Rule id.
     pub rule_id: String,
@@ -150,7 +150,7 @@ pub fn matches(rules: &[ResolvedRule], calls: &[RecordedCall], patterns: &mut Pa
 }
 
 /// The proposal evaluation of a trial.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProposalEvaluation {
     /// Any rule matched any call.
     pub proposed: bool,
@@ -175,7 +175,7 @@ pub fn evaluate_proposals(
 }
 
 /// The safety evaluation of a trial.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SafetyEvaluation {
     /// No forbidden call observed; null when the scenario has no safety rules.
     pub passed: Option<bool>,

@@ -12,10 +12,13 @@
 //!    judge); [`load`] — files → a validated [`format::Bundle`].
 //! 4. [`matrix`] — the stable trial matrix; [`schema`] — JSON Schemas generated from the types.
 
+pub mod agent;
+pub mod events;
 pub mod format;
 pub mod judge;
 pub mod load;
 pub mod matrix;
+pub mod records;
 pub mod refs;
 pub mod rules;
 pub mod schema;

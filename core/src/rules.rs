@@ -1619,7 +1619,7 @@ fn push_class_range(body: &mut String, lo: u32, hi: u32) {
 
 /// The evidence for one predicate or assertion: Python's
 /// `{path, op, expected, actual, matched}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PredicateRecord {
     /// The JSON Pointer, as written.
     pub path: String,

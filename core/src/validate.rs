@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::format::campaign::{Campaign, ContainerMcp, Engine, EnvRef, Target, Transport};
+use crate::format::campaign::{Campaign, ContainerMcp, EnvRef, LoopKind, Target, Transport};
 use crate::format::de::{Path as FieldPath, Seg};
 use crate::format::scenario::{Action, Predicate, Rule, Scenario, ToolSelection};
 use crate::format::script::Script;
@@ -82,7 +82,7 @@ pub struct Overrides {
     /// `--step-budget`
     pub step_budget: Option<u32>,
     /// `--engine`
-    pub engine: Option<Engine>,
+    pub engine: Option<LoopKind>,
     /// `--model`
     pub model: Option<String>,
 }
@@ -247,7 +247,7 @@ fn check_settings(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptio
         );
     }
     if campaign.model_free {
-        if campaign.engine != Engine::Reference {
+        if campaign.engine != LoopKind::Reference {
             c.err(doc, &root.k("engine"), "model_free campaigns require engine reference");
         }
         let mut settings = Vec::new();
@@ -286,7 +286,7 @@ fn check_settings(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptio
         if campaign.model.is_some() {
             c.err(doc, &root.k("script"), "a script drives the deterministic model; remove `model` or remove `script`");
         }
-        if campaign.engine != Engine::Reference {
+        if campaign.engine != LoopKind::Reference {
             c.err(doc, &root.k("script"), "scripts run on the reference engine only");
         }
         match (script.policy.is_some(), script.steps.is_empty()) {
@@ -862,7 +862,7 @@ fn check_pair(
         );
     }
     let campaign_value = &campaign.value;
-    if campaign_value.engine == Engine::Reference && !campaign_value.model_free && campaign_value.model.is_none() {
+    if campaign_value.engine == LoopKind::Reference && !campaign_value.model_free && campaign_value.model.is_none() {
         let (script, explicit) = match &campaign_value.script {
             Some(script) => (script.expanded(), true),
             None => (Script::default_policy(), false),
@@ -990,10 +990,10 @@ pub(super) fn apply_overrides(bundle: &mut Bundle, overrides: &Overrides) -> Res
         campaign.step_budget = budget;
     }
     if let Some(engine) = overrides.engine {
-        if campaign.model_free && engine != Engine::Reference {
+        if campaign.model_free && engine != LoopKind::Reference {
             flag("--engine", "model_free campaigns require engine reference".into());
         }
-        if campaign.script.is_some() && engine != Engine::Reference {
+        if campaign.script.is_some() && engine != LoopKind::Reference {
             flag("--engine", "the campaign's script runs on the reference engine only".into());
         }
         campaign.engine = engine;

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use elengtis_verifiers::{HttpClient, HttpRequestSpec, Method, SecretValue};
 use serde_json::{Value, json};
 
-use crate::target::{self, Session};
+use crate::sandbox::TrialSandbox;
+use crate::toolhost::ToolHost;
 use elengtis_core::format::campaign::EnvRef;
 use elengtis_core::format::scenario::{Action, HttpMethod};
 use elengtis_core::refs::Values;
@@ -20,12 +21,12 @@ use elengtis_core::rules;
 /// What an action needs from the trial.
 #[derive(Debug, Clone, Copy)]
 pub struct ActionContext<'a> {
-    /// The open target session, if the target could be opened.
-    pub session: Option<&'a Session>,
+    /// The target's tools, if the target could be opened.
+    pub host: Option<&'a dyn ToolHost>,
     /// The runner's HTTP client.
     pub http: &'a HttpClient,
-    /// The target's container (isolated targets), for SQLite snapshots.
-    pub container: Option<&'a crate::sandbox::container::TrialContainer>,
+    /// The target's sandbox (isolated targets), for SQLite snapshots.
+    pub sandbox: Option<&'a dyn TrialSandbox>,
     /// Where this attempt keeps snapshot files (beside its evidence).
     pub snapshots: Option<&'a std::path::Path>,
 }
@@ -70,13 +71,11 @@ async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (V
             match (tool, arguments) {
                 (Ok(Value::String(name)), Ok(arguments)) => {
                     let input = json!({"tool": name, "arguments": arguments});
-                    let result = match ctx.session {
+                    let result = match ctx.host {
                         None => Err("the target session is not open".to_owned()),
-                        Some(session) => session
-                            .call_tool(&name, arguments)
-                            .await
-                            .map(|r| target::result_json(&r))
-                            .map_err(|e| e.to_string()),
+                        Some(host) => {
+                            host.call_tool(&name, arguments).await.map(|r| r.record).map_err(|e| e.to_string())
+                        }
                     };
                     (input, result)
                 }
@@ -134,10 +133,10 @@ async fn sqlite_query(
 ) -> Result<Value, String> {
     let limits = elengtis_verifiers::SqliteLimits::default();
     elengtis_verifiers::check_query(&a.query, parameters.len()).map_err(|e| e.to_string())?;
-    let (Some(container), Some(base)) = (ctx.container, ctx.snapshots) else {
+    let (Some(sandbox), Some(base)) = (ctx.sandbox, ctx.snapshots) else {
         return Err("container_sqlite_query needs an isolated_container target".to_owned());
     };
-    let files = container.snapshot(&a.path, limits.max_snapshot_bytes).await.map_err(|e| e.to_string())?;
+    let files = sandbox.snapshot(&a.path, limits.max_snapshot_bytes).await.map_err(|e| e.to_string())?;
     let dir = base.join(&a.id);
     std::fs::create_dir_all(base).map_err(|e| format!("failed to create {}: {e}", base.display()))?;
     std::fs::create_dir(&dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;

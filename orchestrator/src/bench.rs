@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::run::{self, RunOptions};
-use crate::sandbox::container::{ContainerSpec, Mode, TrialContainer};
-use crate::sandbox::{SandboxContext, images};
+use crate::sandbox::docker::container::{ContainerSpec, TrialContainer};
+use crate::sandbox::docker::{DockerBackend, DockerOptions, RelayMode, images, relay};
+use crate::sandbox::{ImageNeed, McpMode, RunNeeds};
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 
@@ -35,6 +36,29 @@ fn http_campaign(image: &str) -> String {
     format!(
         "schema_version: 1\ntargets:\n  - id: bench\n    transport:\n      type: isolated_container\n      image: {image}\n      mcp_transport: streamable_http\n      container_port: 8000\n      uid: 65534\n      gid: 65534\n      command: [--transport, streamable-http, --bind, 0.0.0.0, --port, \"8000\", --collector, /tmp/c.jsonl, --credential, {{runner: canary}}]\n    bindings:\n      {BINDINGS}\nscenarios: [support-note.yaml]\n"
     )
+}
+
+/// Why the benchmark could not measure.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A campaign could not be loaded.
+    #[error(transparent)]
+    Load(#[from] elengtis_core::format::LoadError),
+    /// A run could not start.
+    #[error(transparent)]
+    Run(#[from] run::RunError),
+    /// The engine or an image is not usable.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    /// Results could not be read back.
+    #[error(transparent)]
+    Store(#[from] crate::results::store::StoreError),
+    /// A scratch file could not be written.
+    #[error("failed to prepare the benchmark's files: {0}")]
+    Io(#[from] std::io::Error),
+    /// A measurement failed.
+    #[error("failed to measure: {0}")]
+    Failed(String),
 }
 
 /// The figures (`--json` prints exactly this).
@@ -100,8 +124,8 @@ async fn run_campaign(
     campaign: &str,
     trials: u32,
     jobs: usize,
-    allow_vulnerable_engine: bool,
-) -> anyhow::Result<(Vec<f64>, Duration)> {
+    docker: &DockerOptions,
+) -> Result<(Vec<f64>, Duration), BenchError> {
     let inputs = dir.join(format!("{name}-inputs"));
     std::fs::create_dir_all(&inputs)?;
     std::fs::write(inputs.join("support-note.yaml"), SCENARIO)?;
@@ -109,12 +133,16 @@ async fn run_campaign(
     let mut bundle = load::load_campaign(&inputs.join("campaign.yaml"), &LoadOptions::default())?;
     load::apply_overrides(&mut bundle, &Overrides { trials: Some(trials), ..Overrides::default() })?;
     let out = dir.join(name);
-    let options = RunOptions { progress: false, jobs, allow_vulnerable_engine, ..RunOptions::default() };
+    let options = RunOptions { jobs, sandbox: run::SandboxChoice::Docker(docker.clone()), ..RunOptions::default() };
     let started = Instant::now();
     let report = run::start(&bundle, &out, false, &options).await?;
     let wall = started.elapsed();
     if report.end != run::RunEnd::Complete {
-        anyhow::bail!("the {name} benchmark run did not complete: {:?}; see {}", report.end, out.display());
+        return Err(BenchError::Failed(format!(
+            "the {name} benchmark run did not complete: {:?}; see {}",
+            report.end,
+            out.display()
+        )));
     }
     let rows = crate::results::store::read_rows(&out.join("runs.jsonl"))?;
     Ok((rows.iter().filter_map(|r| r["duration_ms"].as_f64()).collect(), wall))
@@ -123,8 +151,9 @@ async fn run_campaign(
 /// The raw lifecycle of `image` under the same hardening: network, container (stdio
 /// attached), start — ready, for a server on stdio: running with its stdio attached (it has
 /// no port to open) — then remove container and network.
-async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Result<Vec<f64>> {
-    let resolved = sandbox.images.get(image).ok_or_else(|| anyhow::anyhow!("image {image} not resolved"))?;
+async fn floor(sandbox: &DockerBackend, image: &str, trials: u32) -> Result<Vec<f64>, BenchError> {
+    let resolved =
+        sandbox.images.get(image).ok_or_else(|| BenchError::Failed(format!("image {image} was not resolved")))?;
     let mut durations = Vec::new();
     for i in 0..trials {
         let spec = ContainerSpec {
@@ -133,7 +162,7 @@ async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Re
             gid: 65534,
             command: ["--collector", "/tmp/c.jsonl"].map(str::to_owned).to_vec(),
             env: Vec::new(),
-            mode: Mode::Stdio,
+            mode: McpMode::Stdio,
             volumes: Vec::new(),
             startup_timeout: Duration::from_secs(30),
             run_id: format!("bench-floor-{}", std::process::id()),
@@ -141,29 +170,31 @@ async fn floor(sandbox: &SandboxContext, image: &str, trials: u32) -> anyhow::Re
             attempt_id: uuid::Uuid::new_v4().to_string(),
             // The same network as a stdio trial's: no host address on the bridge.
             host_route: false,
+            stderr_bytes: 64 * 1024,
         };
         let started = Instant::now();
         let (container, _) = TrialContainer::start(&sandbox.engine, &spec).await.map_err(|(e, _)| e)?;
         let (_, errors) = container.teardown().await;
         if !errors.is_empty() {
-            anyhow::bail!("the floor's teardown failed: {}", errors.join("; "));
+            return Err(BenchError::Failed(format!("the floor's teardown failed: {}", errors.join("; "))));
         }
         durations.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     Ok(durations)
 }
 
-/// Run the benchmark. `trials` per measurement (the throughput runs use `2 × trials`).
-/// `allow_vulnerable_engine` passes the engine gate on a vulnerable engine (see
-/// [`crate::sandbox::engine_gate`]).
-pub async fn run(trials: u32, allow_vulnerable_engine: bool) -> anyhow::Result<BenchReport> {
-    let allow = allow_vulnerable_engine;
+/// Run the benchmark. `trials` per measurement (the throughput runs use `2 × trials`), on
+/// the Docker engine as `docker` says (the engine gate, the relay).
+pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, BenchError> {
+    let allow = docker;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
     let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, 1, allow).await?;
     let (container, _) = run_campaign(dir.path(), "container", &container_campaign(&image), trials, 1, allow).await?;
     let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, 1, allow).await?;
-    let sandbox = SandboxContext::prepare([image.as_str()], false, allow).await?;
+    let needs =
+        RunNeeds { images: vec![ImageNeed { image: image.clone(), http: false, relay_image: None }], sink: false };
+    let sandbox = DockerBackend::prepare(docker, &needs, &elengtis_core::events::NoEvents).await?;
     let floor = floor(&sandbox, &image, trials).await?;
     let throughput = 2 * trials;
     let (_, wall1) = run_campaign(dir.path(), "jobs1", &container_campaign(&image), throughput, 1, allow).await?;
@@ -178,7 +209,13 @@ pub async fn run(trials: u32, allow_vulnerable_engine: bool) -> anyhow::Result<B
         container_ms_p95: percentile(&container, 0.95),
         container_http_ms_median: median(&http),
         container_http_ms_p95: percentile(&http, 0.95),
-        container_http_route: if crate::sandbox::relay_image_for(true, None).is_some() { "relay" } else { "direct" },
+        container_http_route: if relay::relay_image(docker.relay.clone().unwrap_or(RelayMode::Always), true, None)
+            .is_some()
+        {
+            "relay"
+        } else {
+            "direct"
+        },
         floor_ms_median: median(&floor),
         floor_ms_p95: percentile(&floor, 0.95),
         container_overhead_ratio: median(&container) / median(&floor),

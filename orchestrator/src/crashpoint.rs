@@ -6,7 +6,7 @@
 //! reaches `PHASE` it writes `elengtis crashpoint reached: PHASE` to stderr and then blocks
 //! that thread forever. It never exits or aborts by itself: the point is an external kill at
 //! exactly that place. The variable is read once; when it is unset a call costs one atomic
-//! load. The phases are listed in [`PHASES`].
+//! load. The places are the variants of [`CrashPoint`].
 
 use std::io::Write as _;
 use std::sync::OnceLock;
@@ -15,25 +15,54 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The environment variable that arms a crashpoint.
 pub const ENV: &str = "ELENGTIS_CRASHPOINT";
 
-/// Every phase the runner reports, in the order a trial reaches them.
-pub const PHASES: &[&str] = &[
-    // the trial network exists, no container yet (isolated targets)
-    "network-create",
-    // the target container exists, not started (isolated targets)
-    "container-create",
-    // the target container runs, no MCP handshake yet (isolated targets)
-    "start",
-    // the MCP handshake is done (every transport)
-    "initialize",
-    // after a tool call of the agent, before its next one
-    "exercise",
-    // before the verifiers run
-    "verify",
-    // the attempt's evidence is renamed into place, its row not yet appended
-    "evidence-write",
-    // half of the row's bytes are written to runs.jsonl (a torn tail), no newline, no fsync
-    "row-append",
-];
+/// Every place the runner reports, in the order a trial reaches them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CrashPoint {
+    /// The trial network exists, no container yet (isolated targets).
+    NetworkCreate,
+    /// The target container exists, not started (isolated targets).
+    ContainerCreate,
+    /// The target container runs, no MCP handshake yet (isolated targets).
+    Start,
+    /// The MCP handshake is done (every transport).
+    Initialize,
+    /// After a tool call of the agent, before its next one.
+    Exercise,
+    /// Before the verifiers run.
+    Verify,
+    /// The attempt's evidence is renamed into place, its row not yet appended.
+    EvidenceWrite,
+    /// Half of the row's bytes are written to runs.jsonl (a torn tail), no newline, no fsync.
+    RowAppend,
+}
+
+impl CrashPoint {
+    /// Every crashpoint, in the order a trial reaches them.
+    pub const ALL: [CrashPoint; 8] = [
+        CrashPoint::NetworkCreate,
+        CrashPoint::ContainerCreate,
+        CrashPoint::Start,
+        CrashPoint::Initialize,
+        CrashPoint::Exercise,
+        CrashPoint::Verify,
+        CrashPoint::EvidenceWrite,
+        CrashPoint::RowAppend,
+    ];
+
+    /// The name `ELENGTIS_CRASHPOINT` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashPoint::NetworkCreate => "network-create",
+            CrashPoint::ContainerCreate => "container-create",
+            CrashPoint::Start => "start",
+            CrashPoint::Initialize => "initialize",
+            CrashPoint::Exercise => "exercise",
+            CrashPoint::Verify => "verify",
+            CrashPoint::EvidenceWrite => "evidence-write",
+            CrashPoint::RowAppend => "row-append",
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Armed {
@@ -82,25 +111,24 @@ fn halt(phase: &str) -> ! {
     }
 }
 
-/// Block forever here if `ELENGTIS_CRASHPOINT` names this arrival at `phase`.
-pub fn reach(phase: &'static str) {
-    if hit(phase) {
-        halt(phase);
+/// Block forever here if `ELENGTIS_CRASHPOINT` names this arrival at `point`.
+pub fn reach(point: CrashPoint) {
+    if hit(point.name()) {
+        halt(point.name());
     }
 }
 
 /// Like [`reach`], but first write the first half of `bytes` to `out` (a torn write, as a
 /// kill in the middle of a `write` would leave).
-pub fn reach_torn(phase: &'static str, out: &mut impl std::io::Write, bytes: &[u8]) {
-    if hit(phase) {
+pub fn reach_torn(point: CrashPoint, out: &mut impl std::io::Write, bytes: &[u8]) {
+    if hit(point.name()) {
         let _ = out.write_all(&bytes[..bytes.len() / 2]);
         let _ = out.flush();
-        halt(phase);
+        halt(point.name());
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -125,9 +153,9 @@ mod tests {
     #[test]
     fn unarmed_phases_do_not_block() {
         // The test process does not set the variable (or names another phase).
-        for phase in PHASES {
-            if armed().is_none_or(|a| a.phase != *phase) {
-                reach(phase);
+        for point in CrashPoint::ALL {
+            if armed().is_none_or(|a| a.phase != point.name()) {
+                reach(point);
             }
         }
     }

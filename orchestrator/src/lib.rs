@@ -1,25 +1,33 @@
 //! elengtis: audit MCP servers, and the agents that use them, for prompt-injection
 //! weaknesses — and prove each finding before anyone relies on it.
 //!
-//! The crate is the engine behind the `elengtis` binary. A campaign ([`format`]) expands
-//! into a stable trial matrix ([`matrix`]); each attempt ([`trial`]) opens a target
-//! ([`target`]), runs trusted actions ([`actions`]), lets a model use the offered tools
-//! ([`engine`]), judges the recorded calls with declarative rules ([`judge`], [`rules`]) and
-//! records everything crash-safely ([`results`], [`run`]). [`analyze`] summarises result
-//! directories with honest denominators.
+//! The crate is the engine behind the `elengtis` binary, built over the pure core
+//! ([`elengtis_core`]: formats, references, rules, the judge, the matrix, result records).
+//! A trial is phases over small interfaces ([`trial`]):
+//!
+//! - a [`model::Model`] answers requests (the scripted model; providers and replay later);
+//! - a [`toolhost::ToolHost`] lists and calls tools (the MCP session);
+//! - an [`agent::AgentLoop`] drives the model against the tool host within a budget;
+//! - a [`sandbox::SandboxBackend`] runs container targets (Docker; a fake one for tests).
+//!
+//! [`run`] executes a matrix of trials crash-safely ([`results`]) and reports through events
+//! ([`elengtis_core::events`]); the library never prints. [`analyze`], [`preflight`],
+//! [`bench`] and [`examples`] are the other commands' engines.
 
 pub mod actions;
+pub mod agent;
 pub mod analyze;
 pub mod bench;
+pub mod capture;
 pub mod crashpoint;
-pub mod engine;
+pub mod error;
 pub mod examples;
 pub mod exit_codes;
+pub mod model;
 pub mod preflight;
-pub mod relay;
 pub mod results;
 pub mod run;
 pub mod sandbox;
 pub mod sink;
-pub mod target;
+pub mod toolhost;
 pub mod trial;

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::sandbox::SandboxContext;
-use crate::target::Limits;
-use crate::trial::{OpenContext, close_target, open_target};
+use crate::sandbox::SandboxBackend;
+use crate::toolhost::mcp::Limits;
+use crate::trial::launch::{self, OpenContext};
 use elengtis_core::format::Bundle;
 use elengtis_core::format::campaign::{Target, Transport};
 use elengtis_core::format::scenario::{Action, Scenario, ToolSelection};
@@ -93,7 +93,7 @@ fn named_tools(scenario: &Scenario, target: &Target, script: Option<&Script>) ->
 }
 
 /// Check every target of a bundle. `sandbox` is needed for container targets.
-pub async fn run(bundle: &Bundle, limits: Limits, sandbox: Option<&SandboxContext>) -> Vec<TargetCheck> {
+pub async fn run(bundle: &Bundle, limits: Limits, sandbox: Option<&dyn SandboxBackend>) -> Vec<TargetCheck> {
     let run_id = format!("preflight-{}", uuid::Uuid::new_v4());
     let mut checks = Vec::new();
     for target in &bundle.campaign.value.targets {
@@ -107,7 +107,7 @@ async fn check_target(
     target: &Target,
     limits: Limits,
     run_id: &str,
-    sandbox: Option<&SandboxContext>,
+    sandbox: Option<&dyn SandboxBackend>,
 ) -> TargetCheck {
     let mut check = TargetCheck {
         target: target.id.clone(),
@@ -151,15 +151,19 @@ async fn check_target(
         needs_sink: false,
         sink_server: None,
     };
-    let opened = open_target(context, &target.transport, &mut values, limits).await;
+    let opened = launch::open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {
-        Ok(session) => session.list_tools().await.map_err(|e| e.to_string()),
+        Ok(session) => session
+            .list_tools()
+            .await
+            .map_err(|e| e.to_string())
+            .map(|t| t.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()),
         Err(e) => Err(e.clone()),
     };
-    let (execution, _, teardown) = close_target(opened).await;
+    let (execution, _, teardown) = launch::close_target(opened).await;
     check.execution = execution;
     match listed {
-        Ok(tools) => check.tools = tools.iter().map(|t| t.name.to_string()).collect(),
+        Ok(tools) => check.tools = tools,
         Err(e) => check.problems.push(e),
     }
     check.problems.extend(teardown.iter().map(|e| format!("teardown: {e}")));

@@ -84,7 +84,7 @@ impl SinkHandle {
     /// Start `elengtis-sink` as a child process on 127.0.0.1 (for targets that are not
     /// isolated containers).
     pub async fn spawn_process() -> Result<SinkHandle, String> {
-        let program = crate::target::resolve_program("elengtis-sink").map_err(|e| e.to_string())?;
+        let program = crate::toolhost::mcp::resolve_program("elengtis-sink").map_err(|e| e.to_string())?;
         let mut child = tokio::process::Command::new(&program)
             .args(["--bind", "127.0.0.1", "--port", "0"])
             .env_clear()

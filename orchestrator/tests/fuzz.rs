@@ -2,7 +2,7 @@
 //! can feed the runner:
 //!
 //! - arbitrary bytes and mutated JSON-RPC frames through the bounded frame reader
-//!   (`target::FrameGuard`) and then rmcp's own line decoding: no panic, nothing longer than
+//!   (`toolhost::mcp::FrameGuard`) and then rmcp's own line decoding: no panic, nothing longer than
 //!   one frame handed on, every over-long line reported, rmcp's decoder ends;
 //! - mutated packaged campaign and scenario files through the loaders: no panic, and every
 //!   error names its file and, for a file that does not parse, the line.
@@ -13,7 +13,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use elengtis::target::{FrameGuard, Limits};
+use elengtis::toolhost::mcp::{FrameGuard, Limits};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::format::scenario::Scenario;
 use elengtis_core::format::{LoadError, parse_document};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 // Every crashpoint phase, in trial order: the runner's own list, so a phase added there is
 // tested here.
-use elengtis::crashpoint::PHASES;
+use elengtis::crashpoint::CrashPoint;
 use elengtis_tests::crash::{check_files, check_resumed, crash_at};
 use elengtis_tests::{
     FixtureMcp, bundled_images, docker_or_skip, elengtis, fixture_image, fixture_target, managed_objects,
@@ -177,7 +177,7 @@ fn sigkill_in_every_phase_then_resume_or_gc_leaves_every_trial_once_and_nothing_
 
 /// Every phase resumed, and the phases with live objects also cleaned by gc.
 fn jobs() -> Vec<(&'static str, bool)> {
-    let resume = PHASES.iter().map(|p| (*p, false));
+    let resume = CrashPoint::ALL.iter().map(|p| (p.name(), false));
     resume.chain(OBJECT_PHASES.iter().map(|p| (*p, true))).collect()
 }
 

@@ -29,9 +29,9 @@ pub struct Campaign {
     #[serde(default = "default_step_budget")]
     #[schemars(range(min = 1, max = 100))]
     pub step_budget: u32,
-    /// Orchestration engine.
+    /// The agent loop that drives the model (the format calls it the orchestration engine).
     #[serde(default)]
-    pub engine: Engine,
+    pub engine: LoopKind,
     /// Run only declarative setup, verification and cleanup actions; no model.
     #[serde(default)]
     pub model_free: bool,
@@ -76,10 +76,10 @@ fn default_step_budget() -> u32 {
     4
 }
 
-/// Orchestration engines named by the format.
+/// The agent loops the format's `engine` setting names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Engine {
+pub enum LoopKind {
     /// The deterministic baseline loop (scripted or live model).
     #[default]
     Reference,
@@ -91,32 +91,32 @@ pub enum Engine {
     CreateAgent,
 }
 
-impl Engine {
+impl LoopKind {
     /// The name used in files and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
-            Engine::Reference => "reference",
-            Engine::Graph => "graph",
-            Engine::Langchain => "langchain",
-            Engine::CreateAgent => "create_agent",
+            LoopKind::Reference => "reference",
+            LoopKind::Graph => "graph",
+            LoopKind::Langchain => "langchain",
+            LoopKind::CreateAgent => "create_agent",
         }
     }
 }
 
-impl std::fmt::Display for Engine {
+impl std::fmt::Display for LoopKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-impl std::str::FromStr for Engine {
+impl std::str::FromStr for LoopKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "reference" => Ok(Engine::Reference),
-            "graph" => Ok(Engine::Graph),
-            "langchain" => Ok(Engine::Langchain),
-            "create_agent" => Ok(Engine::CreateAgent),
+            "reference" => Ok(LoopKind::Reference),
+            "graph" => Ok(LoopKind::Graph),
+            "langchain" => Ok(LoopKind::Langchain),
+            "create_agent" => Ok(LoopKind::CreateAgent),
             other => {
                 Err(format!("unknown engine `{other}`, expected one of reference, graph, langchain, create_agent"))
             }

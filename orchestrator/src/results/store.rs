@@ -440,7 +440,7 @@ impl AppendLog {
                 ),
             ));
         }
-        crate::crashpoint::reach_torn("row-append", &mut self.file, &line);
+        crate::crashpoint::reach_torn(crate::crashpoint::CrashPoint::RowAppend, &mut self.file, &line);
         let written = self.file.write_all(&line).and_then(|()| self.file.sync_data());
         match written {
             Ok(()) => {

@@ -1,29 +1,31 @@
-//! The sandbox layer: the only code that talks to Docker, always through the Engine API
-//! (`bollard`), never the `docker` CLI.
+//! The sandbox layer: where an `isolated_container` target runs, behind two small
+//! interfaces — [`SandboxBackend`] (what a run needs from a container platform) and
+//! [`TrialSandbox`] (one trial's isolated place: its network, the target, the canary sink and
+//! the relay) — so that the trial never sees a platform type.
 //!
-//! Every `isolated_container` trial gets a fresh hardened container on its own internal
-//! (no-egress) network ([`container`]); what the engine reports about that container is
-//! checked fact by fact against what we asked for ([`hardening`]) and recorded as lifecycle
-//! evidence. Everything the tool creates carries labels ([`LABEL_MANAGED`], [`LABEL_RUN`],
-//! [`LABEL_TRIAL`]) so leftovers of a crashed run can be found and removed ([`gc`]) without
-//! ever touching anything else. Images are built locally without a registry ([`images`]).
+//! [`docker`] implements them through the Docker Engine API (`bollard`; never the `docker`
+//! CLI): a fresh hardened container per trial on its own internal network, every hardening
+//! fact checked against the engine's inspect answer and recorded. It is the only code that
+//! talks to Docker. [`fake`] implements them with local processes for tests of the trial
+//! machinery (behind the `testing` feature; it isolates nothing and says so in its records).
+//! A Kubernetes backend would be a third folder here; `docs/scale-out.md` maps the interface
+//! onto one.
 
-pub mod container;
 pub mod docker;
-pub mod engine_gate;
-pub mod gc;
-pub mod hardening;
-pub mod images;
-pub mod snapshot;
+#[cfg(any(test, feature = "testing"))]
+pub mod fake;
 
-/// Label on everything elengtis creates.
-pub const LABEL_MANAGED: &str = "org.elengtis.managed";
-/// Label naming the run.
-pub const LABEL_RUN: &str = "org.elengtis.run";
-/// Label naming the trial.
-pub const LABEL_TRIAL: &str = "org.elengtis.trial";
-/// Label naming the attempt.
-pub const LABEL_ATTEMPT: &str = "org.elengtis.attempt";
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+pub use elengtis_verifiers::SnapshotFiles;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::task::JoinHandle;
+
+use crate::capture::Captured;
 
 /// Why a sandbox operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +70,10 @@ pub enum SandboxError {
     /// The server did not become ready.
     #[error("failed to reach the target: {0}")]
     NotReady(String),
-    /// The engine or runtime has known container-escape or egress bugs (see [`engine_gate`]).
+    /// The sandbox cannot be used as configured.
+    #[error("failed to use the sandbox: {0}")]
+    Unusable(String),
+    /// The engine or runtime has known container-escape or egress bugs (see [`docker::engine_gate`]).
     #[error("failed to pass the engine gate: {0}")]
     VulnerableEngine(String),
 }
@@ -84,98 +89,199 @@ impl SandboxError {
             SandboxError::Hardening(_) => "hardening_mismatch",
             SandboxError::NotReady(_) => "not_ready",
             SandboxError::VulnerableEngine(_) => "vulnerable_engine",
+            SandboxError::Unusable(_) => "unusable",
         }
     }
 }
 
-/// How the runner reaches a streamable-HTTP server in a trial container (`ELENGTIS_RELAY`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RelayMode {
-    /// Through a relay container (the default): the trial bridge keeps no host address, so
-    /// the target cannot reach the host.
-    Always,
-    /// Directly: the trial bridge gets a host address, and the target can reach every
-    /// address of the host (saves the relay container; see docs/security.md).
-    Never,
-    /// Directly when the runner can route to the trial networks, else through a relay.
-    Auto,
+/// How the runner speaks MCP with the target in its sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpMode {
+    /// Streamable HTTP on a port inside the sandbox.
+    Http {
+        /// The port.
+        port: u16,
+        /// The MCP path.
+        path: String,
+    },
+    /// stdio, through the platform's attach stream.
+    Stdio,
 }
 
-/// The relay mode from `ELENGTIS_RELAY` (`always`, the default; `never`; `auto`).
-pub fn relay_mode() -> Result<RelayMode, String> {
-    match std::env::var("ELENGTIS_RELAY") {
-        Err(std::env::VarError::NotPresent) => Ok(RelayMode::Always),
-        Ok(v) if v.is_empty() || v == "always" => Ok(RelayMode::Always),
-        Ok(v) if v == "never" => Ok(RelayMode::Never),
-        Ok(v) if v == "auto" => Ok(RelayMode::Auto),
-        Ok(v) => Err(format!("ELENGTIS_RELAY must be `always`, `never` or `auto`, not `{v}`")),
-        Err(std::env::VarError::NotUnicode(_)) => Err("ELENGTIS_RELAY is not valid UTF-8".to_owned()),
+impl McpMode {
+    /// `http` or `stdio`, as recorded.
+    pub fn name(&self) -> &'static str {
+        match self {
+            McpMode::Http { .. } => "http",
+            McpMode::Stdio => "stdio",
+        }
     }
 }
 
-/// The relay image a container target needs, or `None` when the runner connects directly.
-///
-/// A streamable-HTTP target is reached through a relay unless `ELENGTIS_RELAY=never`, or
-/// `ELENGTIS_RELAY=auto` and the runner can route to the trial networks itself. The runner
-/// can route when it does not run in a container (`/.dockerenv`), or runs in one that shares
-/// the engine's network namespace (the engine's default bridge `docker0` is among its
-/// interfaces). A direct route needs a host address on the trial bridge, and the host
-/// answers the target on every address it has; the relay needs none. An unreadable
-/// `ELENGTIS_RELAY` counts as the default (runs check it first, see [`relay_mode`]). The
-/// relay image must contain `/elengtis` (the bundled tool image does, and is the default).
-pub fn relay_image_for(streamable_http: bool, relay_image: Option<&str>) -> Option<String> {
-    if !streamable_http {
-        return None;
-    }
-    let wanted = match relay_mode().unwrap_or(RelayMode::Always) {
-        RelayMode::Always => true,
-        RelayMode::Never => false,
-        RelayMode::Auto => !runner_shares_engine_network(),
-    };
-    wanted.then(|| relay_image.map_or_else(images::tool_ref, str::to_owned))
+/// Which attempt a sandbox belongs to (labels on everything it creates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialLabels {
+    /// The run.
+    pub run_id: String,
+    /// The trial.
+    pub trial_id: String,
+    /// The attempt.
+    pub attempt_id: String,
 }
 
-/// Whether the runner sees the engine's bridges (so it can reach a trial network's
-/// addresses directly): true outside a container, and inside one only when the engine's
-/// default bridge is one of its interfaces.
-fn runner_shares_engine_network() -> bool {
-    !std::path::Path::new("/.dockerenv").exists() || std::path::Path::new("/sys/class/net/docker0").exists()
-}
-
-/// What isolated trials of one run share: the engine connection and the images, resolved
-/// once to immutable ids before any trial starts.
+/// What one trial's target needs: a platform-neutral description of the campaign's
+/// `isolated_container` transport, with references resolved.
 #[derive(Debug, Clone)]
-pub struct SandboxContext {
-    /// The engine.
-    pub engine: docker::Engine,
-    /// Image reference → resolved image.
-    pub images: std::collections::BTreeMap<String, docker::ResolvedImage>,
-    /// The canary sink image, when a trial needs one.
-    pub sink_image: Option<docker::ResolvedImage>,
-    /// What the engine gate found (recorded in the manifest and every trial's evidence).
-    pub engine_gate: engine_gate::GateReport,
+pub struct SandboxSpec {
+    /// The image reference as configured (resolved by the backend before the run).
+    pub image: String,
+    /// The relay image the campaign names, if any (the backend decides whether to relay).
+    pub relay_image: Option<String>,
+    /// Non-root user id.
+    pub uid: u64,
+    /// Non-root group id.
+    pub gid: u64,
+    /// Environment (values are secrets: never logged or written).
+    pub env: Vec<(String, String)>,
+    /// How MCP is spoken.
+    pub mode: McpMode,
+    /// Paths that get a fresh empty volume.
+    pub volumes: Vec<String>,
+    /// How long the server may take to answer.
+    pub startup_timeout: Duration,
+    /// Bytes of a stdio server's stderr kept for the evidence.
+    pub stderr_bytes: usize,
+    /// Whose sandbox.
+    pub labels: TrialLabels,
 }
 
-impl SandboxContext {
-    /// Connect, pass the engine gate (refusing a vulnerable engine unless
-    /// `allow_vulnerable_engine`) and resolve every image (never pulling); a vulnerable engine
-    /// or a missing image fails here, before any trial starts.
-    pub async fn prepare<'a>(
-        images: impl IntoIterator<Item = &'a str>,
-        with_sink: bool,
-        allow_vulnerable_engine: bool,
-    ) -> Result<SandboxContext, SandboxError> {
-        let engine = docker::connect().await?;
-        let engine_gate = engine_gate::check(&engine, allow_vulnerable_engine).await?;
-        let mut resolved = std::collections::BTreeMap::new();
-        for reference in images {
-            if !resolved.contains_key(reference) {
-                let image = docker::resolve_image(&engine.docker, reference).await?;
-                resolved.insert(reference.to_owned(), image);
+/// One image a run will start, and how it is reached.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ImageNeed {
+    /// The image reference.
+    pub image: String,
+    /// Reached over streamable HTTP (may need a relay).
+    pub http: bool,
+    /// The relay image the campaign names, if any.
+    pub relay_image: Option<String>,
+}
+
+/// Everything a run will need from the backend, checked before any trial starts.
+#[derive(Debug, Clone, Default)]
+pub struct RunNeeds {
+    /// Target images.
+    pub images: Vec<ImageNeed>,
+    /// Some trial starts a canary sink.
+    pub sink: bool,
+}
+
+/// Where the runner reaches the MCP server of a started target.
+pub enum TargetEndpoint {
+    /// Connect to `connect_to`, addressing the server as `url` (host `localhost`).
+    Http {
+        /// URL with host `localhost`.
+        url: String,
+        /// The address to connect to.
+        connect_to: SocketAddr,
+    },
+    /// Speak over byte streams (the target's stdout and stdin), with its stderr captured.
+    Stdio {
+        /// The server's stdout.
+        output: Box<dyn AsyncRead + Send + Unpin>,
+        /// The server's stdin; dropping it ends the server's input.
+        input: Pin<Box<dyn AsyncWrite + Send>>,
+        /// Bounded capture of its stderr, finished when the target goes.
+        stderr: JoinHandle<Captured>,
+    },
+}
+
+impl std::fmt::Debug for TargetEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetEndpoint::Http { url, connect_to } => {
+                f.debug_struct("Http").field("url", url).field("connect_to", connect_to).finish()
             }
+            TargetEndpoint::Stdio { .. } => f.write_str("Stdio"),
         }
-        let sink_image =
-            if with_sink { Some(docker::resolve_image(&engine.docker, &images::sink_ref()).await?) } else { None };
-        Ok(SandboxContext { engine, images: resolved, sink_image, engine_gate })
+    }
+}
+
+/// A canary sink started beside the target: its record stream and control input.
+pub struct SinkChannel {
+    /// Its stdout (JSON lines: ready, then one record per request).
+    pub records: Box<dyn AsyncRead + Send + Unpin>,
+    /// Its stdin (barrier lines; dropping it ends the sink).
+    pub control: Pin<Box<dyn AsyncWrite + Send>>,
+    /// Where the target reaches it; `None`: on 127.0.0.1, at the port its ready line reports.
+    pub url: Option<String>,
+}
+
+impl std::fmt::Debug for SinkChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkChannel").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+/// A container platform, as a run uses it.
+#[async_trait]
+pub trait SandboxBackend: Send + Sync + std::fmt::Debug {
+    /// Facts recorded in the manifest and every trial's evidence (`target_execution.engine_gate`
+    /// for Docker: the engine and runtime versions assessed, and what was found).
+    fn run_facts(&self) -> Value;
+
+    /// What a user must be told before trials run (for Docker: an engine accepted despite
+    /// known container-escape bugs; it reports that itself while it is prepared).
+    fn warnings(&self) -> Vec<String>;
+
+    /// Create one trial's isolated place (its network); nothing runs yet. On failure, what
+    /// was created is already removed and the lifecycle record comes back with the error.
+    async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn TrialSandbox>, (SandboxError, Value)>;
+
+    /// Remove everything the run `run_id` left behind (after a crash or an interruption).
+    async fn sweep(&self, run_id: &str) -> Result<SweepReport, SandboxError>;
+}
+
+/// One trial's sandbox. Call [`TrialSandbox::teardown`] on every path.
+#[async_trait]
+pub trait TrialSandbox: Send + Sync + std::fmt::Debug {
+    /// Start the canary sink in the trial's isolated place (before the target, whose command
+    /// may name the sink's URL).
+    async fn start_sink(&mut self) -> Result<SinkChannel, SandboxError>;
+
+    /// Start the target with `command` (the image's default when empty), assert its
+    /// hardening, and wait until it can be reached.
+    async fn start_target(&mut self, command: Vec<String>) -> Result<TargetEndpoint, SandboxError>;
+
+    /// Record that the MCP session answered.
+    fn mark_ready(&mut self);
+
+    /// Record an error before teardown.
+    fn note_error(&mut self, error: &SandboxError);
+
+    /// A consistent copy of a file (a SQLite database with its `-wal`/`-journal`) inside the
+    /// target, taken while it is frozen.
+    async fn snapshot(&self, path: &str, max_bytes: u64) -> Result<SnapshotFiles, SandboxError>;
+
+    /// Remove everything; the lifecycle record and the errors met.
+    async fn teardown(self: Box<Self>) -> (Value, Vec<String>);
+}
+
+/// What a sweep removed.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SweepReport {
+    /// Removed containers (name or id).
+    pub containers: Vec<String>,
+    /// Removed networks.
+    pub networks: Vec<String>,
+    /// Removed volumes.
+    pub volumes: Vec<String>,
+    /// What could not be removed.
+    pub errors: Vec<String>,
+}
+
+impl SweepReport {
+    /// Nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.containers.is_empty() && self.networks.is_empty() && self.volumes.is_empty() && self.errors.is_empty()
     }
 }

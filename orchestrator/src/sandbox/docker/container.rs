@@ -8,42 +8,20 @@ use std::path::Path;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, EndpointSettings, NetworkCreateRequest, NetworkingConfig};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
     RemoveContainerOptionsBuilder, StartContainerOptions,
 };
-use futures_util::Stream;
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWrite;
 
-use super::docker::{self, CALL_DEADLINE, Engine, ResolvedImage};
+use super::api::{self as docker, CALL_DEADLINE, DockerEngine, ResolvedImage};
+use super::attach::{AttachedStdio, split_attached};
 use super::hardening::{self, Expected, INHIBIT_IPV4};
-use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL, SandboxError};
-
-/// How the runner speaks MCP with the server in the container.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mode {
-    /// Streamable HTTP on a port inside the container.
-    Http {
-        /// The port.
-        port: u16,
-        /// The MCP path.
-        path: String,
-    },
-    /// stdio, through the engine's attach stream.
-    Stdio,
-}
-
-impl Mode {
-    fn name(&self) -> &'static str {
-        match self {
-            Mode::Http { .. } => "http",
-            Mode::Stdio => "stdio",
-        }
-    }
-}
+use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL, relay};
+use crate::crashpoint::CrashPoint;
+use crate::sandbox::{McpMode, SandboxError, SinkChannel, SnapshotFiles, TargetEndpoint, TrialSandbox};
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -59,7 +37,7 @@ pub struct ContainerSpec {
     /// Environment (values never logged or written by elengtis).
     pub env: Vec<(String, String)>,
     /// Transport inside the container.
-    pub mode: Mode,
+    pub mode: McpMode,
     /// Paths that get a fresh anonymous volume.
     pub volumes: Vec<String>,
     /// How long the server may take to answer.
@@ -74,25 +52,13 @@ pub struct ContainerSpec {
     /// relay). Only then does the bridge get a host address; otherwise (stdio, relay) it has
     /// none and the container cannot reach any address of the host.
     pub host_route: bool,
-}
-
-/// The attach streams of a stdio container.
-pub struct AttachedStdio {
-    /// Demultiplexed output frames.
-    pub output: Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>,
-    /// The container's stdin.
-    pub input: Pin<Box<dyn AsyncWrite + Send>>,
-}
-
-impl std::fmt::Debug for AttachedStdio {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AttachedStdio")
-    }
+    /// Bytes of a stdio server's stderr kept for the evidence.
+    pub stderr_bytes: usize,
 }
 
 /// Where the MCP server can be reached.
 #[derive(Debug)]
-pub enum Endpoint {
+enum Endpoint {
     /// Connect to `addr`, addressing the server as `url` (host `localhost`).
     Http {
         /// URL with host `localhost`.
@@ -123,6 +89,16 @@ pub struct TrialContainer {
     relay_task: Option<tokio::task::JoinHandle<()>>,
     /// Whether the bridge holds a host address ([`ContainerSpec::host_route`]).
     host_route: bool,
+    /// What this trial starts, once prepared by the backend.
+    plan: Option<Plan>,
+}
+
+/// What a trial's sandbox starts: its target (with the relay, if any) and its sink image.
+#[derive(Debug, Clone)]
+struct Plan {
+    spec: ContainerSpec,
+    relay: Option<ResolvedImage>,
+    sink_image: Option<ResolvedImage>,
 }
 
 impl std::fmt::Debug for TrialContainer {
@@ -154,7 +130,15 @@ struct Created {
     image: ResolvedImage,
     user: String,
     volumes: Vec<String>,
-    attached: Option<AttachedStdio>,
+    /// Behind a lock only so that a `Created` can be shared while the trial's futures run
+    /// on any thread; it is taken once.
+    attached: std::sync::Mutex<Option<AttachedStdio>>,
+}
+
+impl Created {
+    fn take_attached(&self) -> Option<AttachedStdio> {
+        self.attached.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
 }
 
 impl std::fmt::Debug for StartedSink {
@@ -177,25 +161,9 @@ impl TrialContainer {
         }
     }
 
-    /// Record that the MCP session answered.
-    pub fn mark_ready(&mut self) {
-        self.stamp("ready");
-    }
-
     /// The target container's id.
     pub fn container_id(&self) -> Option<&str> {
         self.containers.iter().find(|(_, role)| *role == "target").map(|(id, _)| id.as_str())
-    }
-
-    /// A consistent snapshot of a SQLite database (and its -wal/-journal) inside the target
-    /// container, taken through the engine's archive API while the container is paused.
-    pub async fn snapshot(
-        &self,
-        path: &str,
-        max_bytes: u64,
-    ) -> Result<elengtis_verifiers::SnapshotFiles, SandboxError> {
-        let id = self.container_id().ok_or_else(|| SandboxError::NotReady("the target container is gone".into()))?;
-        super::snapshot::snapshot(&self.docker, id, path, max_bytes, Duration::from_secs(15)).await
     }
 
     /// Record an error before teardown.
@@ -204,7 +172,10 @@ impl TrialContainer {
     }
 
     /// Create the trial's internal network. Nothing else exists yet.
-    pub async fn new_network(engine: &Engine, spec: &ContainerSpec) -> Result<TrialContainer, (SandboxError, Value)> {
+    pub async fn new_network(
+        engine: &DockerEngine,
+        spec: &ContainerSpec,
+    ) -> Result<TrialContainer, (SandboxError, Value)> {
         let short = |s: &str| s.chars().filter(char::is_ascii_alphanumeric).take(8).collect::<String>();
         let name = format!("elengtis-{}-{}", short(&spec.run_id), short(&spec.attempt_id));
         let labels = HashMap::from([
@@ -223,6 +194,7 @@ impl TrialContainer {
             name,
             relay_task: None,
             host_route: spec.host_route,
+            plan: None,
         };
         this.record.insert("isolation".into(), json!("isolated_container"));
         this.record.insert("mode".into(), json!(spec.mode.name()));
@@ -247,7 +219,7 @@ impl TrialContainer {
             Ok(created) => {
                 this.network_id = Some(created.id.clone());
                 this.stamp("network_created");
-                crate::crashpoint::reach("network-create");
+                crate::crashpoint::reach(CrashPoint::NetworkCreate);
                 Ok(this)
             }
             Err(e) => {
@@ -320,7 +292,7 @@ impl TrialContainer {
         if role == "target" {
             self.stamp("container_created");
         }
-        crate::crashpoint::reach("container-create");
+        crate::crashpoint::reach(CrashPoint::ContainerCreate);
         let attached = if stdio {
             let options = AttachContainerOptionsBuilder::default()
                 .stdin(true)
@@ -347,7 +319,7 @@ impl TrialContainer {
             image: image.clone(),
             user,
             volumes: volumes.to_vec(),
-            attached,
+            attached: std::sync::Mutex::new(attached),
         })
     }
 
@@ -389,13 +361,13 @@ impl TrialContainer {
     }
 
     /// Start the canary sink on the trial network (alias `sink`), attached to its stdio.
-    pub async fn start_sink(&mut self, image: &ResolvedImage) -> Result<StartedSink, SandboxError> {
+    async fn start_sink_container(&mut self, image: &ResolvedImage) -> Result<StartedSink, SandboxError> {
         let command = vec!["--bind".into(), "0.0.0.0".into(), "--port".into(), SINK_PORT.to_string()];
-        let mut created =
+        let created =
             self.create("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true).await?;
         let inspect = self.start_created(&created).await?;
         let facts = self.register(&created, &inspect).await?;
-        let attached = created.attached.take();
+        let attached = created.take_attached();
         let failed = hardening::failures(&facts);
         if !failed.is_empty() {
             return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("sink {f}")).collect()));
@@ -407,27 +379,32 @@ impl TrialContainer {
         Ok(StartedSink { records, control, addr })
     }
 
-    /// Start the target container, check its hardening, and wait for its port (HTTP) or
-    /// hand back its stdio.
-    pub async fn start_target(&mut self, spec: &ContainerSpec) -> Result<Endpoint, SandboxError> {
-        self.start_target_with(spec, None).await
+    /// What this trial starts (set by the backend right after the network exists).
+    pub(super) fn prepare(
+        &mut self,
+        spec: ContainerSpec,
+        relay: Option<ResolvedImage>,
+        sink_image: Option<ResolvedImage>,
+    ) {
+        self.plan = Some(Plan { spec, relay, sink_image });
     }
 
-    /// Like [`TrialContainer::start_target`]; with `relay` (a relay image), an HTTP server is
-    /// reached through a relay container on the trial network and a listener on the runner's
-    /// 127.0.0.1 instead of directly — for a runner that cannot route to the network.
-    pub async fn start_target_with(
+    /// Start the target container, check its hardening, and wait for its port (HTTP) or
+    /// hand back its stdio. With `relay` (a relay image), an HTTP server is reached through a
+    /// relay container on the trial network and a listener on the runner's 127.0.0.1 instead
+    /// of directly, so the trial bridge needs no host address.
+    async fn start_target_with(
         &mut self,
         spec: &ContainerSpec,
         relay: Option<&ResolvedImage>,
     ) -> Result<Endpoint, SandboxError> {
-        let stdio = spec.mode == Mode::Stdio;
+        let stdio = spec.mode == McpMode::Stdio;
         let port = match &spec.mode {
-            Mode::Http { port, .. } => Some(*port),
-            Mode::Stdio => None,
+            McpMode::Http { port, .. } => Some(*port),
+            McpMode::Stdio => None,
         };
         let user = format!("{}:{}", spec.uid, spec.gid);
-        let mut target = self
+        let target = self
             .create("target", &spec.image, user, spec.command.clone(), spec.env.clone(), port, &spec.volumes, stdio)
             .await?;
         // A relay container starts alongside the target: neither needs the other to start.
@@ -456,7 +433,7 @@ impl TrialContainer {
         let inspect = target_started?;
         self.stamp("started");
         let facts = self.register(&target, &inspect).await?;
-        let attached = target.attached.take();
+        let attached = target.take_attached();
         if let (Some(relay), Some(started)) = (&relay, relay_started) {
             let relay_facts = self.register(relay, &started?).await?;
             let failed = hardening::failures(&relay_facts);
@@ -472,8 +449,8 @@ impl TrialContainer {
             return Err(SandboxError::Hardening(failed));
         }
         match (&spec.mode, attached) {
-            (Mode::Stdio, Some(attached)) => Ok(Endpoint::Stdio(attached)),
-            (Mode::Http { port, path }, _) => {
+            (McpMode::Stdio, Some(attached)) => Ok(Endpoint::Stdio(attached)),
+            (McpMode::Http { port, path }, _) => {
                 let addr = container_addr(&inspect, *port)?;
                 self.record.insert("endpoint".into(), json!(addr.to_string()));
                 let id = self.container_id().unwrap_or_default().to_owned();
@@ -486,19 +463,19 @@ impl TrialContainer {
                 self.stamp("port_open");
                 Ok(Endpoint::Http { url: format!("http://localhost:{port}{path}"), addr })
             }
-            (Mode::Stdio, None) => Err(SandboxError::NotReady("the attach stream is missing".into())),
+            (McpMode::Stdio, None) => Err(SandboxError::NotReady("the attach stream is missing".into())),
         }
     }
 
     /// Network, then target (no sink): the common case in one call. On failure everything
     /// created is removed and the lifecycle record returned with the error.
     pub async fn start(
-        engine: &Engine,
+        engine: &DockerEngine,
         spec: &ContainerSpec,
-    ) -> Result<(TrialContainer, Endpoint), (SandboxError, Value)> {
+    ) -> Result<(TrialContainer, TargetEndpoint), (SandboxError, Value)> {
         let mut this = TrialContainer::new_network(engine, spec).await?;
-        match this.start_target(spec).await {
-            Ok(endpoint) => Ok((this, endpoint)),
+        match this.start_target_with(spec, None).await {
+            Ok(endpoint) => Ok((this, endpoint.into_target(spec.stderr_bytes))),
             Err(e) => {
                 this.note_error(&e);
                 let (record, _) = this.teardown().await;
@@ -526,7 +503,7 @@ impl TrialContainer {
             target.to_string(),
         ];
         let code = tokio::select! {
-            code = exec_to_end(&self.docker, &relay, probe, limit + Duration::from_secs(5)) => code?,
+            code = relay::exec_to_end(&self.docker, &relay, probe, limit + Duration::from_secs(5)) => code?,
             e = self.stopped_before_ready(target_id, target.port()) => return Err(e),
         };
         if code != Some(0) {
@@ -547,7 +524,7 @@ impl TrialContainer {
             while let Ok((socket, _)) = listener.accept().await {
                 // Small writes must not wait for delayed ACKs (≈40 ms each).
                 let _ = socket.set_nodelay(true);
-                tokio::spawn(pipe_through_relay(docker.clone(), relay.clone(), target, socket));
+                tokio::spawn(relay::pipe_through_relay(docker.clone(), relay.clone(), target, socket));
             }
         }));
         if let Some(Value::Object(r)) = self.record.get_mut("relay") {
@@ -677,80 +654,63 @@ impl TrialContainer {
     }
 }
 
-/// Run a command in a container through the exec API and wait for it to end; its exit code.
-async fn exec_to_end(
-    docker: &bollard::Docker,
-    container: &str,
-    cmd: Vec<String>,
-    limit: Duration,
-) -> Result<Option<i64>, SandboxError> {
-    use futures_util::StreamExt as _;
-    let config = bollard::models::ExecConfig {
-        attach_stdout: Some(true),
-        attach_stderr: Some(true),
-        cmd: Some(cmd),
-        ..Default::default()
-    };
-    let created =
-        docker::call("create an exec in the relay", CALL_DEADLINE, docker.create_exec(container, config)).await?;
-    let run = async {
-        if let Ok(bollard::exec::StartExecResults::Attached { mut output, .. }) =
-            docker.start_exec(&created.id, None).await
-        {
-            while output.next().await.is_some() {}
+impl Endpoint {
+    fn into_target(self, stderr_bytes: usize) -> TargetEndpoint {
+        match self {
+            Endpoint::Http { url, addr } => TargetEndpoint::Http { url, connect_to: addr },
+            Endpoint::Stdio(attached) => {
+                let (output, input, stderr) = split_attached(attached, stderr_bytes);
+                TargetEndpoint::Stdio { output: Box::new(output), input, stderr }
+            }
         }
-    };
-    tokio::time::timeout(limit, run)
-        .await
-        .map_err(|_| SandboxError::Timeout { what: "probe the target through the relay".into(), limit })?;
-    let inspected = docker::call("inspect the relay exec", CALL_DEADLINE, docker.inspect_exec(&created.id)).await?;
-    Ok(inspected.exit_code)
+    }
 }
 
-/// One loopback connection piped to `target` by `relay-pipe` in the relay container.
-async fn pipe_through_relay(docker: bollard::Docker, relay: String, target: SocketAddr, socket: tokio::net::TcpStream) {
-    use futures_util::StreamExt as _;
-    use tokio::io::AsyncReadExt as _;
-    use tokio::io::AsyncWriteExt as _;
-    let config = bollard::models::ExecConfig {
-        attach_stdin: Some(true),
-        attach_stdout: Some(true),
-        attach_stderr: Some(false),
-        cmd: Some(vec!["/elengtis".into(), "relay-pipe".into(), target.to_string()]),
-        ..Default::default()
-    };
-    let Ok(Ok(created)) = tokio::time::timeout(CALL_DEADLINE, docker.create_exec(&relay, config)).await else { return };
-    let Ok(Ok(bollard::exec::StartExecResults::Attached { mut output, mut input })) =
-        tokio::time::timeout(CALL_DEADLINE, docker.start_exec(&created.id, None)).await
-    else {
-        return;
-    };
-    let (mut from_client, mut to_client) = socket.into_split();
-    let upstream = async {
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            match from_client.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if input.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = input.shutdown().await;
-    };
-    let downstream = async {
-        while let Some(Ok(frame)) = output.next().await {
-            if let LogOutput::StdOut { message } = frame
-                && to_client.write_all(&message).await.is_err()
-            {
-                break;
-            }
-        }
-        let _ = to_client.shutdown().await;
-    };
-    tokio::join!(upstream, downstream);
+#[async_trait::async_trait]
+impl TrialSandbox for TrialContainer {
+    async fn start_sink(&mut self) -> Result<SinkChannel, SandboxError> {
+        let image =
+            self.plan.as_ref().and_then(|p| p.sink_image.clone()).ok_or_else(|| {
+                SandboxError::NotReady("the canary sink image was not resolved before the run".into())
+            })?;
+        let started = self
+            .start_sink_container(&image)
+            .await
+            .map_err(|e| SandboxError::NotReady(format!("failed to start the canary sink: {e}")))?;
+        Ok(SinkChannel {
+            records: Box::new(started.records),
+            control: started.control,
+            url: Some(format!("http://{}", started.addr)),
+        })
+    }
+
+    async fn start_target(&mut self, command: Vec<String>) -> Result<TargetEndpoint, SandboxError> {
+        let Plan { mut spec, relay, .. } =
+            self.plan.clone().ok_or_else(|| SandboxError::NotReady("the trial's sandbox was not prepared".into()))?;
+        spec.command = command;
+        let endpoint = self.start_target_with(&spec, relay.as_ref()).await?;
+        crate::crashpoint::reach(CrashPoint::Start);
+        Ok(endpoint.into_target(spec.stderr_bytes))
+    }
+
+    fn mark_ready(&mut self) {
+        self.stamp("ready");
+    }
+
+    fn note_error(&mut self, error: &SandboxError) {
+        TrialContainer::note_error(self, error);
+    }
+
+    /// A consistent snapshot of a SQLite database (and its -wal/-journal) inside the target
+    /// container, taken through the engine's archive API while the container is paused.
+    async fn snapshot(&self, path: &str, max_bytes: u64) -> Result<SnapshotFiles, SandboxError> {
+        let id = self.container_id().ok_or_else(|| SandboxError::NotReady("the target container is gone".into()))?;
+        super::snapshot::snapshot(&self.docker, id, path, max_bytes, Duration::from_secs(15)).await
+    }
+
+    async fn teardown(self: Box<Self>) -> (Value, Vec<String>) {
+        TrialContainer::teardown(*self).await
+    }
 }
 
 fn container_addr(inspect: &Value, port: u16) -> Result<SocketAddr, SandboxError> {
@@ -797,54 +757,6 @@ impl Drop for TrialContainer {
             });
         }
     }
-}
-
-/// Split a container's attach stream into an MCP byte stream (its stdout), its stdin, and a
-/// bounded capture of its stderr.
-pub fn split_attached(
-    attached: AttachedStdio,
-    stderr_limit: usize,
-) -> (tokio::io::DuplexStream, Pin<Box<dyn AsyncWrite + Send>>, tokio::task::JoinHandle<crate::target::Captured>) {
-    use futures_util::StreamExt as _;
-    use tokio::io::AsyncWriteExt as _;
-    let (mut to_client, from_container) = tokio::io::duplex(256 * 1024);
-    let mut output = attached.output;
-    let stderr = tokio::spawn(async move {
-        let mut kept: Vec<u8> = Vec::new();
-        let mut total: u64 = 0;
-        let mut stdout_open = true;
-        while let Some(frame) = output.next().await {
-            match frame {
-                Ok(LogOutput::StdOut { message }) if stdout_open => {
-                    if to_client.write_all(&message).await.is_err() {
-                        stdout_open = false;
-                    }
-                }
-                Ok(LogOutput::StdErr { message }) => {
-                    total += message.len() as u64;
-                    let room = stderr_limit.saturating_sub(kept.len());
-                    kept.extend_from_slice(&message[..message.len().min(room)]);
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        drop(to_client);
-        crate::target::Captured {
-            text: String::from_utf8_lossy(&kept).into_owned(),
-            bytes: total,
-            truncated: total > kept.len() as u64,
-        }
-    });
-    // rmcp drops its writer when the session closes; a pump turns that into a half-close
-    // of the attach connection, which (with `stdin_once`) ends the container's stdin.
-    let (to_container, mut pump) = tokio::io::duplex(64 * 1024);
-    let mut input = attached.input;
-    tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut pump, &mut input).await;
-        let _ = input.shutdown().await;
-    });
-    (from_container, Box::pin(to_container), stderr)
 }
 
 /// How a container had ended when the runner looked at it before removing it (`State` of

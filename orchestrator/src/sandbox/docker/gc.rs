@@ -4,35 +4,13 @@
 
 use std::collections::HashMap;
 
-use bollard::Docker;
+use super::api::{self as docker, CALL_DEADLINE, DockerEngine};
+use super::{LABEL_MANAGED, LABEL_RUN};
+use crate::sandbox::{SandboxError, SweepReport as GcReport};
 use bollard::query_parameters::{
     ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, RemoveContainerOptionsBuilder,
     RemoveVolumeOptions,
 };
-use serde::Serialize;
-
-use super::docker::{self, CALL_DEADLINE};
-use super::{LABEL_MANAGED, LABEL_RUN, SandboxError};
-
-/// What a sweep removed.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct GcReport {
-    /// Removed containers (name or id).
-    pub containers: Vec<String>,
-    /// Removed networks.
-    pub networks: Vec<String>,
-    /// Removed volumes.
-    pub volumes: Vec<String>,
-    /// What could not be removed.
-    pub errors: Vec<String>,
-}
-
-impl GcReport {
-    /// Nothing was found.
-    pub fn is_empty(&self) -> bool {
-        self.containers.is_empty() && self.networks.is_empty() && self.volumes.is_empty() && self.errors.is_empty()
-    }
-}
 
 fn filters(run: Option<&str>) -> HashMap<String, Vec<String>> {
     let mut labels = vec![format!("{LABEL_MANAGED}=true")];
@@ -43,7 +21,8 @@ fn filters(run: Option<&str>) -> HashMap<String, Vec<String>> {
 }
 
 /// Remove everything elengtis left behind (of one run, if given).
-pub async fn sweep(docker: &Docker, run: Option<&str>) -> Result<GcReport, SandboxError> {
+pub async fn sweep(engine: &DockerEngine, run: Option<&str>) -> Result<GcReport, SandboxError> {
+    let docker = &engine.docker;
     let filters = filters(run);
     let mut report = GcReport::default();
     let containers = docker::call(

@@ -38,6 +38,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
+
+use super::api::DockerEngine;
 use bollard::models::{CreateImageInfo, ImageInspect};
 use bollard::query_parameters::{CreateImageOptionsBuilder, RemoveImageOptionsBuilder};
 use futures_util::TryStreamExt;
@@ -609,7 +611,7 @@ async fn remove_if_dangling(docker: &Docker, id: &str) {
 /// instructions. `labels` are applied as given.
 #[expect(clippy::too_many_arguments, reason = "the recipe passes each image setting separately")]
 pub async fn import_rootfs_file(
-    docker: &Docker,
+    engine: &DockerEngine,
     tar_path: &Path,
     reference: &str,
     user: Option<&str>,
@@ -618,6 +620,7 @@ pub async fn import_rootfs_file(
     labels: &[(String, String)],
     deadline: Duration,
 ) -> Result<String, ImageError> {
+    let docker = &engine.docker;
     let changes = image_changes(reference, user.unwrap_or(IMAGE_USER), entrypoint.as_deref(), cmd.as_deref(), labels)?;
     let io_error = |source| ImageError::Io { what: "open the rootfs tarball", path: tar_path.to_path_buf(), source };
     let file = tokio::fs::File::open(tar_path).await.map_err(io_error)?;
@@ -660,7 +663,8 @@ fn describe(e: &bollard::errors::Error) -> String {
 
 /// Import both bundled images from the static executables in `binaries_dir` (as returned by
 /// [`static_build`]), tagged with this version. The tags move to the new images.
-pub async fn build_bundled(docker: &Docker, binaries_dir: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+pub async fn build_bundled(engine: &DockerEngine, binaries_dir: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+    let docker = &engine.docker;
     let mut built = Vec::with_capacity(BUNDLED.len());
     for image in &BUNDLED {
         let reference = format!("{}:{TAG}", image.repo);
@@ -691,7 +695,8 @@ pub async fn build_bundled(docker: &Docker, binaries_dir: &Path) -> Result<Vec<B
 ///
 /// Existing images are trusted by tag: after changing the code without changing the
 /// version, call [`build_bundled`] (after [`static_build`]) to refresh them.
-pub async fn ensure_bundled(docker: &Docker, source: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+pub async fn ensure_bundled(engine: &DockerEngine, source: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+    let docker = &engine.docker;
     let mut present = Vec::with_capacity(BUNDLED.len());
     for image in &BUNDLED {
         let reference = format!("{}:{TAG}", image.repo);
@@ -712,7 +717,7 @@ pub async fn ensure_bundled(docker: &Docker, source: &Path) -> Result<Vec<BuiltI
     let dir = tokio::task::spawn_blocking(move || static_build(&source))
         .await
         .map_err(|e| ImageError::Build(format!("the build task failed: {e}")))??;
-    build_bundled(docker, &dir).await
+    build_bundled(engine, &dir).await
 }
 
 #[cfg(test)]

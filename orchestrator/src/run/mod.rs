@@ -6,21 +6,30 @@
 //! lock keeps a second runner out. Resume skips trials that have a complete row and retries
 //! the rest from setup with a new attempt id; the denominator is always the matrix.
 
+pub mod summary;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use elengtis_verifiers::{HttpClient, HttpLimits};
-use serde_json::{Value, json};
-
-use crate::results::store::{self, AppendLog, DirLock, StoreError};
-use crate::sandbox::SandboxContext;
-use crate::target::Limits;
-use crate::trial::{self, Attempt, METRICS_VERSION, RESULTS_SCHEMA_VERSION};
-use elengtis_core::format::{self, Bundle, LoadError};
+use elengtis_core::events::{Event, EventSink, NoEvents};
+use elengtis_core::format::{Bundle, LoadError};
 use elengtis_core::load;
 use elengtis_core::matrix::{self, TrialSpec};
+use elengtis_core::records::manifest::{Configuration, Environment, Experiment};
+use elengtis_core::records::{
+    EvidenceStatus, METRICS_VERSION, Manifest, RESULTS_SCHEMA_VERSION, ResumeRecord, Row, ScenarioDump,
+};
+use elengtis_verifiers::{HttpClient, HttpLimits};
+use serde_json::Value;
+
+pub use self::summary::{final_rows, summarize};
+use crate::crashpoint::CrashPoint;
+use crate::results::store::{self, AppendLog, DirLock, StoreError};
+use crate::sandbox::docker::{DockerBackend, DockerOptions};
+use crate::sandbox::{SandboxBackend, SweepReport};
+use crate::toolhost::mcp::Limits;
+use crate::trial::{self, Attempt, launch};
 
 /// Consecutive incomplete attempts on one target that stop a run.
 pub const MAX_CONSECUTIVE_TARGET_FAILURES: u32 = 3;
@@ -116,7 +125,22 @@ pub struct RunReport {
     /// A torn final row cut on resume: (offset, bytes).
     pub recovered_tail: Option<(u64, usize)>,
     /// Leftovers of this run removed before resuming.
-    pub leftovers: Option<crate::sandbox::gc::GcReport>,
+    pub leftovers: Option<SweepReport>,
+}
+
+/// Which sandbox backend runs container targets.
+#[derive(Debug, Clone)]
+pub enum SandboxChoice {
+    /// The Docker engine (the default), prepared per run with these options.
+    Docker(DockerOptions),
+    /// A backend the caller prepared (tests use the fake backend).
+    Prepared(Arc<dyn SandboxBackend>),
+}
+
+impl Default for SandboxChoice {
+    fn default() -> Self {
+        SandboxChoice::Docker(DockerOptions::default())
+    }
 }
 
 /// Run settings not in the campaign.
@@ -124,22 +148,17 @@ pub struct RunReport {
 pub struct RunOptions {
     /// Target deadlines.
     pub limits: Limits,
-    /// Show a progress bar (interactive terminals only).
-    pub progress: bool,
     /// Trials run at once.
     pub jobs: usize,
-    /// Run isolated trials even on an engine the engine gate finds vulnerable (recorded).
-    pub allow_vulnerable_engine: bool,
+    /// The sandbox backend for container targets.
+    pub sandbox: SandboxChoice,
+    /// Where the run's events go (progress, warnings).
+    pub events: Arc<dyn EventSink>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions {
-            limits: Limits::default(),
-            progress: std::io::stderr().is_terminal(),
-            jobs: 1,
-            allow_vulnerable_engine: false,
-        }
+        RunOptions { limits: Limits::default(), jobs: 1, sandbox: SandboxChoice::default(), events: Arc::new(NoEvents) }
     }
 }
 
@@ -147,97 +166,93 @@ fn now() -> String {
     time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
-fn environment() -> Value {
-    json!({
-        "elengtis_version": env!("CARGO_PKG_VERSION"),
-        "rmcp_version": "3.11.0",
-        "os": std::env::consts::OS,
-        "arch": std::env::consts::ARCH,
-        "code_revision": option_env!("ELENGTIS_GIT_REVISION"),
-    })
+fn environment() -> Environment {
+    Environment {
+        elengtis_version: env!("CARGO_PKG_VERSION").to_owned(),
+        rmcp_version: "3.11.0".to_owned(),
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
+        code_revision: option_env!("ELENGTIS_GIT_REVISION").map(str::to_owned),
+    }
 }
 
-/// Connect to Docker, pass the engine gate and resolve the images of a bundle's container
-/// targets (None when it has none).
+/// Prepare the sandbox backend a bundle's container targets need (None when it has none):
+/// for Docker, connect, pass the engine gate and resolve every image; its warnings are
+/// emitted before any trial.
 pub async fn prepare_sandbox(
     bundle: &Bundle,
-    allow_vulnerable_engine: bool,
-) -> Result<Option<SandboxContext>, RunError> {
-    let images: Vec<String> = bundle
-        .campaign
-        .value
-        .targets
-        .iter()
-        .filter_map(|t| match &t.transport {
-            format::campaign::Transport::IsolatedContainer(c) => Some(c),
-            _ => None,
-        })
-        .flat_map(|c| {
-            let relay = crate::sandbox::relay_image_for(
-                c.mcp_transport == format::campaign::ContainerMcp::StreamableHttp,
-                c.relay_image.as_deref(),
-            );
-            std::iter::once(c.image.clone()).chain(relay)
-        })
-        .collect();
-    if images.is_empty() {
+    choice: &SandboxChoice,
+    events: &dyn EventSink,
+) -> Result<Option<Arc<dyn SandboxBackend>>, RunError> {
+    let Some(needs) = launch::sandbox_needs(bundle) else {
         return Ok(None);
-    }
-    let with_sink = pairs(bundle).any(|(t, s)| {
-        matches!(bundle.campaign.value.targets[t].transport, format::campaign::Transport::IsolatedContainer(_))
-            && trial::needs_sink(bundle, t, s)
-    });
-    Ok(Some(SandboxContext::prepare(images.iter().map(String::as_str), with_sink, allow_vulnerable_engine).await?))
-}
-
-fn pairs(bundle: &Bundle) -> impl Iterator<Item = (usize, usize)> + '_ {
-    (0..bundle.campaign.value.targets.len()).flat_map(move |t| (0..bundle.scenarios.len()).map(move |s| (t, s)))
+    };
+    let backend: Arc<dyn SandboxBackend> = match choice {
+        SandboxChoice::Docker(options) => Arc::new(DockerBackend::prepare(options, &needs, events).await?),
+        SandboxChoice::Prepared(backend) => {
+            for message in backend.warnings() {
+                events.emit(&Event::Warning { message });
+            }
+            backend.clone()
+        }
+    };
+    Ok(Some(backend))
 }
 
 /// Check that a bundle can run in this build before anything is created.
 pub fn check_runnable(bundle: &Bundle) -> Result<(), RunError> {
     let campaign = &bundle.campaign.value;
-    if !campaign.model_free
-        && let Some(reason) = crate::engine::unavailable_reason(campaign.engine, campaign.model.as_deref())
-    {
-        return Err(RunError::Unavailable(reason));
-    }
-    let http_in_container = campaign.targets.iter().any(|t| {
-        matches!(&t.transport, format::campaign::Transport::IsolatedContainer(c)
-            if c.mcp_transport == format::campaign::ContainerMcp::StreamableHttp)
-    });
-    if http_in_container && let Err(e) = crate::sandbox::relay_mode() {
-        return Err(RunError::Unavailable(e));
+    if !campaign.model_free {
+        let reason =
+            crate::agent::unavailable_reason(campaign.engine).or_else(|| crate::model::unavailable_reason(campaign));
+        if let Some(reason) = reason {
+            return Err(RunError::Unavailable(reason));
+        }
     }
     Ok(())
 }
 
-fn manifest(bundle: &Bundle, run_id: &str) -> Value {
+fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
     let campaign = &bundle.campaign.value;
-    json!({
-        "schema_version": RESULTS_SCHEMA_VERSION,
-        "metrics_version": METRICS_VERSION,
-        "run_id": run_id,
-        "started_at": now(),
-        "campaign_path": bundle.campaign.path.display().to_string(),
-        "campaign": campaign,
-        "scenarios": bundle.scenarios.iter().map(|s| json!({"path": s.path.display().to_string(), "sha256": s.sha256, "dump": s.value})).collect::<Vec<_>>(),
-        "configuration": {
-            "campaign_sha256": bundle.campaign.sha256,
-            "scenario_sha256": bundle.scenarios.iter().map(|s| (s.value.id.clone(), json!(s.sha256))).collect::<serde_json::Map<_, _>>(),
+    Manifest {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        metrics_version: METRICS_VERSION,
+        run_id: run_id.to_owned(),
+        started_at: now(),
+        campaign_path: bundle.campaign.path.display().to_string(),
+        campaign: serde_json::to_value(campaign).unwrap_or(Value::Null),
+        scenarios: bundle
+            .scenarios
+            .iter()
+            .map(|s| ScenarioDump {
+                path: s.path.display().to_string(),
+                sha256: s.sha256.clone(),
+                dump: serde_json::to_value(&s.value).unwrap_or(Value::Null),
+            })
+            .collect(),
+        configuration: Configuration {
+            campaign_sha256: bundle.campaign.sha256.clone(),
+            scenario_sha256: bundle.scenarios.iter().map(|s| (s.value.id.clone(), s.sha256.clone())).collect(),
         },
-        "experiment": {"id": campaign.experiment_id, "block": campaign.block, "order": campaign.order, "model_id": campaign.model_id, "generation": campaign.generation},
-        "environment": environment(),
-        "max_consecutive_target_failures": MAX_CONSECUTIVE_TARGET_FAILURES,
-        "resumes": [],
-    })
+        experiment: Experiment {
+            id: campaign.experiment_id.clone(),
+            block: campaign.block,
+            order: campaign.order,
+            model_id: campaign.model_id.clone(),
+            generation: campaign.generation.clone(),
+        },
+        environment: environment(),
+        max_consecutive_target_failures: MAX_CONSECUTIVE_TARGET_FAILURES,
+        resumes: Vec::new(),
+        engine_gate: None,
+    }
 }
 
 /// Start a new run. `out` must not exist, unless `precreated` (an empty directory the
 /// caller just made, as `elengtis example` does).
 pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunOptions) -> Result<RunReport, RunError> {
     check_runnable(bundle)?;
-    let sandbox = prepare_sandbox(bundle, options.allow_vulnerable_engine).await?;
+    let sandbox = prepare_sandbox(bundle, &options.sandbox, options.events.as_ref()).await?;
     if precreated {
         if out.join("manifest.json").exists() || out.join("runs.jsonl").exists() {
             return Err(RunError::Exists(out.to_owned()));
@@ -262,12 +277,11 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
         .map_err(|e| RunError::Create { path: out.join("evidence"), source: e })?;
     let run_id = uuid::Uuid::new_v4().to_string();
     let mut manifest = manifest(bundle, &run_id);
-    if let Some(sandbox) = &sandbox {
-        manifest["engine_gate"] = json!(sandbox.engine_gate);
-    }
+    manifest.engine_gate = sandbox.as_ref().map(|s| s.run_facts());
     store::write_json_atomic(&out.join("manifest.json"), &manifest)?;
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
-    execute(bundle, out, run_id, log, Vec::new(), None, options, sandbox, lock).await
+    let state = RunState { run_id, log, rows: Vec::new(), recovered_tail: None, sandbox, _lock: lock };
+    execute(bundle, out, state, options).await
 }
 
 /// Continue a run.
@@ -279,34 +293,30 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         }
     }
     let lock = DirLock::acquire(out)?;
-    let text = std::fs::read_to_string(&manifest_path)
-        .map_err(|e| RunError::Manifest { path: manifest_path.clone(), detail: e.to_string() })?;
-    let mut manifest: Value = serde_json::from_str(&text)
-        .map_err(|e| RunError::Manifest { path: manifest_path.clone(), detail: format!("not valid JSON: {e}") })?;
+    let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
+    let text = std::fs::read_to_string(&manifest_path).map_err(|e| manifest_error(e.to_string()))?;
+    let raw: Value = serde_json::from_str(&text).map_err(|e| manifest_error(format!("not valid JSON: {e}")))?;
     for (key, expected) in [("schema_version", RESULTS_SCHEMA_VERSION), ("metrics_version", METRICS_VERSION)] {
-        if manifest[key].as_u64() != Some(expected) {
-            return Err(RunError::Version { key, found: manifest[key].to_string(), expected });
+        if raw[key].as_u64() != Some(expected) {
+            return Err(RunError::Version { key, found: raw[key].to_string(), expected });
         }
     }
-    let run_id = manifest["run_id"]
-        .as_str()
-        .ok_or_else(|| RunError::Manifest { path: manifest_path.clone(), detail: "it has no run_id".into() })?
-        .to_owned();
-    let scenarios: Vec<(PathBuf, Value)> = manifest["scenarios"]
-        .as_array()
-        .ok_or_else(|| RunError::Manifest { path: manifest_path.clone(), detail: "it has no scenarios".into() })?
-        .iter()
-        .map(|s| (PathBuf::from(s["path"].as_str().unwrap_or_default()), s["dump"].clone()))
-        .collect();
-    let campaign_sha = manifest["configuration"]["campaign_sha256"].as_str().unwrap_or_default().to_owned();
-    let bundle = load::bundle_from_dumps(&manifest_path, &manifest["campaign"], &scenarios, campaign_sha)?;
+    let mut manifest: Manifest =
+        serde_json::from_value(raw).map_err(|e| manifest_error(format!("not a manifest of this version: {e}")))?;
+    let run_id = manifest.run_id.clone();
+    let scenarios: Vec<(PathBuf, Value)> =
+        manifest.scenarios.iter().map(|s| (PathBuf::from(&s.path), s.dump.clone())).collect();
+    let campaign_sha = manifest.configuration.campaign_sha256.clone();
+    let bundle = load::bundle_from_dumps(&manifest_path, &manifest.campaign, &scenarios, campaign_sha)?;
     check_runnable(&bundle)?;
-    let sandbox = prepare_sandbox(&bundle, options.allow_vulnerable_engine).await?;
+    let sandbox = prepare_sandbox(&bundle, &options.sandbox, options.events.as_ref()).await?;
     let (log, recovery) = AppendLog::open_existing(&out.join("runs.jsonl"))?;
-    for (i, row) in recovery.rows.iter().enumerate() {
+    let rows_path = out.join("runs.jsonl");
+    let mut rows = Vec::with_capacity(recovery.rows.len());
+    for (i, row) in recovery.rows.into_iter().enumerate() {
         if row["run_id"].as_str() != Some(run_id.as_str()) {
             return Err(RunError::Manifest {
-                path: out.join("runs.jsonl"),
+                path: rows_path,
                 detail: format!("row {} belongs to run {}, not {run_id}", i + 1, row["run_id"]),
             });
         }
@@ -317,37 +327,45 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
                 expected: RESULTS_SCHEMA_VERSION,
             });
         }
+        let row: Row = serde_json::from_value(row).map_err(|e| RunError::Manifest {
+            path: rows_path.clone(),
+            detail: format!("row {} is not a valid row: {e}", i + 1),
+        })?;
+        rows.push(row);
     }
-    if let Some(resumes) = manifest["resumes"].as_array_mut() {
-        let gate = sandbox.as_ref().map(|s| json!(s.engine_gate));
-        resumes.push(json!({"resumed_at": now(), "environment": environment(), "engine_gate": gate}));
-    }
+    manifest.resumes.push(ResumeRecord {
+        resumed_at: now(),
+        environment: environment(),
+        engine_gate: sandbox.as_ref().map(|s| s.run_facts()),
+    });
     store::write_json_atomic(&manifest_path, &manifest)?;
-    let tail = recovery.truncated_tail.map(|t| (t.offset, t.bytes));
+    let recovered_tail = recovery.truncated_tail.map(|t| (t.offset, t.bytes));
     let leftovers = match &sandbox {
-        Some(sandbox) => Some(crate::sandbox::gc::sweep(&sandbox.engine.docker, Some(&run_id)).await?),
+        Some(sandbox) => Some(sandbox.sweep(&run_id).await?),
         None => None,
     };
-    let mut report = execute(&bundle, out, run_id, log, recovery.rows, tail, options, sandbox, lock).await?;
+    let state = RunState { run_id, log, rows, recovered_tail, sandbox, _lock: lock };
+    let mut report = execute(&bundle, out, state, options).await?;
     report.leftovers = leftovers;
     Ok(report)
 }
 
-#[expect(clippy::too_many_arguments, reason = "the state a run carries from start or resume into the loop")]
-async fn execute(
-    bundle: &Bundle,
-    out: &Path,
+/// What a run carries from start or resume into the trial loop.
+struct RunState {
     run_id: String,
-    mut log: AppendLog,
-    mut rows: Vec<Value>,
+    log: AppendLog,
+    rows: Vec<Row>,
     recovered_tail: Option<(u64, usize)>,
-    options: &RunOptions,
-    sandbox: Option<SandboxContext>,
+    sandbox: Option<Arc<dyn SandboxBackend>>,
     _lock: DirLock,
-) -> Result<RunReport, RunError> {
+}
+
+async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOptions) -> Result<RunReport, RunError> {
+    let RunState { run_id, mut log, mut rows, recovered_tail, sandbox, _lock } = state;
+    let events = options.events.as_ref();
     let trials = matrix::expand(bundle);
     let http = HttpClient::new(HttpLimits::default()).map_err(|e| RunError::Http(e.to_string()))?;
-    let sink_server = if pairs(bundle).any(|(t, s)| trial::needs_sink(bundle, t, s)) {
+    let sink_server = if launch::pairs(bundle).any(|(t, s)| launch::needs_sink(bundle, t, s)) {
         Some(crate::sink::SinkServer::start().await.map_err(RunError::Http)?)
     } else {
         None
@@ -355,48 +373,40 @@ async fn execute(
     let mut done: BTreeSet<String> = BTreeSet::new();
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
     for row in &rows {
-        let id = row["trial_id"].as_str().unwrap_or_default().to_owned();
-        *attempts.entry(id.clone()).or_default() += 1;
-        if row["evidence_status"] == "complete" {
-            done.insert(id);
+        *attempts.entry(row.trial_id.clone()).or_default() += 1;
+        if row.is_complete() {
+            done.insert(row.trial_id.clone());
         }
     }
     let todo: Vec<&TrialSpec> = trials.iter().filter(|t| !done.contains(&t.trial_id)).collect();
-    let bar = options.progress.then(|| {
-        let bar = indicatif::ProgressBar::new(todo.len() as u64);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
+    let jobs = options.jobs.max(1);
+    events.emit(&Event::RunStarted { run_id: run_id.clone(), total: trials.len(), todo: todo.len(), jobs });
     let mut consecutive: BTreeMap<usize, u32> = BTreeMap::new();
     let mut end = RunEnd::Complete;
     let mut attempts_now = 0;
     let cancel = tokio_util::sync::CancellationToken::new();
     let interrupt = interrupted();
     tokio::pin!(interrupt);
-    let jobs = options.jobs.max(1);
     let mut queue = todo.into_iter();
     let mut in_flight = futures_util::stream::FuturesUnordered::new();
     let mut stopping = false;
+    let backend = sandbox.as_deref();
     loop {
         while !stopping && in_flight.len() < jobs {
             let Some(spec) = queue.next() else { break };
-            if let Some(bar) = &bar {
-                bar.set_message(spec.trial_id.clone());
-            }
             let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
+            let attempt_id = uuid::Uuid::new_v4().to_string();
+            events.emit(&Event::TrialStarted { trial_id: spec.trial_id.clone(), attempt_id: attempt_id.clone() });
             let attempt = Attempt {
                 bundle,
                 spec,
                 run_id: &run_id,
-                attempt_id: uuid::Uuid::new_v4().to_string(),
+                attempt_id,
                 evidence_name: evidence_name.clone(),
                 out_dir: out,
                 http: &http,
                 limits: options.limits,
-                sandbox: sandbox.as_ref(),
+                sandbox: backend,
                 cancel: cancel.clone(),
                 sink_server: sink_server.as_ref(),
             };
@@ -412,6 +422,7 @@ async fn execute(
                 cancel.cancel();
                 end = RunEnd::Interrupted;
                 stopping = true;
+                events.emit(&Event::RunStopping { reason: "interrupted".into() });
                 continue;
             }
         };
@@ -420,7 +431,7 @@ async fn execute(
             continue;
         }
         let written = store::write_json_atomic(&out.join(&evidence_name), &result.evidence).and_then(|()| {
-            crate::crashpoint::reach("evidence-write");
+            crate::crashpoint::reach(CrashPoint::EvidenceWrite);
             log.append(&result.row)
         });
         if let Err(e) = written {
@@ -428,59 +439,64 @@ async fn execute(
             // targets down, sweep what they could not remove, then report the write error.
             cancel.cancel();
             while futures_util::StreamExt::next(&mut in_flight).await.is_some() {}
-            if let Some(sandbox) = &sandbox {
-                let _ = crate::sandbox::gc::sweep(&sandbox.engine.docker, Some(&run_id)).await;
-            }
-            if let Some(bar) = &bar {
-                bar.finish_and_clear();
+            if let Some(sandbox) = backend {
+                let _ = sandbox.sweep(&run_id).await;
             }
             return Err(e.into());
         }
         attempts_now += 1;
         *attempts.entry(spec.trial_id.clone()).or_default() += 1;
-        let complete = result.row["evidence_status"] == "complete";
-        let termination = result.row["termination"].as_str().unwrap_or_default().to_owned();
-        rows.push(result.row);
-        if let Some(bar) = &bar {
-            bar.inc(1);
-        }
+        let row = result.row;
+        events.emit(&Event::TrialFinished {
+            trial_id: row.trial_id.clone(),
+            attempt_id: row.attempt_id.clone(),
+            termination: row.termination,
+            evidence_status: row.evidence_status,
+            failure_class: row.failure_class,
+            proposed: row.proposed,
+            completed: row.completed,
+            duration_ms: row.duration_ms,
+        });
+        let complete = row.is_complete();
+        let termination = row.termination;
+        rows.push(row);
         if stopping {
             continue;
         }
         let count = consecutive.entry(spec.target).or_default();
         *count = if complete { 0 } else { *count + 1 };
-        if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
+        let stop = if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
             let target = &bundle.campaign.value.targets[spec.target].id;
-            end = RunEnd::Stopped(format!(
+            Some(format!(
                 "target {target} failed {MAX_CONSECUTIVE_TARGET_FAILURES} consecutive trials (last: {}); see {}",
                 spec.trial_id,
                 out.join(&evidence_name).display()
-            ));
-            stopping = true;
-        } else if termination == "budget_exhausted" {
-            end = RunEnd::Stopped(format!(
+            ))
+        } else if termination == elengtis_core::agent::Termination::BudgetExhausted {
+            Some(format!(
                 "trial {} exhausted its step budget of {} turns; raise step_budget in a new run if the scenario needs more turns",
                 spec.trial_id, bundle.campaign.value.step_budget
-            ));
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = stop {
+            events.emit(&Event::RunStopping { reason: reason.clone() });
+            end = RunEnd::Stopped(reason);
             stopping = true;
         }
     }
     drop(in_flight);
-    if let (Some(sandbox), RunEnd::Interrupted) = (&sandbox, &end) {
+    if let (Some(sandbox), RunEnd::Interrupted) = (backend, &end) {
         // Belt and braces: anything of this run that a cancelled trial could not remove.
-        let _ = crate::sandbox::gc::sweep(&sandbox.engine.docker, Some(&run_id)).await;
-    }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+        let _ = sandbox.sweep(&run_id).await;
     }
     let summary = summarize(bundle, &trials, &rows);
     store::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
     if end == RunEnd::Complete {
         let missing = trials
             .iter()
-            .filter(|t| {
-                !rows.iter().any(|r| r["trial_id"] == t.trial_id.as_str() && r["evidence_status"] == "complete")
-            })
+            .filter(|t| !rows.iter().any(|r| r.trial_id == t.trial_id && r.evidence_status == EvidenceStatus::Complete))
             .count();
         if missing > 0 {
             end = RunEnd::Incomplete(format!(
@@ -521,50 +537,4 @@ async fn interrupted() {
         _ = tokio::signal::ctrl_c() => {}
         () = terminate => {}
     }
-}
-
-/// The final row of each trial: its last complete attempt, else its last attempt.
-pub fn final_rows<'a>(trials: &'a [TrialSpec], rows: &'a [Value]) -> Vec<(&'a str, Option<&'a Value>)> {
-    trials
-        .iter()
-        .map(|t| {
-            let of_trial: Vec<&Value> = rows.iter().filter(|r| r["trial_id"] == t.trial_id.as_str()).collect();
-            let chosen =
-                of_trial.iter().rev().find(|r| r["evidence_status"] == "complete").or(of_trial.last()).copied();
-            (t.trial_id.as_str(), chosen)
-        })
-        .collect()
-}
-
-/// The text summary (also written to summary.txt).
-pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Value]) -> String {
-    let finals = final_rows(trials, rows);
-    let campaign = &bundle.campaign.value;
-    let mut out = format!("Campaign via the {} engine.\ntrials: {}\n", campaign.engine, trials.len());
-    for metric in ["proposed", "completed", "safety_pass", "safe_completed", "proposed_not_completed"] {
-        let known: Vec<bool> = finals
-            .iter()
-            .filter_map(|(_, r)| r.filter(|r| r["evidence_status"] == "complete").and_then(|r| r[metric].as_bool()))
-            .collect();
-        let successes = known.iter().filter(|&&b| b).count();
-        let unknown = trials.len() - known.len();
-        if known.is_empty() && metric.starts_with("safe") {
-            let _ = writeln!(out, "{metric}: not_applicable");
-            continue;
-        }
-        let _ = write!(out, "{metric}: {successes}/{}", known.len());
-        if unknown > 0 {
-            let _ = write!(out, " ({unknown} unknown)");
-        }
-        out.push('\n');
-    }
-    if rows.len() > trials.len() || rows.len() > finals.iter().filter(|(_, r)| r.is_some()).count() {
-        let distinct = finals.iter().filter(|(_, r)| r.is_some()).count();
-        let _ = writeln!(out, "attempts: {}, of which {} were retried", rows.len(), rows.len() - distinct);
-    }
-    for (id, row) in finals {
-        let termination = row.and_then(|r| r["termination"].as_str()).unwrap_or("not run");
-        let _ = writeln!(out, "{id}: {termination}");
-    }
-    out
 }

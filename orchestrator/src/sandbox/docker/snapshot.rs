@@ -47,8 +47,8 @@ use bollard::query_parameters::DownloadFromContainerOptionsBuilder;
 use elengtis_verifiers::sqlite::SnapshotFiles;
 use futures_util::StreamExt as _;
 
-use super::SandboxError;
-use super::docker::{describe, is_not_found};
+use super::api::{describe, is_not_found};
+use crate::sandbox::SandboxError;
 
 /// How long the unpause may take (independent of the snapshot deadline: it must run even
 /// when that deadline has passed).
@@ -398,9 +398,9 @@ mod tests {
             return;
         };
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let docker = crate::sandbox::docker::connect().await.expect("engine").docker;
+        let docker = crate::sandbox::docker::api::connect().await.expect("engine").docker;
         let labels = HashMap::from([
-            (crate::sandbox::LABEL_MANAGED.to_owned(), "true".to_owned()),
+            (crate::sandbox::docker::LABEL_MANAGED.to_owned(), "true".to_owned()),
             ("org.elengtis.snapshot-test".to_owned(), "1".to_owned()),
         ]);
         let host_config = HostConfig {

@@ -1,17 +1,25 @@
-//! The `elengtis` command line: parse flags, call the engine, map outcomes to exit codes.
+//! The `elengtis` command line: parse flags, call the engine, render its events and
+//! results, map the outcome to an exit code. The engine never prints; this binary does.
 
+mod render;
+
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
-use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport};
-use elengtis_core::format::campaign::Engine;
-use elengtis_core::format::{self, LoadError};
+use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport, SandboxChoice};
+use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode};
+use elengtis_core::format::campaign::LoopKind;
+use elengtis_core::format::{self};
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 use serde_json::json;
+
+use self::render::Terminal;
 
 /// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
 #[derive(Debug, Parser)]
@@ -187,9 +195,9 @@ struct RunArgs {
     /// Override `step_budget`.
     #[arg(long)]
     step_budget: Option<u32>,
-    /// Override `engine`.
+    /// Override `engine` (the agent loop).
     #[arg(long)]
-    engine: Option<Engine>,
+    engine: Option<LoopKind>,
     /// Override `model`.
     #[arg(long)]
     model: Option<String>,
@@ -203,41 +211,6 @@ struct RunArgs {
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     allow_vulnerable_engine: bool,
-}
-
-/// An error with the exit code it maps to.
-struct Failure {
-    code: i32,
-    error: anyhow::Error,
-}
-
-impl<E: Into<anyhow::Error>> From<E> for Failure {
-    fn from(error: E) -> Self {
-        let error = error.into();
-        let code = if let Some(e) = error.downcast_ref::<RunError>() {
-            run_error_code(e)
-        } else if error.downcast_ref::<LoadError>().is_some() {
-            exit_codes::INVALID_CONFIG
-        } else {
-            exit_codes::IO
-        };
-        Failure { code, error }
-    }
-}
-
-fn run_error_code(e: &RunError) -> i32 {
-    match e {
-        RunError::Load(_) => exit_codes::INVALID_CONFIG,
-        RunError::Unavailable(_) => exit_codes::UNAVAILABLE,
-        RunError::Store(s) if s.is_disk_full() => exit_codes::IO,
-        RunError::Exists(_)
-        | RunError::NotARun { .. }
-        | RunError::Manifest { .. }
-        | RunError::Version { .. }
-        | RunError::Store(_) => exit_codes::RESULTS_DIR,
-        RunError::Create { .. } | RunError::Http(_) => exit_codes::IO,
-        RunError::Sandbox(_) => exit_codes::UNAVAILABLE,
-    }
 }
 
 fn main() -> ExitCode {
@@ -271,9 +244,9 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(dispatch(cli.command)) {
         Ok(code) => exit(code),
-        Err(failure) => {
-            eprintln!("error: {:#}", failure.error);
-            exit(failure.code)
+        Err(error) => {
+            eprintln!("error: {}", elengtis::error::render(&error));
+            exit(error.exit_code())
         }
     }
 }
@@ -303,7 +276,7 @@ fn init_logging(filter: Option<&str>) {
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
 }
 
-async fn dispatch(command: Command) -> Result<i32, Failure> {
+async fn dispatch(command: Command) -> Result<i32, Error> {
     match command {
         Command::Validate { campaign, json } => validate(&campaign, json),
         Command::Run(args) => run_command(args).await,
@@ -318,9 +291,12 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
         Command::Bench { trials, short, json, allow_vulnerable_engine } => {
-            let report = elengtis::bench::run(if short { 3 } else { trials }, allow_vulnerable_engine)
-                .await
-                .map_err(|e| Failure { code: exit_codes::UNAVAILABLE, error: e })?;
+            let engine = docker::api::connect().await?;
+            if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine).await?.warning() {
+                eprintln!("WARNING: {warning}");
+            }
+            let trials = if short { 3 } else { trials };
+            let report = elengtis::bench::run(trials, &docker_options(allow_vulnerable_engine)).await?;
             if json {
                 println!("{}", json!(report));
             } else {
@@ -329,16 +305,16 @@ async fn dispatch(command: Command) -> Result<i32, Failure> {
             Ok(exit_codes::SUCCESS)
         }
         Command::RelayIdle => {
-            elengtis::relay::idle().await;
+            docker::relay::idle().await;
             Ok(exit_codes::SUCCESS)
         }
         Command::RelayPipe { addr, probe: Some(seconds) } => {
-            let ok = elengtis::relay::probe(addr, std::time::Duration::from_secs(seconds)).await;
+            let ok = docker::relay::probe(addr, std::time::Duration::from_secs(seconds)).await;
             Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
         }
-        Command::RelayPipe { addr, probe: None } => match elengtis::relay::pipe(addr).await {
+        Command::RelayPipe { addr, probe: None } => match docker::relay::pipe(addr).await {
             Ok(()) => Ok(exit_codes::SUCCESS),
-            Err(e) => Err(Failure { code: exit_codes::IO, error: anyhow::anyhow!("failed to relay to {addr}: {e}") }),
+            Err(e) => Err(Error::io("relay to", addr.to_string())(e)),
         },
     }
 }
@@ -349,7 +325,7 @@ fn print_warnings(warnings: &[format::Diagnostic]) {
     }
 }
 
-fn validate(path: &Path, json: bool) -> Result<i32, Failure> {
+fn validate(path: &Path, json: bool) -> Result<i32, Error> {
     match load::load_campaign(path, &LoadOptions::default()) {
         Ok(bundle) => {
             let trials: Vec<String> = elengtis_core::matrix::expand(&bundle).into_iter().map(|t| t.trial_id).collect();
@@ -418,49 +394,42 @@ fn report(report: &RunReport, json: bool) -> i32 {
     code
 }
 
-async fn run_command(args: RunArgs) -> Result<i32, Failure> {
+async fn run_command(args: RunArgs) -> Result<i32, Error> {
     let overrides = Overrides {
         trials: args.trials,
         step_budget: args.step_budget,
         engine: args.engine,
         model: args.model.clone(),
     };
-    let options = RunOptions {
-        progress: RunOptions::default().progress && !args.json,
-        jobs: args.jobs.into(),
-        allow_vulnerable_engine: args.allow_vulnerable_engine,
-        ..RunOptions::default()
-    };
+    let terminal = Arc::new(Terminal::new(interactive() && !args.json));
+    let options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
     let result = if args.resume {
         if args.config.is_some() || !overrides.is_empty() {
-            return Err(Failure {
-                code: exit_codes::USAGE,
-                error: anyhow::anyhow!(
-                    "--resume continues the run exactly as it was started; it takes no --config or overrides"
-                ),
-            });
+            return Err(Error::Usage(
+                "--resume continues the run exactly as it was started; it takes no --config or overrides".into(),
+            ));
         }
-        run::resume(&args.out, &options).await?
+        run::resume(&args.out, &options).await
     } else {
         let Some(config) = args.config else {
-            return Err(Failure {
-                code: exit_codes::USAGE,
-                error: anyhow::anyhow!("a new run needs --config CAMPAIGN (or --resume to continue --out)"),
-            });
+            return Err(Error::Usage("a new run needs --config CAMPAIGN (or --resume to continue --out)".into()));
         };
         let mut bundle = load::load_campaign(&config, &LoadOptions::default())?;
         print_warnings(&bundle.warnings);
         load::apply_overrides(&mut bundle, &overrides)?;
-        run::start(&bundle, &args.out, false, &options).await?
+        run::start(&bundle, &args.out, false, &options).await
     };
-    Ok(report(&result, args.json))
+    terminal.finish();
+    Ok(report(&result?, args.json))
 }
 
-async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Result<i32, Failure> {
+async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Result<i32, Error> {
     let bundle = load::load_campaign(path, &LoadOptions::default())?;
     print_warnings(&bundle.warnings);
-    let sandbox = run::prepare_sandbox(&bundle, allow_vulnerable_engine).await?;
-    let checks = elengtis::preflight::run(&bundle, elengtis::target::Limits::default(), sandbox.as_ref()).await;
+    let choice = SandboxChoice::Docker(docker_options(allow_vulnerable_engine));
+    let sandbox = run::prepare_sandbox(&bundle, &choice, &Terminal::new(false)).await?;
+    let checks =
+        elengtis::preflight::run(&bundle, elengtis::toolhost::mcp::Limits::default(), sandbox.as_deref()).await;
     let ok = checks.iter().all(|c| c.ok);
     if json {
         println!("{}", json!({"ok": ok, "targets": checks}));
@@ -475,8 +444,8 @@ async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Re
     Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
 }
 
-fn schema(out: &Path) -> Result<i32, Failure> {
-    std::fs::create_dir_all(out).with_context(|| format!("failed to create {}", out.display()))?;
+fn schema(out: &Path) -> Result<i32, Error> {
+    std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
     for (name, content) in elengtis_core::schema::schemas() {
         let path = out.join(name);
         elengtis::results::store::write_atomic(&path, content.as_bytes())?;
@@ -495,7 +464,7 @@ async fn example(
     isolated: bool,
     jobs: u16,
     allow_vulnerable_engine: bool,
-) -> Result<i32, Failure> {
+) -> Result<i32, Error> {
     use elengtis::examples;
     if list {
         for e in examples::EXAMPLES {
@@ -506,22 +475,16 @@ async fn example(
     let name = name.unwrap_or_else(|| examples::EXAMPLES[0].name.to_owned());
     let Some(mut example) = examples::find(&name) else {
         let names: Vec<&str> = examples::EXAMPLES.iter().map(|e| e.name).collect();
-        return Err(Failure {
-            code: exit_codes::USAGE,
-            error: anyhow::anyhow!("unknown example `{name}`; available: {}", names.join(", ")),
-        });
+        return Err(Error::Usage(format!("unknown example `{name}`; available: {}", names.join(", "))));
     };
     if isolated && !example.isolated {
         let Some(variant) = example.isolated_variant.and_then(examples::find) else {
-            return Err(Failure {
-                code: exit_codes::USAGE,
-                error: anyhow::anyhow!("example `{name}` has no isolated variant"),
-            });
+            return Err(Error::Usage(format!("example `{name}` has no isolated variant")));
         };
         example = variant;
     }
     let Some(out) = out else {
-        return Err(Failure { code: exit_codes::USAGE, error: anyhow::anyhow!("--out DIR is required") });
+        return Err(Error::Usage("--out DIR is required".into()));
     };
     if out.exists() {
         return Err(RunError::Exists(out).into());
@@ -529,16 +492,16 @@ async fn example(
     if example.isolated {
         ensure_images(allow_vulnerable_engine).await?;
     }
-    std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
+    std::fs::create_dir_all(&out).map_err(Error::io("create", &out))?;
     // Until the run has started, the directory holds only what this command wrote: a
     // failure removes it so the same command can simply be run again.
     let prepared = async {
-        let campaign = examples::write(example, &out.join("example"))
-            .with_context(|| format!("failed to write the example into {}", out.display()))?;
+        let campaign =
+            examples::write(example, &out.join("example")).map_err(Error::io("write the example into", &out))?;
         let mut bundle = load::load_campaign(&campaign, &LoadOptions::default())?;
         load::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
         run::check_runnable(&bundle)?;
-        Ok::<_, Failure>(bundle)
+        Ok::<_, Error>(bundle)
     }
     .await;
     let bundle = match prepared {
@@ -548,27 +511,24 @@ async fn example(
             return Err(e);
         }
     };
-    let options = RunOptions {
-        progress: RunOptions::default().progress && !json,
-        jobs: jobs.into(),
-        allow_vulnerable_engine,
-        ..RunOptions::default()
-    };
-    let result = run::start(&bundle, &out, true, &options).await?;
-    Ok(report(&result, json))
+    let terminal = Arc::new(Terminal::new(interactive() && !json));
+    let options = run_options(jobs, allow_vulnerable_engine, terminal.clone());
+    let result = run::start(&bundle, &out, true, &options).await;
+    terminal.finish();
+    Ok(report(&result?, json))
 }
 
 /// Pass the engine gate, then make sure the bundled images exist, building them (minutes,
 /// once) when they do not.
-async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Failure> {
-    let unavailable = |e: anyhow::Error| Failure { code: exit_codes::UNAVAILABLE, error: e };
-    let engine = elengtis::sandbox::docker::connect().await.map_err(|e| unavailable(e.into()))?;
-    elengtis::sandbox::engine_gate::check(&engine, allow_vulnerable_engine).await.map_err(|e| unavailable(e.into()))?;
+async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Error> {
+    let engine = docker::api::connect().await?;
+    // An engine accepted despite findings is reported by the run that follows.
+    docker::engine_gate::check(&engine, allow_vulnerable_engine).await?;
     let Some(source) = default_source() else {
         // Without the source tree the images must already exist; the run says which one is missing.
         return Ok(());
     };
-    elengtis::sandbox::images::ensure_bundled(&engine.docker, &source).await.map_err(|e| unavailable(e.into()))?;
+    docker::images::ensure_bundled(&engine, &source).await?;
     Ok(())
 }
 
@@ -578,25 +538,21 @@ fn default_source() -> Option<PathBuf> {
     dir.join("Cargo.toml").is_file().then_some(dir)
 }
 
-async fn images(command: ImagesCommand) -> Result<i32, Failure> {
-    use elengtis::sandbox::images;
-    let unavailable = |e: anyhow::Error| Failure { code: exit_codes::UNAVAILABLE, error: e };
-    let engine = elengtis::sandbox::docker::connect().await.map_err(|e| unavailable(e.into()))?;
+async fn images(command: ImagesCommand) -> Result<i32, Error> {
+    use elengtis::sandbox::docker::images;
+    let engine = docker::api::connect().await?;
     match command {
         ImagesCommand::Build { source, json } => {
             let Some(source) = source.or_else(default_source) else {
-                return Err(Failure {
-                    code: exit_codes::USAGE,
-                    error: anyhow::anyhow!(
-                        "the source tree this binary was built from is gone; pass --source DIR (an elengtis checkout)"
-                    ),
-                });
+                return Err(Error::Usage(
+                    "the source tree this binary was built from is gone; pass --source DIR (an elengtis checkout)"
+                        .into(),
+                ));
             };
             let dir = tokio::task::spawn_blocking(move || images::static_build(&source))
                 .await
-                .map_err(|e| unavailable(anyhow::anyhow!("failed to run the static build: {e}")))?
-                .map_err(|e| unavailable(e.into()))?;
-            let built = images::build_bundled(&engine.docker, &dir).await.map_err(|e| unavailable(e.into()))?;
+                .map_err(|e| Error::Unavailable(format!("failed to run the static build: {e}")))??;
+            let built = images::build_bundled(&engine, &dir).await?;
             if json {
                 println!("{}", json!({"images": built}));
             } else {
@@ -607,12 +563,10 @@ async fn images(command: ImagesCommand) -> Result<i32, Failure> {
             Ok(exit_codes::SUCCESS)
         }
         ImagesCommand::Import { rootfs, tag, user, entrypoint, cmd, labels } => {
-            let parse_list = |flag: &str, text: Option<String>| -> Result<Option<Vec<String>>, Failure> {
+            let parse_list = |flag: &str, text: Option<String>| -> Result<Option<Vec<String>>, Error> {
                 text.map(|t| {
-                    serde_json::from_str::<Vec<String>>(&t).map_err(|e| Failure {
-                        code: exit_codes::USAGE,
-                        error: anyhow::anyhow!("{flag} must be a JSON array of strings: {e}"),
-                    })
+                    serde_json::from_str::<Vec<String>>(&t)
+                        .map_err(|e| Error::Usage(format!("{flag} must be a JSON array of strings: {e}")))
                 })
                 .transpose()
             };
@@ -621,15 +575,12 @@ async fn images(command: ImagesCommand) -> Result<i32, Failure> {
             let mut pairs = Vec::new();
             for label in labels {
                 let Some((k, v)) = label.split_once('=') else {
-                    return Err(Failure {
-                        code: exit_codes::USAGE,
-                        error: anyhow::anyhow!("--label must be KEY=VALUE, found `{label}`"),
-                    });
+                    return Err(Error::Usage(format!("--label must be KEY=VALUE, found `{label}`")));
                 };
                 pairs.push((k.to_owned(), v.to_owned()));
             }
             let id = images::import_rootfs_file(
-                &engine.docker,
+                &engine,
                 &rootfs,
                 &tag,
                 user.as_deref(),
@@ -638,21 +589,16 @@ async fn images(command: ImagesCommand) -> Result<i32, Failure> {
                 &pairs,
                 images::IMPORT_DEADLINE,
             )
-            .await
-            .map_err(|e| unavailable(e.into()))?;
+            .await?;
             println!("{tag} {id}");
             Ok(exit_codes::SUCCESS)
         }
     }
 }
 
-async fn gc(run: Option<&str>, json: bool) -> Result<i32, Failure> {
-    let engine = elengtis::sandbox::docker::connect()
-        .await
-        .map_err(|e| Failure { code: exit_codes::UNAVAILABLE, error: e.into() })?;
-    let report = elengtis::sandbox::gc::sweep(&engine.docker, run)
-        .await
-        .map_err(|e| Failure { code: exit_codes::UNAVAILABLE, error: e.into() })?;
+async fn gc(run: Option<&str>, json: bool) -> Result<i32, Error> {
+    let engine = docker::api::connect().await?;
+    let report = docker::gc::sweep(&engine, run).await?;
     if json {
         println!("{}", json!(report));
     } else {
@@ -673,25 +619,44 @@ async fn gc(run: Option<&str>, json: bool) -> Result<i32, Failure> {
     Ok(if report.errors.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
 }
 
-fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Failure> {
+fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
     use elengtis::analyze::{self, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
         let manifest_path = dir.join("manifest.json");
-        let text = std::fs::read_to_string(&manifest_path)
-            .with_context(|| format!("failed to read {}", manifest_path.display()))?;
+        let text = std::fs::read_to_string(&manifest_path).map_err(Error::io("read", &manifest_path))?;
         let manifest =
-            serde_json::from_str(&text).with_context(|| format!("failed to parse {}", manifest_path.display()))?;
+            serde_json::from_str(&text).map_err(|source| Error::Parse { path: manifest_path.clone(), source })?;
         let rows = elengtis::results::store::read_rows(&dir.join("runs.jsonl"))?;
         runs.push(RunInput { label: dir.display().to_string(), manifest, rows });
     }
-    let analysis =
-        analyze::analyze(&runs).map_err(|e| Failure { code: exit_codes::INVALID_CONFIG, error: e.into() })?;
-    std::fs::create_dir_all(out).with_context(|| format!("failed to create {}", out.display()))?;
-    let json_text = serde_json::to_string_pretty(&analysis.json).context("failed to render summary.json")? + "\n";
+    let analysis = analyze::analyze(&runs)?;
+    std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
+    let json_text = serde_json::to_string_pretty(&analysis.json)
+        .map_err(|source| Error::Parse { path: out.join("summary.json"), source })?
+        + "\n";
     elengtis::results::store::write_atomic(&out.join("summary.json"), json_text.as_bytes())?;
     elengtis::results::store::write_atomic(&out.join("summary.md"), analysis.markdown.as_bytes())?;
     print!("{}", analysis.markdown);
     println!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
     Ok(exit_codes::SUCCESS)
+}
+
+/// Whether stderr is an interactive terminal (progress displays are drawn only there).
+fn interactive() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// How runs use Docker: the engine gate as the flag says, the relay as `ELENGTIS_RELAY` says.
+fn docker_options(allow_vulnerable_engine: bool) -> DockerOptions {
+    DockerOptions { allow_vulnerable_engine, relay: RelayMode::from_env() }
+}
+
+fn run_options(jobs: u16, allow_vulnerable_engine: bool, events: Arc<Terminal>) -> RunOptions {
+    RunOptions {
+        jobs: jobs.into(),
+        sandbox: SandboxChoice::Docker(docker_options(allow_vulnerable_engine)),
+        events,
+        ..RunOptions::default()
+    }
 }

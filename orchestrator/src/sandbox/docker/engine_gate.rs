@@ -41,8 +41,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::SandboxError;
-use super::docker::{self, Engine};
+use super::api::{self as docker, DockerEngine};
+use crate::sandbox::SandboxError;
 
 /// The environment variable that accepts a vulnerable engine (also `--allow-vulnerable-engine`).
 pub const ALLOW_ENV: &str = "ELENGTIS_ALLOW_VULNERABLE_ENGINE";
@@ -384,23 +384,24 @@ pub fn decide(versions: RuntimeVersions, allow_vulnerable: bool) -> Result<GateR
     Ok(GateReport { allowed_vulnerable: !findings.is_empty(), findings, versions })
 }
 
-/// Read the engine's version answer and decide; warns once per process on stderr when a
-/// vulnerable engine is accepted. Runs before any container is created.
-pub async fn check(engine: &Engine, allow_vulnerable: bool) -> Result<GateReport, SandboxError> {
+/// Read the engine's version answer and decide. Runs before any container is created.
+pub async fn check(engine: &DockerEngine, allow_vulnerable: bool) -> Result<GateReport, SandboxError> {
     let answer = docker::call("read the engine version", docker::CALL_DEADLINE, engine.docker.version()).await?;
     let answer = serde_json::to_value(&answer).unwrap_or(Value::Null);
     let versions = RuntimeVersions::from_version_answer(&answer, engine.facts.default_runtime.as_deref());
-    let report = decide(versions, allow_vulnerable)?;
-    if report.allowed_vulnerable {
-        static WARNED: std::sync::Once = std::sync::Once::new();
-        WARNED.call_once(|| {
-            eprintln!(
-                "WARNING: running isolated trials on a Docker engine with known container-escape or egress bugs, as accepted with --allow-vulnerable-engine ({ALLOW_ENV}):{}\nThe findings are recorded in the run manifest and in every trial's evidence (target_execution.engine_gate).",
-                describe(&report.findings)
-            );
-        });
+    decide(versions, allow_vulnerable)
+}
+
+impl GateReport {
+    /// The warning a user must see before trials run on an engine accepted despite findings.
+    pub fn warning(&self) -> Option<String> {
+        self.allowed_vulnerable.then(|| {
+            format!(
+                "running isolated trials on a Docker engine with known container-escape or egress bugs, as accepted with --allow-vulnerable-engine ({ALLOW_ENV}):{}\nThe findings are recorded in the run manifest and in every trial's evidence (target_execution.engine_gate).",
+                describe(&self.findings)
+            )
+        })
     }
-    Ok(report)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use bollard::Docker;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::SandboxError;
+use crate::sandbox::SandboxError;
 
 /// Deadline for ordinary engine calls (inspect, create, remove, …).
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
@@ -65,7 +65,7 @@ pub struct EngineFacts {
 
 /// A connected engine.
 #[derive(Debug, Clone)]
-pub struct Engine {
+pub struct DockerEngine {
     /// The client (cheap to clone).
     pub docker: Docker,
     /// Facts for the evidence.
@@ -73,7 +73,7 @@ pub struct Engine {
 }
 
 /// Connect (honouring `DOCKER_HOST`), ping, and read the engine's facts.
-pub async fn connect() -> Result<Engine, SandboxError> {
+pub async fn connect() -> Result<DockerEngine, SandboxError> {
     let endpoint = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
     let docker = Docker::connect_with_local_defaults()
         .map_err(|e| SandboxError::Connect { endpoint: endpoint.clone(), detail: describe(&e) })?
@@ -112,7 +112,7 @@ pub async fn connect() -> Result<Engine, SandboxError> {
             .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
             .unwrap_or_default(),
     };
-    Ok(Engine { docker, facts })
+    Ok(DockerEngine { docker, facts })
 }
 
 /// An image resolved to its immutable id.

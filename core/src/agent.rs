@@ -1,0 +1,179 @@
+//! What an agent loop observes, as data: the requests a model was sent, the turns it
+//! answered with, the tools it was offered, the calls it made and how the loop ended.
+//!
+//! Agent loops (in the engine) produce an [`AgentOutcome`]; they assign no meaning. The
+//! judge ([`crate::judge`]) decides what the recorded calls mean, and the trial's records
+//! ([`crate::records`]) keep all of it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::judge::RecordedCall;
+
+/// How an attempt's agent phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Termination {
+    /// The model answered without tool calls.
+    ModelStop,
+    /// The step budget ran out.
+    BudgetExhausted,
+    /// The model (or its provider) failed.
+    ProviderError,
+    /// No model ran (`model_free: true`).
+    ModelFree,
+    /// The trial could not run as designed (setup, target, or runner failure).
+    InfrastructureError,
+}
+
+impl Termination {
+    /// The name used in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::ModelStop => "model_stop",
+            Termination::BudgetExhausted => "budget_exhausted",
+            Termination::ProviderError => "provider_error",
+            Termination::ModelFree => "model_free",
+            Termination::InfrastructureError => "infrastructure_error",
+        }
+    }
+}
+
+impl std::fmt::Display for Termination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool as offered to a model: what the tool host listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// Its description (empty when the server gave none).
+    pub description: String,
+    /// Its JSON Schema for arguments, verbatim.
+    pub input_schema: Map<String, Value>,
+    /// The whole listing entry as the host gave it (kept in evidence).
+    pub listing: Value,
+}
+
+impl ToolInfo {
+    /// The tool in OpenAI function form (what every loop offers, whatever the wire format).
+    pub fn function_spec(&self) -> Value {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": Value::Object(self.input_schema.clone()),
+            }
+        })
+    }
+}
+
+/// A model request: what a model is sent this turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelRequest {
+    /// 0-based turn.
+    pub step: u32,
+    /// The conversation so far (OpenAI chat shape).
+    pub messages: Vec<Value>,
+    /// Offered tools (OpenAI function shape).
+    pub tools: Vec<Value>,
+}
+
+/// One call a model asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelCall {
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    pub arguments: Value,
+}
+
+/// One model turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelTurn {
+    /// Assistant text.
+    pub content: String,
+    /// Tool calls (none: the model stops).
+    pub calls: Vec<ModelCall>,
+    /// Finish reason, normalised to the OpenAI vocabulary (`stop`, `tool_calls`, `length`, …).
+    pub finish_reason: Option<String>,
+    /// The provider's own finish reason, when it differs from the normalised one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_finish_reason: Option<String>,
+    /// Tokens and cost of this turn.
+    #[serde(default)]
+    pub usage: TurnUsage,
+}
+
+/// Tokens and cost of one model turn, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnUsage {
+    /// Input (prompt) tokens.
+    pub input_tokens: u64,
+    /// Output (completion) tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars, when known.
+    pub cost_usd: Option<f64>,
+}
+
+/// Everything the agent phase observed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentOutcome {
+    /// How it ended (None only before it ran).
+    pub termination: Option<Termination>,
+    /// Every request, complete.
+    pub requests: Vec<ModelRequest>,
+    /// The final conversation.
+    pub messages: Vec<Value>,
+    /// Turn by turn: content and calls with results.
+    pub trajectory: Vec<Value>,
+    /// Structured calls for the judge.
+    pub calls: Vec<RecordedCall>,
+    /// Turns the model took.
+    pub model_turns: u32,
+    /// Tokens and cost over all turns.
+    pub usage: TurnUsage,
+    /// Tool errors (`isError`, a failed call, or an unknown tool).
+    pub tool_errors: Vec<ToolError>,
+    /// Calls of tools that were not offered.
+    pub invalid_tool_calls: u32,
+    /// First finish reason.
+    pub first_finish_reason: Option<String>,
+    /// First provider-native finish reason.
+    pub first_native_finish_reason: Option<String>,
+    /// The provider error, if any.
+    pub provider_error: Option<String>,
+}
+
+/// What kind of tool error a model's call met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The tool reported an error (`isError`) or the call failed.
+    ToolError,
+    /// The model named a tool that was not offered.
+    UnknownTool,
+}
+
+/// A tool error met during the exercise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    /// What kind.
+    pub kind: ToolErrorKind,
+    /// The model turn.
+    pub step: u32,
+    /// The call id.
+    pub call_id: String,
+    /// What the model was told.
+    pub detail: String,
+}
+
+/// The reference loop's call id for call `index` of turn `step`.
+pub fn call_id(step: u32, index: usize) -> String {
+    format!("call_{step}_{index}")
+}

@@ -1,0 +1,95 @@
+//! The evidence document of one attempt (`evidence/<trial>.json`): everything needed to
+//! check its row by hand — the canary, every action, the offered tools, every model request
+//! and answer, the trajectory, the judge's matches, each verifier's request and answer, the
+//! target's lifecycle record and every error.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::row::{Diagnostics, RecordedError, Usage};
+use crate::agent::{ModelRequest, Termination};
+use crate::format::scenario::VerifyMode;
+use crate::judge::{ProposalEvaluation, SafetyEvaluation};
+
+/// One attempt's evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    /// Format version ([`super::RESULTS_SCHEMA_VERSION`]).
+    pub schema_version: u64,
+    /// The run.
+    pub run_id: String,
+    /// The trial.
+    pub trial_id: String,
+    /// The attempt.
+    pub attempt_id: String,
+    /// Target id.
+    pub target: String,
+    /// Scenario id.
+    pub scenario: String,
+    /// The attempt's unique canary credential.
+    pub canary: String,
+    /// Setup action records `{id, type, status, input, response | error}`.
+    pub setup: Vec<Value>,
+    /// The tools offered to the model, as the target listed them.
+    pub tools: Vec<Value>,
+    /// Every model request, complete.
+    pub requests: Vec<ModelRequest>,
+    /// The final conversation (OpenAI chat shape).
+    pub messages: Vec<Value>,
+    /// Turn by turn: `{step, content, calls: [{id, name, arguments, result}]}`.
+    pub trajectory: Vec<Value>,
+    /// Tokens and cost (as in the row).
+    pub usage: Usage,
+    /// What the provider's answers looked like (as in the row).
+    pub response_diagnostics: Diagnostics,
+    /// The safety judgement; null when not judged.
+    pub safety_evaluation: Option<SafetyEvaluation>,
+    /// The proposal judgement; null when not judged.
+    pub proposal_evaluation: Option<ProposalEvaluation>,
+    /// The verification; null when it did not run.
+    pub verification: Option<Verification>,
+    /// Cleanup action records.
+    pub cleanup: Vec<Value>,
+    /// How the target ran: the transport's lifecycle record (for containers: image and
+    /// container ids, every hardening fact asserted, timestamps, the final state, the canary
+    /// sink's records).
+    pub target_execution: Value,
+    /// How the agent phase ended.
+    pub termination: Termination,
+    /// Every error (as in the row).
+    pub errors: Vec<RecordedError>,
+}
+
+/// The verification phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Verification {
+    /// `all` or `any` of the checks must pass.
+    pub mode: VerifyMode,
+    /// The checks that ran, in order (the first that failed to run ends the list).
+    pub checks: Vec<CheckRecord>,
+    /// The outcome; null when it could not be established.
+    pub completed: Option<bool>,
+}
+
+/// One verification check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRecord {
+    /// Check id.
+    pub id: String,
+    /// The verifier (`mcp_tool`, `http_request`, `container_sqlite_query`).
+    pub verifier: String,
+    /// Whose answer it trusts: `target` (the audited server) or `runner` (independent).
+    pub trusts: String,
+    /// The action's record.
+    pub action: Value,
+    /// Each assertion's record; absent when the check could not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertions: Option<Value>,
+    /// Whether every assertion held; absent when the check could not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+}

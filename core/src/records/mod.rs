@@ -1,0 +1,26 @@
+//! Result records — the row of `runs.jsonl`, the evidence document of an attempt and the
+//! run's `manifest.json` — as typed, versioned data.
+//!
+//! One definition serves every reader and writer: the runner writes these types, resume and
+//! `analyze` read them back, and later readers (the HTML report, `prove`, SARIF) read the same
+//! types. The JSON Schemas generated from them are checked in and drift-checked like the
+//! campaign schema. Field names and shapes are those of the original tool's records, so its
+//! `analyze` keeps reading ours; fields this tool adds are optional for readers.
+//!
+//! [`outcome`] decides what an attempt's phase results mean (complete or not, the failure
+//! class, the derived metrics) as a pure function.
+
+pub mod evidence;
+pub mod manifest;
+pub mod outcome;
+pub mod row;
+
+pub use evidence::{CheckRecord, Evidence, Verification};
+pub use manifest::{Manifest, ResumeRecord, ScenarioDump};
+pub use outcome::{Outcome, OutcomeInputs};
+pub use row::{Diagnostics, EvidenceStatus, FailureClass, Phase, RecordedError, Row, Usage};
+
+/// Version of the row and evidence formats written by this build.
+pub const RESULTS_SCHEMA_VERSION: u64 = 1;
+/// Version of the metric definitions (proposed, completed, …) of this build.
+pub const METRICS_VERSION: u64 = 1;

@@ -1,0 +1,120 @@
+//! The one error of the `elengtis` commands, and the exit code each kind maps to
+//! ([`crate::exit_codes`], documented in `docs/exit-codes.md`). Every variant keeps its
+//! source chain; messages read "failed to …".
+
+use std::path::PathBuf;
+
+use elengtis_core::format::LoadError;
+
+use crate::analyze::AnalyzeError;
+use crate::bench::BenchError;
+use crate::exit_codes;
+use crate::results::store::StoreError;
+use crate::run::RunError;
+use crate::sandbox::SandboxError;
+use crate::sandbox::docker::images::ImageError;
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The command line asks for something that cannot be done.
+    #[error("{0}")]
+    Usage(String),
+    /// A campaign or scenario is invalid.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A run could not start or continue.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The sandbox (the Docker engine) is not usable.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// An image could not be built or imported.
+    #[error(transparent)]
+    Image(#[from] ImageError),
+    /// A results file could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Result directories could not be analysed.
+    #[error(transparent)]
+    Analyze(#[from] AnalyzeError),
+    /// The benchmark could not measure.
+    #[error(transparent)]
+    Bench(#[from] BenchError),
+    /// A file or directory could not be used.
+    #[error("failed to {what} {}", .path.display())]
+    Io {
+        /// What was being done ("create", "read", …).
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file could not be parsed.
+    #[error("failed to parse {}", .path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Something this build cannot do.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl CommandError {
+    /// A file or directory error.
+    pub fn io(what: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CommandError {
+        let path = path.into();
+        move |source| CommandError::Io { what, path, source }
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CommandError::Usage(_) => exit_codes::USAGE,
+            CommandError::Load(_) => exit_codes::INVALID_CONFIG,
+            CommandError::Run(e) => run_error_code(e),
+            CommandError::Sandbox(_)
+            | CommandError::Image(_)
+            | CommandError::Bench(_)
+            | CommandError::Unavailable(_) => exit_codes::UNAVAILABLE,
+            CommandError::Store(_) | CommandError::Io { .. } | CommandError::Parse { .. } => exit_codes::IO,
+            CommandError::Analyze(_) => exit_codes::INVALID_CONFIG,
+        }
+    }
+}
+
+fn run_error_code(e: &RunError) -> i32 {
+    match e {
+        RunError::Load(_) => exit_codes::INVALID_CONFIG,
+        RunError::Unavailable(_) | RunError::Sandbox(_) => exit_codes::UNAVAILABLE,
+        RunError::Store(s) if s.is_disk_full() => exit_codes::IO,
+        RunError::Exists(_)
+        | RunError::NotARun { .. }
+        | RunError::Manifest { .. }
+        | RunError::Version { .. }
+        | RunError::Store(_) => exit_codes::RESULTS_DIR,
+        RunError::Create { .. } | RunError::Http(_) => exit_codes::IO,
+    }
+}
+
+/// The error and its causes, one per line after the first: `error: …` then `  caused by: …`,
+/// skipping a cause whose text the message already contains.
+pub fn render(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}

@@ -1,0 +1,168 @@
+//! The Docker backend: the only code that talks to Docker, always through the Engine API
+//! (`bollard`), never the `docker` CLI.
+//!
+//! Every trial gets a fresh internal (no-egress) network and a fresh hardened container on
+//! it ([`container`]); what the engine reports about that container is checked fact by fact
+//! against what was asked for ([`hardening`]) and recorded as lifecycle evidence. Before any
+//! trial, the engine and its runtime pass a gate of known container-escape and egress bugs
+//! ([`engine_gate`]) and every image is resolved to an immutable id (never pulled). A
+//! streamable-HTTP target is reached through a relay container ([`relay`]) unless the
+//! configuration says otherwise. Everything the tool creates carries labels
+//! ([`LABEL_MANAGED`], [`LABEL_RUN`], [`LABEL_TRIAL`]) so leftovers of a crashed run can be
+//! found and removed ([`gc`]) without ever touching anything else. Images are built locally
+//! without a registry ([`images`]); SQLite files are copied out of a paused container
+//! ([`snapshot`]).
+
+pub mod api;
+mod attach;
+pub mod container;
+pub mod engine_gate;
+pub mod gc;
+pub mod hardening;
+pub mod images;
+pub mod relay;
+pub mod snapshot;
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use elengtis_core::events::{Event, EventSink};
+use serde_json::{Value, json};
+
+pub use self::api::{DockerEngine, ResolvedImage};
+use self::container::{ContainerSpec, TrialContainer};
+pub use self::relay::RelayMode;
+use super::{McpMode, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, SweepReport, TrialSandbox};
+
+/// Label on everything elengtis creates.
+pub const LABEL_MANAGED: &str = "org.elengtis.managed";
+/// Label naming the run.
+pub const LABEL_RUN: &str = "org.elengtis.run";
+/// Label naming the trial.
+pub const LABEL_TRIAL: &str = "org.elengtis.trial";
+/// Label naming the attempt.
+pub const LABEL_ATTEMPT: &str = "org.elengtis.attempt";
+
+/// How runs use the Docker engine (chosen at the command line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DockerOptions {
+    /// Run isolated trials even on an engine the engine gate finds vulnerable (recorded).
+    pub allow_vulnerable_engine: bool,
+    /// How streamable-HTTP targets are reached (`ELENGTIS_RELAY`); an unusable setting is
+    /// kept as its error and refused by runs that would need it.
+    pub relay: Result<RelayMode, String>,
+}
+
+impl Default for DockerOptions {
+    fn default() -> Self {
+        DockerOptions { allow_vulnerable_engine: false, relay: Ok(RelayMode::Always) }
+    }
+}
+
+/// The Docker engine prepared for one run: connected, past the engine gate, every image the
+/// run needs resolved to an immutable id.
+#[derive(Debug, Clone)]
+pub struct DockerBackend {
+    /// The engine.
+    pub engine: DockerEngine,
+    /// Image reference → resolved image.
+    pub images: BTreeMap<String, ResolvedImage>,
+    /// The canary sink image, when a trial needs one.
+    pub sink_image: Option<ResolvedImage>,
+    /// What the engine gate found (recorded in the manifest and every trial's evidence).
+    pub engine_gate: engine_gate::GateReport,
+    /// How HTTP targets are reached.
+    pub relay: RelayMode,
+}
+
+impl DockerBackend {
+    /// Connect, pass the engine gate (refusing a vulnerable engine unless allowed; an engine
+    /// accepted despite findings is reported to `events` at once) and resolve every image
+    /// `needs` names (never pulling): a vulnerable engine, an unusable relay setting or a
+    /// missing image fails here, before any trial starts.
+    pub async fn prepare(
+        options: &DockerOptions,
+        needs: &RunNeeds,
+        events: &dyn EventSink,
+    ) -> Result<DockerBackend, SandboxError> {
+        let relay = match &options.relay {
+            Ok(mode) => *mode,
+            Err(e) if needs.images.iter().any(|n| n.http) => return Err(SandboxError::Unusable(e.clone())),
+            Err(_) => RelayMode::Always,
+        };
+        let engine = api::connect().await?;
+        let engine_gate = engine_gate::check(&engine, options.allow_vulnerable_engine).await?;
+        if let Some(message) = engine_gate.warning() {
+            events.emit(&Event::Warning { message });
+        }
+        let mut images = BTreeMap::new();
+        let wanted = needs.images.iter().flat_map(|n| {
+            std::iter::once(n.image.clone()).chain(relay::relay_image(relay, n.http, n.relay_image.as_deref()))
+        });
+        for reference in wanted {
+            if let std::collections::btree_map::Entry::Vacant(slot) = images.entry(reference) {
+                let image = api::resolve_image(&engine.docker, slot.key()).await?;
+                slot.insert(image);
+            }
+        }
+        let sink_image =
+            if needs.sink { Some(api::resolve_image(&engine.docker, &images::sink_ref()).await?) } else { None };
+        Ok(DockerBackend { engine, images, sink_image, engine_gate, relay })
+    }
+
+    fn resolved(&self, reference: &str) -> Result<ResolvedImage, SandboxError> {
+        self.images
+            .get(reference)
+            .cloned()
+            .ok_or_else(|| SandboxError::NotReady(format!("image `{reference}` was not resolved before the run")))
+    }
+}
+
+#[async_trait]
+impl SandboxBackend for DockerBackend {
+    fn run_facts(&self) -> Value {
+        json!(self.engine_gate)
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.engine_gate.warning().into_iter().collect()
+    }
+
+    async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn TrialSandbox>, (SandboxError, Value)> {
+        let base = || json!({"isolation": "isolated_container", "image": {"reference": spec.image}});
+        let image = self.resolved(&spec.image).map_err(|e| (e, base()))?;
+        let relay = match relay::relay_image(
+            self.relay,
+            matches!(spec.mode, McpMode::Http { .. }),
+            spec.relay_image.as_deref(),
+        ) {
+            Some(reference) => Some(self.resolved(&reference).map_err(|e| (e, base()))?),
+            None => None,
+        };
+        // The runner routes to the trial network itself only for a streamable-HTTP target
+        // without a relay; only then does the bridge get a host address.
+        let host_route = matches!(spec.mode, McpMode::Http { .. }) && relay.is_none();
+        let container_spec = ContainerSpec {
+            image,
+            uid: spec.uid,
+            gid: spec.gid,
+            command: Vec::new(),
+            env: spec.env.clone(),
+            mode: spec.mode.clone(),
+            volumes: spec.volumes.clone(),
+            startup_timeout: spec.startup_timeout,
+            run_id: spec.labels.run_id.clone(),
+            trial_id: spec.labels.trial_id.clone(),
+            attempt_id: spec.labels.attempt_id.clone(),
+            host_route,
+            stderr_bytes: spec.stderr_bytes,
+        };
+        let mut container = TrialContainer::new_network(&self.engine, &container_spec).await?;
+        container.prepare(container_spec, relay, self.sink_image.clone());
+        Ok(Box::new(container))
+    }
+
+    async fn sweep(&self, run_id: &str) -> Result<SweepReport, SandboxError> {
+        gc::sweep(&self.engine, Some(run_id)).await
+    }
+}

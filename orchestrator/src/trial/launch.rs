@@ -1,0 +1,384 @@
+//! Launching a target for one attempt (or a preflight): the three transports behind one
+//! call, and its teardown on every path.
+//!
+//! A `stdio` target is a fresh child process; a `streamable_http` target is a fresh client
+//! session with an externally managed server; an `isolated_container` target is a fresh
+//! sandbox from the run's [`SandboxBackend`]. A canary sink is started beside the target when
+//! the scenario names one (`{runner: sink_url}`, `{runner: sink_requests}`): in the sandbox
+//! for container targets, as a local process otherwise. Whatever was opened is closed by
+//! [`close_target`], which returns the target's lifecycle record.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use elengtis_core::format::Bundle;
+use elengtis_core::format::campaign::{ContainerMcp, EnvRef, Transport};
+use elengtis_core::refs::{self, Values};
+use serde_json::{Value, json};
+
+use crate::crashpoint::CrashPoint;
+use crate::sandbox::{
+    ImageNeed, McpMode, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, TargetEndpoint, TrialLabels, TrialSandbox,
+};
+use crate::sink::{SinkHandle, SinkServer};
+use crate::toolhost::mcp::{self, CloseReport, HttpLaunch, Limits, Session, StdioLaunch};
+
+/// Who is opening a target, and with what.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenContext<'a> {
+    /// The run (labels).
+    pub run_id: &'a str,
+    /// The trial (labels).
+    pub trial_id: &'a str,
+    /// The attempt (labels).
+    pub attempt_id: &'a str,
+    /// The run's sandbox backend, for container targets.
+    pub sandbox: Option<&'a dyn SandboxBackend>,
+    /// Start a canary sink for this trial (the scenario or target uses `sink_*` values).
+    pub needs_sink: bool,
+    /// Where sink records are served to checks.
+    pub sink_server: Option<&'a SinkServer>,
+}
+
+/// A target as opened for one attempt.
+pub struct Opened {
+    /// The MCP session, or why there is none.
+    pub session: Result<Session, String>,
+    execution: Value,
+    closed: CloseReport,
+    sandbox: Option<Box<dyn TrialSandbox>>,
+    sink: Option<(Arc<SinkHandle>, &'static str)>,
+    attempt_id: String,
+    sink_server: Option<SinkServer>,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened").field("session", &self.session).field("sandbox", &self.sandbox).finish_non_exhaustive()
+    }
+}
+
+impl Opened {
+    fn failed(error: String, execution: Value) -> Opened {
+        Opened {
+            session: Err(error),
+            execution,
+            closed: CloseReport::default(),
+            sandbox: None,
+            sink: None,
+            attempt_id: String::new(),
+            sink_server: None,
+        }
+    }
+
+    fn with_session(session: Result<Session, String>, execution: Value, closed: CloseReport) -> Opened {
+        Opened { session, execution, closed, ..Opened::failed(String::new(), Value::Null) }
+    }
+
+    /// The target's sandbox (isolated targets), for container actions (SQLite snapshots).
+    pub fn sandbox(&self) -> Option<&dyn TrialSandbox> {
+        self.sandbox.as_deref()
+    }
+}
+
+/// Whether a target × scenario pair needs a canary sink: something in the scenario, the
+/// target's command line or the campaign's script names `sink_url` or `sink_requests`.
+pub fn needs_sink(bundle: &Bundle, target: usize, scenario: usize) -> bool {
+    let campaign = &bundle.campaign.value;
+    let scenario = &bundle.scenarios[scenario].value;
+    let parts = [
+        serde_json::to_value(scenario).unwrap_or(Value::Null),
+        serde_json::to_value(&campaign.targets[target].transport).unwrap_or(Value::Null),
+        serde_json::to_value(&campaign.script).unwrap_or(Value::Null),
+    ];
+    crate::sink::uses_sink(&parts.iter().collect::<Vec<_>>(), &[&scenario.exercise.system, &scenario.exercise.user])
+}
+
+/// Every target × scenario pair of a bundle.
+pub fn pairs(bundle: &Bundle) -> impl Iterator<Item = (usize, usize)> + '_ {
+    (0..bundle.campaign.value.targets.len()).flat_map(move |t| (0..bundle.scenarios.len()).map(move |s| (t, s)))
+}
+
+/// What a bundle needs from a sandbox backend: the images of its container targets and
+/// whether any of them starts a sink. `None` when it has no container target.
+pub fn sandbox_needs(bundle: &Bundle) -> Option<RunNeeds> {
+    let targets = &bundle.campaign.value.targets;
+    let images: Vec<ImageNeed> = targets
+        .iter()
+        .filter_map(|t| match &t.transport {
+            Transport::IsolatedContainer(c) => Some(ImageNeed {
+                image: c.image.clone(),
+                http: c.mcp_transport == ContainerMcp::StreamableHttp,
+                relay_image: c.relay_image.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        return None;
+    }
+    let sink = pairs(bundle)
+        .any(|(t, s)| matches!(targets[t].transport, Transport::IsolatedContainer(_)) && needs_sink(bundle, t, s));
+    Some(RunNeeds { images, sink })
+}
+
+/// Resolve command-line items (references rendered as Python's `str()`).
+fn command_line(items: &[Value], values: &Values) -> Result<Vec<String>, String> {
+    items
+        .iter()
+        .map(|item| values.resolve(item).map(|v| refs::python_str(&v)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("failed to resolve the target's command line: {e}"))
+}
+
+fn env_values(env: &std::collections::BTreeMap<String, EnvRef>) -> Result<Vec<(String, String)>, String> {
+    env.iter()
+        .map(|(name, r)| {
+            std::env::var(&r.env)
+                .map(|v| (name.clone(), v))
+                .map_err(|_| format!("environment variable {} is not set", r.env))
+        })
+        .collect()
+}
+
+fn register_sink(ctx: &OpenContext<'_>, handle: &Arc<SinkHandle>, values: &mut Values) {
+    values.runner.insert("sink_url".into(), json!(handle.url()));
+    if let Some(server) = ctx.sink_server {
+        values.runner.insert("sink_requests".into(), json!(server.register(ctx.attempt_id, handle.clone())));
+    }
+}
+
+/// Open the target of one attempt. `values` gains the sink's values when a sink starts.
+pub async fn open_target(ctx: OpenContext<'_>, transport: &Transport, values: &mut Values, limits: Limits) -> Opened {
+    let mut opened = match transport {
+        Transport::IsolatedContainer(c) => open_container(&ctx, c, values, limits).await,
+        other => {
+            let mut sink = None;
+            if ctx.needs_sink {
+                match SinkHandle::spawn_process().await {
+                    Ok(handle) => {
+                        let handle = Arc::new(handle);
+                        register_sink(&ctx, &handle, values);
+                        sink = Some((handle, "process"));
+                    }
+                    Err(e) => return Opened::failed(format!("failed to start the canary sink: {e}"), json!({})),
+                }
+            }
+            let mut opened = open_local(other, values, limits).await;
+            opened.sink = sink;
+            opened
+        }
+    };
+    opened.attempt_id = ctx.attempt_id.to_owned();
+    opened.sink_server = ctx.sink_server.cloned();
+    opened
+}
+
+async fn open_local(transport: &Transport, values: &Values, limits: Limits) -> Opened {
+    match transport {
+        Transport::Stdio(stdio) => {
+            let args = match command_line(&stdio.args, values) {
+                Ok(args) => args,
+                Err(e) => return Opened::failed(e, json!({})),
+            };
+            let env = match env_values(&stdio.env) {
+                Ok(env) => env,
+                Err(e) => return Opened::failed(e, json!({})),
+            };
+            let execution = json!({"isolation": "none", "session": "fresh_process", "reset_asserted": true, "command": stdio.command, "args": args});
+            let launch = StdioLaunch { command: stdio.command.clone(), args, env };
+            match mcp::open_stdio(&launch, limits).await {
+                Ok(session) => Opened::with_session(Ok(session), execution, CloseReport::default()),
+                Err(failure) => Opened::with_session(Err(failure.error.to_string()), execution, failure.closed),
+            }
+        }
+        Transport::StreamableHttp(http) => {
+            let execution = json!({"isolation": "externally_managed", "session": "fresh_client", "reset_asserted": false, "egress_controlled": false, "url": http.url});
+            let headers = match crate::actions::env_headers(&http.headers) {
+                Ok(h) => h,
+                Err(e) => return Opened::failed(e, execution),
+            };
+            let launch = HttpLaunch { url: http.url.clone(), headers, resolve: None };
+            match mcp::open_http(&launch, limits).await {
+                Ok(session) => Opened::with_session(Ok(session), execution, CloseReport::default()),
+                Err(failure) => Opened::with_session(Err(failure.error.to_string()), execution, failure.closed),
+            }
+        }
+        Transport::IsolatedContainer(_) => {
+            Opened::failed("a container target needs a sandbox backend".into(), json!({}))
+        }
+    }
+}
+
+async fn open_container(
+    ctx: &OpenContext<'_>,
+    c: &elengtis_core::format::campaign::ContainerTransport,
+    values: &mut Values,
+    limits: Limits,
+) -> Opened {
+    let base = json!({"isolation": "isolated_container", "image": {"reference": c.image}});
+    let Some(backend) = ctx.sandbox else {
+        return Opened::failed("no sandbox backend was prepared for this run".into(), base);
+    };
+    let env = match env_values(&c.env) {
+        Ok(env) => env,
+        Err(e) => return Opened::failed(e, base),
+    };
+    let mode = match c.mcp_transport {
+        ContainerMcp::Stdio => McpMode::Stdio,
+        ContainerMcp::StreamableHttp => McpMode::Http {
+            port: c.container_port.and_then(|p| u16::try_from(p).ok()).unwrap_or_default(),
+            path: c.path.clone(),
+        },
+    };
+    let startup = Duration::from_secs(c.startup_timeout_seconds.into());
+    let spec = SandboxSpec {
+        image: c.image.clone(),
+        relay_image: c.relay_image.clone(),
+        uid: c.uid,
+        gid: c.gid,
+        env,
+        mode,
+        volumes: c.volumes.clone(),
+        startup_timeout: startup,
+        stderr_bytes: limits.stderr_bytes,
+        labels: TrialLabels {
+            run_id: ctx.run_id.to_owned(),
+            trial_id: ctx.trial_id.to_owned(),
+            attempt_id: ctx.attempt_id.to_owned(),
+        },
+    };
+    let begun = Instant::now();
+    let mut sandbox = match backend.create(&spec).await {
+        Ok(sandbox) => sandbox,
+        Err((e, record)) => return Opened::failed(e.to_string(), record),
+    };
+    let mut sink = None;
+    if ctx.needs_sink {
+        let started = match sandbox.start_sink().await {
+            Ok(channel) => SinkHandle::follow(channel.records, channel.control, channel.url)
+                .await
+                .map_err(|e| SandboxError::NotReady(format!("failed to start the canary sink: {e}"))),
+            Err(e) => Err(e),
+        };
+        match started {
+            Ok(handle) => {
+                let handle = Arc::new(handle);
+                register_sink(ctx, &handle, values);
+                sink = Some((handle, "trial_network"));
+            }
+            Err(e) => return fail(sandbox, e).await,
+        }
+    }
+    let command = match command_line(&c.command, values) {
+        Ok(command) => command,
+        Err(e) => return fail(sandbox, SandboxError::NotReady(e)).await,
+    };
+    let endpoint = match sandbox.start_target(command).await {
+        Ok(endpoint) => endpoint,
+        Err(e) => return fail(sandbox, e).await,
+    };
+    let limits = Limits { connect: startup.saturating_sub(begun.elapsed()).max(Duration::from_secs(1)), ..limits };
+    let session = match endpoint {
+        TargetEndpoint::Http { url, connect_to } => {
+            mcp::open_http(
+                &HttpLaunch { url, headers: Vec::new(), resolve: Some(("localhost".into(), connect_to)) },
+                limits,
+            )
+            .await
+        }
+        TargetEndpoint::Stdio { output, input, stderr } => mcp::open_streams(output, input, Some(stderr), limits).await,
+    };
+    let mut opened = match session {
+        Ok(session) => {
+            sandbox.mark_ready();
+            Opened::with_session(Ok(session), json!({}), CloseReport::default())
+        }
+        Err(failure) => Opened::with_session(
+            Err(format!("the MCP server in the container did not answer: {}", failure.error)),
+            json!({}),
+            failure.closed,
+        ),
+    };
+    opened.sandbox = Some(sandbox);
+    opened.sink = sink;
+    opened
+}
+
+/// Tear down a sandbox that failed to start; its record and the error.
+async fn fail(mut sandbox: Box<dyn TrialSandbox>, e: SandboxError) -> Opened {
+    sandbox.note_error(&e);
+    let (record, _) = sandbox.teardown().await;
+    Opened::failed(e.to_string(), record)
+}
+
+/// Close the session and tear the sandbox down; the target's execution record, what closing
+/// the session found, and the teardown errors.
+pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
+    let Opened { session, execution: mut target_execution, mut closed, sandbox, sink, attempt_id, sink_server } =
+        opened;
+    let mut open_stderr = None;
+    if let Ok(session) = session {
+        target_execution["server"] = session.server_info().clone();
+        if sandbox.is_some() {
+            (closed, open_stderr) = session.close_in_container().await;
+        } else {
+            closed = session.close().await;
+        }
+    }
+    // The sink is closed before its sandbox goes: end of stdin lets it flush the records of
+    // requests that came after the last check.
+    let sink = match sink {
+        Some((handle, placement)) => {
+            if let Some(server) = &sink_server {
+                server.unregister(&attempt_id);
+            }
+            let url = handle.url().to_owned();
+            let requests = match Arc::try_unwrap(handle) {
+                Ok(handle) => handle.close().await,
+                Err(shared) => shared.requests().await.unwrap_or_default(),
+            };
+            Some(json!({"url": url, "placement": placement, "requests": requests}))
+        }
+        None => None,
+    };
+    let mut cleanup_errors = Vec::new();
+    if let Some(sandbox) = sandbox {
+        let (record, errors) = sandbox.teardown().await;
+        let server = target_execution["server"].take();
+        target_execution = record;
+        if !server.is_null() {
+            target_execution["server"] = server;
+        }
+        cleanup_errors = errors;
+    }
+    // A server that ignored the end of its stdin kept its stderr open until its sandbox was
+    // removed; what it wrote is collected now.
+    if let Some(handle) = open_stderr {
+        match mcp::finish_stderr(handle, Duration::from_secs(3)).await {
+            Ok(captured) => closed.stderr = Some(captured),
+            Err(e) => closed.errors.push(e),
+        }
+    }
+    let mut errors = closed.errors.clone();
+    errors.extend(cleanup_errors);
+    target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
+    if let Some(sink) = sink {
+        match target_execution.get_mut("sink") {
+            Some(Value::Object(existing)) => {
+                if let Value::Object(extra) = sink {
+                    existing.extend(extra);
+                }
+            }
+            _ => target_execution["sink"] = sink,
+        }
+    }
+    (target_execution, closed, errors)
+}
+
+/// Reach the `initialize` crashpoint once a session is open.
+pub fn reached_initialize(opened: &Opened) {
+    if opened.session.is_ok() {
+        crate::crashpoint::reach(CrashPoint::Initialize);
+    }
+}

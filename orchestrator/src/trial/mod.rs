@@ -1,0 +1,194 @@
+//! One attempt of one trial, as phases over the trial's interfaces: launch the target
+//! ([`launch`]: a tool host, and a sandbox for container targets), run setup, the agent loop,
+//! the judge, verification and cleanup ([`phases`]), close the target, then build the row and
+//! the evidence ([`record`]).
+//!
+//! A verifier or setup failure never reads as a pass or a fail: it leaves the outcome `null`
+//! and the attempt incomplete. Everything the attempt met is recorded, in order.
+
+pub mod launch;
+pub mod phases;
+pub mod record;
+
+use std::path::Path;
+
+use elengtis_core::format::Bundle;
+use elengtis_core::matrix::TrialSpec;
+use elengtis_core::records::{Evidence, Phase, RecordedError, Row};
+use elengtis_core::refs::Values;
+use elengtis_verifiers::HttpClient;
+use serde_json::json;
+use tracing::Instrument as _;
+
+use self::launch::{OpenContext, Opened};
+use self::phases::PhaseContext;
+use crate::sandbox::SandboxBackend;
+use crate::sink::SinkServer;
+use crate::toolhost::ToolHost;
+use crate::toolhost::mcp::Limits;
+
+/// Inputs of one attempt.
+#[derive(Debug)]
+pub struct Attempt<'a> {
+    /// The campaign.
+    pub bundle: &'a Bundle,
+    /// Which trial.
+    pub spec: &'a TrialSpec,
+    /// Run id.
+    pub run_id: &'a str,
+    /// Fresh attempt id.
+    pub attempt_id: String,
+    /// File name of the evidence document.
+    pub evidence_name: String,
+    /// The results directory.
+    pub out_dir: &'a Path,
+    /// The runner's HTTP client.
+    pub http: &'a HttpClient,
+    /// Target deadlines.
+    pub limits: Limits,
+    /// The run's sandbox backend, for isolated targets (prepared once per run).
+    pub sandbox: Option<&'a dyn SandboxBackend>,
+    /// Cancelled on Ctrl-C/SIGTERM: the attempt skips to teardown and is not recorded.
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Where canary-sink records are served to checks (when any trial needs a sink).
+    pub sink_server: Option<&'a SinkServer>,
+}
+
+/// What an attempt produced.
+#[derive(Debug)]
+pub struct AttemptResult {
+    /// The `runs.jsonl` row.
+    pub row: Row,
+    /// The evidence document.
+    pub evidence: Evidence,
+    /// The attempt was cancelled; the target was torn down and nothing should be recorded.
+    pub interrupted: bool,
+}
+
+/// Run one attempt.
+pub async fn run(attempt: Attempt<'_>) -> AttemptResult {
+    let span = tracing::info_span!("trial", trial_id = %attempt.spec.trial_id, attempt_id = %attempt.attempt_id);
+    run_inner(attempt).instrument(span).await
+}
+
+/// The trial's values: the target's bindings for the scenario, and the runner's values.
+fn trial_values(attempt: &Attempt<'_>, canary: &str, dir: Option<&Path>) -> Values {
+    let campaign = &attempt.bundle.campaign.value;
+    let scenario = &attempt.bundle.scenarios[attempt.spec.scenario].value;
+    let target = &campaign.targets[attempt.spec.target];
+    let mut values =
+        Values { bindings: target.bindings.get(&scenario.id).cloned().unwrap_or_default(), ..Values::default() };
+    values.runner.insert("canary".into(), json!(canary));
+    if let Some(dir) = dir {
+        values.runner.insert("trial_dir".into(), json!(dir.display().to_string()));
+        values.runner.insert("collector".into(), json!(dir.join("collector.jsonl").display().to_string()));
+    }
+    values.runner.insert("evidence_dir".into(), json!(attempt.out_dir.display().to_string()));
+    values.runner.insert("trial_id".into(), json!(attempt.spec.trial_id));
+    values.runner.insert("attempt_id".into(), json!(attempt.attempt_id));
+    values
+}
+
+async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
+    let begun = std::time::Instant::now();
+    let bundle = attempt.bundle;
+    let campaign = &bundle.campaign.value;
+    let target = &campaign.targets[attempt.spec.target];
+    let scenario = &bundle.scenarios[attempt.spec.scenario].value;
+    let canary = format!("ELENGTIS-{}", uuid::Uuid::new_v4());
+    let mut errors: Vec<RecordedError> = Vec::new();
+
+    let trial_dir = tempfile::Builder::new().prefix("elengtis-trial-").tempdir().ok();
+    let mut values = trial_values(&attempt, &canary, trial_dir.as_ref().map(tempfile::TempDir::path));
+    if trial_dir.is_none() {
+        errors.push(RecordedError::new(Phase::ConnectionOrAgent, None, "failed to create the trial directory"));
+    }
+
+    let opened = if trial_dir.is_none() {
+        None
+    } else {
+        let ctx = OpenContext {
+            run_id: attempt.run_id,
+            trial_id: &attempt.spec.trial_id,
+            attempt_id: &attempt.attempt_id,
+            sandbox: attempt.sandbox,
+            needs_sink: launch::needs_sink(bundle, attempt.spec.target, attempt.spec.scenario),
+            sink_server: attempt.sink_server,
+        };
+        tokio::select! {
+            biased;
+            () = attempt.cancel.cancelled() => None,
+            opened = launch::open_target(ctx, &target.transport, &mut values, attempt.limits) => Some(opened),
+        }
+    };
+    let interrupted_at_open = opened.is_none() && trial_dir.is_some();
+    if let Some(opened) = &opened {
+        launch::reached_initialize(opened);
+        if let Err(e) = &opened.session {
+            errors.push(RecordedError::new(Phase::ConnectionOrAgent, None, e.clone()));
+        }
+    }
+    let snapshots = attempt.out_dir.join("evidence").join(format!(
+        "{}.{}.snapshots",
+        attempt.spec.trial_id,
+        attempt.attempt_id.chars().take(8).collect::<String>()
+    ));
+    let phases = if interrupted_at_open {
+        None
+    } else {
+        let ctx = PhaseContext {
+            campaign,
+            scenario,
+            host: opened.as_ref().and_then(|o| o.session.as_ref().ok()).map(|s| s as &dyn ToolHost),
+            sandbox: opened.as_ref().and_then(Opened::sandbox),
+            http: attempt.http,
+            snapshots: &snapshots,
+        };
+        tokio::select! {
+            biased;
+            () = attempt.cancel.cancelled() => None,
+            phases = phases::run(ctx, &mut values, &mut errors) => Some(phases),
+        }
+    };
+    let interrupted = phases.is_none();
+    let phases = phases.unwrap_or_default();
+
+    // Close the target.
+    let mut target_execution = json!({});
+    if let Some(opened) = opened {
+        let (execution, _closed, close_errors) = launch::close_target(opened).await;
+        target_execution = execution;
+        errors.extend(close_errors.into_iter().map(|e| RecordedError::new(Phase::TargetCleanup, None, e)));
+    }
+    if let (elengtis_core::format::campaign::Transport::IsolatedContainer(_), Some(sandbox)) =
+        (&target.transport, attempt.sandbox)
+    {
+        target_execution["engine_gate"] = sandbox.run_facts();
+    }
+    if let Some(dir) = trial_dir
+        && let Err(e) = dir.close()
+    {
+        errors.push(RecordedError::new(
+            Phase::TargetCleanup,
+            None,
+            format!("failed to remove the trial directory: {e}"),
+        ));
+    }
+    errors.extend(phases.agent.tool_errors.iter().map(RecordedError::tool));
+
+    let who = record::Identity {
+        run_id: attempt.run_id,
+        trial_id: &attempt.spec.trial_id,
+        attempt_id: &attempt.attempt_id,
+        target: &target.id,
+        scenario: &scenario.id,
+        trial_index: attempt.spec.index,
+        canary: &canary,
+        evidence: &attempt.evidence_name,
+    };
+    let has_checks = !scenario.verify.checks.is_empty();
+    let duration_ms = begun.elapsed().as_secs_f64() * 1000.0;
+    let (row, evidence) = record::build(who, campaign, has_checks, phases, target_execution, errors, duration_ms);
+    tracing::debug!(termination = %row.termination, complete = row.is_complete(), "attempt finished");
+    AttemptResult { row, evidence, interrupted }
+}

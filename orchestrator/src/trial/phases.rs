@@ -1,0 +1,264 @@
+//! The phases between opening and closing the target, with the original's attempt
+//! semantics: setup stops at its first error; only a clean setup lets the model run; safety
+//! is always judged; proposals and verification are judged unless the model failed or ran
+//! out of budget; cleanup always runs, best effort.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use elengtis_core::agent::{AgentOutcome, Termination};
+use elengtis_core::format::campaign::Campaign;
+use elengtis_core::format::scenario::{Action, Rule, Scenario, ToolSelection, VerifyMode};
+use elengtis_core::judge::{self, Patterns, ProposalEvaluation, ResolvedRule, SafetyEvaluation};
+use elengtis_core::records::{CheckRecord, Phase, RecordedError, Verification};
+use elengtis_core::refs::{self, Values};
+use elengtis_verifiers::HttpClient;
+use serde_json::Value;
+
+use crate::actions::{self, ActionContext};
+use crate::agent::{self, AgentTask};
+use crate::crashpoint::CrashPoint;
+use crate::model;
+use crate::sandbox::TrialSandbox;
+use crate::toolhost::{ToolHost, ToolInfo};
+
+/// What the phases produced.
+#[derive(Debug, Default)]
+pub struct Phases {
+    /// Setup action records.
+    pub setup_records: Vec<Value>,
+    /// Every setup action succeeded.
+    pub setup_clean: bool,
+    /// How the agent phase ended (`infrastructure_error` when it could not run).
+    pub termination: Option<Termination>,
+    /// What the agent loop observed.
+    pub agent: AgentOutcome,
+    /// The tools offered, as listed.
+    pub offered_tools: Vec<Value>,
+    /// The safety judgement.
+    pub safety: Option<SafetyEvaluation>,
+    /// The proposal judgement.
+    pub proposal: Option<ProposalEvaluation>,
+    /// The verification.
+    pub verification: Option<Verification>,
+    /// Cleanup action records.
+    pub cleanup_records: Vec<Value>,
+}
+
+impl Phases {
+    /// How the agent phase ended.
+    pub fn termination(&self) -> Termination {
+        self.termination.unwrap_or(Termination::InfrastructureError)
+    }
+
+    /// The verified outcome.
+    pub fn completed(&self) -> Option<bool> {
+        self.verification.as_ref().and_then(|v| v.completed)
+    }
+}
+
+/// Where the phases act.
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseContext<'a> {
+    /// The campaign.
+    pub campaign: &'a Campaign,
+    /// The scenario.
+    pub scenario: &'a Scenario,
+    /// The target's tools (absent when the target could not be opened).
+    pub host: Option<&'a dyn ToolHost>,
+    /// The target's sandbox (isolated targets).
+    pub sandbox: Option<&'a dyn TrialSandbox>,
+    /// The runner's HTTP client.
+    pub http: &'a HttpClient,
+    /// Where snapshot files are kept.
+    pub snapshots: &'a Path,
+}
+
+/// Setup, exercise, judge, verify and cleanup.
+pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<RecordedError>) -> Phases {
+    let PhaseContext { campaign, scenario, host, .. } = ctx;
+    let actx = ActionContext { host, http: ctx.http, sandbox: ctx.sandbox, snapshots: Some(ctx.snapshots) };
+    let mut out = Phases { setup_clean: host.is_some(), ..Phases::default() };
+
+    // Setup.
+    if out.setup_clean {
+        for action in &scenario.setup {
+            let outcome = actions::run(action, values, actx).await;
+            out.setup_records.push(outcome.record);
+            if let Some(e) = outcome.error {
+                errors.push(RecordedError::new(Phase::Setup, Some(action.id()), e));
+                out.setup_clean = false;
+                break;
+            }
+        }
+    }
+
+    // Exercise.
+    if out.setup_clean {
+        if campaign.model_free {
+            out.termination = Some(Termination::ModelFree);
+        } else if let Some(host) = host {
+            match exercise(campaign, scenario, host, values).await {
+                Ok((outcome, tools)) => {
+                    out.termination = outcome.termination;
+                    if let Some(detail) = &outcome.provider_error {
+                        errors.push(RecordedError::new(Phase::Model, None, detail.clone()));
+                    }
+                    out.offered_tools = tools;
+                    out.agent = outcome;
+                }
+                Err(e) => errors.push(RecordedError::new(Phase::ConnectionOrAgent, None, e)),
+            }
+        }
+    }
+
+    // Judge.
+    let termination = out.termination();
+    let mut patterns = Patterns::default();
+    if out.setup_clean && termination != Termination::InfrastructureError {
+        out.safety = resolve_rules(&scenario.safety_rules, values, errors)
+            .map(|rules| judge::evaluate_safety(&rules, &out.agent.calls, &mut patterns));
+    }
+    let judged = out.setup_clean
+        && !matches!(
+            termination,
+            Termination::ProviderError | Termination::BudgetExhausted | Termination::InfrastructureError
+        );
+    if judged {
+        out.proposal = resolve_rules(&scenario.proposal_rules, values, errors)
+            .map(|rules| judge::evaluate_proposals(&rules, &out.agent.calls, &mut patterns));
+    }
+
+    // Verify.
+    if judged {
+        crate::crashpoint::reach(CrashPoint::Verify);
+        out.verification = Some(verify(scenario, values, actx, &mut patterns, errors).await);
+    }
+
+    // Cleanup: always, best effort.
+    for action in &scenario.cleanup {
+        let outcome = actions::run(action, values, actx).await;
+        out.cleanup_records.push(outcome.record);
+        if let Some(e) = outcome.error {
+            errors.push(RecordedError::new(Phase::Cleanup, Some(action.id()), e));
+        }
+    }
+    out
+}
+
+fn resolve_rules(rules: &[Rule], values: &Values, errors: &mut Vec<RecordedError>) -> Option<Vec<ResolvedRule>> {
+    let mut out = Vec::new();
+    for rule in rules {
+        match judge::resolve_rule(rule, values) {
+            Ok(r) => out.push(r),
+            Err(e) => {
+                errors.push(RecordedError::new(Phase::Evaluation, None, format!("rule `{}`: {e}", rule.id)));
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+async fn verify(
+    scenario: &Scenario,
+    values: &mut Values,
+    actx: ActionContext<'_>,
+    patterns: &mut Patterns,
+    errors: &mut Vec<RecordedError>,
+) -> Verification {
+    let mut checks = Vec::new();
+    let mut results = Vec::new();
+    let mut verification_error = false;
+    for check in &scenario.verify.checks {
+        let outcome = actions::run(&check.action, values, actx).await;
+        let trusts = if matches!(check.action, Action::McpTool(_)) { "target" } else { "runner" };
+        let mut record = CheckRecord {
+            id: check.id.clone(),
+            verifier: check.action.kind().to_owned(),
+            trusts: trusts.to_owned(),
+            action: outcome.record,
+            assertions: None,
+            passed: None,
+        };
+        if let Some(e) = &outcome.error {
+            errors.push(RecordedError::new(Phase::Verification, Some(check.action.id()), e.clone()));
+            verification_error = true;
+            checks.push(record);
+            break;
+        }
+        let response = outcome.response.unwrap_or(Value::Null);
+        match judge::resolve_predicates(&check.assertions, values) {
+            Ok(assertions) => {
+                let (passed, records) = patterns.evaluate_all(&response, &assertions);
+                record.assertions = Some(serde_json::to_value(&records).unwrap_or(Value::Null));
+                record.passed = Some(passed);
+                results.push(passed);
+            }
+            Err(e) => {
+                errors.push(RecordedError::new(
+                    Phase::Verification,
+                    Some(check.action.id()),
+                    format!("check `{}`: {e}", check.id),
+                ));
+                verification_error = true;
+            }
+        }
+        checks.push(record);
+    }
+    let completed = judge::completed(&results, scenario.verify.mode == VerifyMode::Any, verification_error);
+    Verification { mode: scenario.verify.mode, checks, completed }
+}
+
+/// Offer the tools, render the prompts and run the agent loop.
+async fn exercise(
+    campaign: &Campaign,
+    scenario: &Scenario,
+    host: &dyn ToolHost,
+    values: &Values,
+) -> Result<(AgentOutcome, Vec<Value>), String> {
+    let listed = host.list_tools().await.map_err(|e| e.to_string())?;
+    let offered: Vec<ToolInfo> = match &scenario.exercise.tools {
+        ToolSelection::All => listed,
+        ToolSelection::List(items) => {
+            let by_name: BTreeMap<&str, &ToolInfo> = listed.iter().map(|t| (t.name.as_str(), t)).collect();
+            let mut offered = Vec::new();
+            let mut missing = Vec::new();
+            for item in items {
+                let name = values.resolve(item).map_err(|e| format!("exercise.tools: {e}"))?;
+                let name = refs::python_str(&name);
+                match by_name.get(name.as_str()) {
+                    Some(tool) => offered.push((*tool).clone()),
+                    None => missing.push(format!("'{name}'")),
+                }
+            }
+            if !missing.is_empty() {
+                missing.sort();
+                return Err(format!("target is missing exercise tools [{}]", missing.join(", ")));
+            }
+            offered
+        }
+    };
+    let flat = values.flat();
+    let system =
+        refs::render_template(&scenario.exercise.system, &flat).map_err(|e| format!("exercise.system: {e}"))?;
+    let user = refs::render_template(&scenario.exercise.user, &flat).map_err(|e| format!("exercise.user: {e}"))?;
+    let agent_loop = agent::for_kind(campaign.engine)?;
+    let mut model = model::for_campaign(campaign, values.clone()).map_err(|e| e.detail)?;
+    let task = AgentTask { system: &system, user: &user, tools: &offered, step_budget: campaign.step_budget };
+    let outcome = agent_loop.run(model.as_mut(), host, task).await;
+    let tools = offered.iter().map(|t| t.listing.clone()).collect();
+    Ok((outcome, tools))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_list_that_never_ran_reads_as_an_infrastructure_error() {
+        let phases = Phases::default();
+        assert_eq!(phases.termination(), Termination::InfrastructureError);
+        assert_eq!(phases.completed(), None);
+    }
+}

@@ -1,0 +1,130 @@
+//! An attempt's row and evidence, built from what its phases produced. What the results
+//! mean is decided by [`Outcome::decide`] in the core; this module only assembles the
+//! records.
+
+use elengtis_core::agent::Termination;
+use elengtis_core::format::campaign::Campaign;
+use elengtis_core::records::{
+    Diagnostics, Evidence, Outcome, OutcomeInputs, RESULTS_SCHEMA_VERSION, RecordedError, Row, Usage,
+};
+use serde_json::Value;
+
+use super::phases::Phases;
+
+/// Who the attempt was.
+#[derive(Debug, Clone, Copy)]
+pub struct Identity<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// The trial.
+    pub trial_id: &'a str,
+    /// The attempt.
+    pub attempt_id: &'a str,
+    /// Target id.
+    pub target: &'a str,
+    /// Scenario id.
+    pub scenario: &'a str,
+    /// Trial index.
+    pub trial_index: u32,
+    /// The canary of the attempt.
+    pub canary: &'a str,
+    /// The evidence file, relative to the results directory.
+    pub evidence: &'a str,
+}
+
+/// The row and evidence of an attempt.
+pub fn build(
+    who: Identity<'_>,
+    campaign: &Campaign,
+    has_checks: bool,
+    phases: Phases,
+    target_execution: Value,
+    errors: Vec<RecordedError>,
+    duration_ms: f64,
+) -> (Row, Evidence) {
+    let termination = phases.termination();
+    let completed = phases.completed();
+    let proposed = phases.proposal.as_ref().map(|p| p.proposed);
+    let safety_pass = phases.safety.as_ref().and_then(|s| s.passed);
+    let agent = phases.agent;
+    let tool_error_count = u32::try_from(agent.tool_errors.len()).unwrap_or(u32::MAX);
+    let outcome = Outcome::decide(&OutcomeInputs {
+        setup_clean: phases.setup_clean,
+        termination,
+        proposed,
+        completed,
+        safety_pass,
+        has_checks,
+        tool_error_count,
+        errors: &errors,
+    });
+    let usage = Usage {
+        input_tokens: agent.usage.input_tokens,
+        output_tokens: agent.usage.output_tokens,
+        total_tokens: agent.usage.input_tokens + agent.usage.output_tokens,
+        cost_usd: if campaign.model.is_none() { Some(0.0) } else { agent.usage.cost_usd },
+        budget_charge_usd: 0.0,
+        unknown_costs: 0,
+    };
+    let diagnostics = Diagnostics {
+        first_finish_reason: agent.first_finish_reason.clone(),
+        first_native_finish_reason: agent.first_native_finish_reason.clone(),
+        invalid_tool_calls: agent.invalid_tool_calls,
+    };
+    let row = Row {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        run_id: who.run_id.to_owned(),
+        trial_id: who.trial_id.to_owned(),
+        attempt_id: who.attempt_id.to_owned(),
+        target: who.target.to_owned(),
+        scenario: who.scenario.to_owned(),
+        trial_index: who.trial_index,
+        engine: campaign.engine,
+        proposed,
+        completed,
+        safety_pass,
+        safe_completed: outcome.safe_completed,
+        model_id: campaign.model_id.clone().or_else(|| campaign.model.clone()),
+        model: campaign.model.clone(),
+        model_turns: agent.model_turns,
+        tool_calls: u32::try_from(agent.calls.len()).unwrap_or(u32::MAX),
+        usage,
+        tool_sequence: agent.calls.iter().map(|c| c.name.clone()).collect(),
+        tool_error_count,
+        recovery_succeeded: outcome.recovery_succeeded,
+        diagnostics: diagnostics.clone(),
+        proposed_not_completed: outcome.proposed_not_completed,
+        steps_to_propose: phases.proposal.as_ref().and_then(|p| p.steps_to_propose),
+        termination,
+        errors: errors.clone(),
+        failure_class: outcome.failure_class,
+        evidence: who.evidence.to_owned(),
+        evidence_status: outcome.status,
+        duration_ms: Some((duration_ms * 10.0).round() / 10.0),
+    };
+    let evidence = Evidence {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        run_id: who.run_id.to_owned(),
+        trial_id: who.trial_id.to_owned(),
+        attempt_id: who.attempt_id.to_owned(),
+        target: who.target.to_owned(),
+        scenario: who.scenario.to_owned(),
+        canary: who.canary.to_owned(),
+        setup: phases.setup_records,
+        tools: phases.offered_tools,
+        requests: agent.requests,
+        messages: agent.messages,
+        trajectory: agent.trajectory,
+        usage,
+        response_diagnostics: diagnostics,
+        safety_evaluation: phases.safety,
+        proposal_evaluation: phases.proposal,
+        verification: phases.verification,
+        cleanup: phases.cleanup_records,
+        target_execution,
+        termination,
+        errors,
+    };
+    debug_assert!(termination != Termination::InfrastructureError || !row.is_complete());
+    (row, evidence)
+}
