@@ -215,7 +215,7 @@ pub fn stream(reply: &Reply, r: &Render<'_>) -> Vec<SseEvent> {
     if r.openrouter {
         events.push(SseEvent::comment("OPENROUTER PROCESSING"));
     }
-    events.push(chunk(json!({"role": "assistant", "content": ""}), None));
+    events.push(chunk(json!({"role": "assistant", "content": "", "refusal": null}), None));
     for piece in pieces(reply.text.as_deref().unwrap_or_default(), r.chunk_bytes) {
         events.push(chunk(json!({"content": piece}), None));
     }
