@@ -1,0 +1,105 @@
+//! What the script looks at in a request, the same for both wire formats.
+//!
+//! [`crate::openai`] and [`crate::anthropic`] turn a request body into a [`Conversation`];
+//! [`crate::script`] only ever reads this, so step selection and argument derivation are
+//! written (and tested) once.
+
+/// A chat request as the wire modules read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChatRequest {
+    /// The request's `model`.
+    pub model: Option<String>,
+    /// `stream: true`.
+    pub stream: bool,
+    /// OpenAI `stream_options.include_usage: true`.
+    pub include_usage: bool,
+    pub conversation: Conversation,
+}
+
+/// The parts of one chat request that choose and fill the answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conversation {
+    /// One entry per assistant message, in order: the tool calls it made. Its length is
+    /// the step index.
+    pub assistant_turns: Vec<Vec<CallRef>>,
+    /// Every tool result, in message order.
+    pub tool_results: Vec<ToolResult>,
+    /// Every piece of text, in message order: system prompt, message texts, tool call
+    /// arguments (as sent) and tool results.
+    pub texts: Vec<String>,
+    /// The text of the first user message (`""` without one); the stochastic policy's
+    /// per-conversation seed.
+    pub first_user_text: String,
+    /// Names of the tools the request offers, in order.
+    pub offered_tools: Vec<String>,
+    /// The request forbids tool calls (`tool_choice: "none"`).
+    pub tools_forbidden: bool,
+    /// `max_tokens` / `max_completion_tokens` of the request.
+    pub max_tokens: Option<u64>,
+}
+
+/// A tool call an earlier assistant message made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRef {
+    pub id: String,
+    pub name: String,
+}
+
+/// A tool result the client sent back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The id of the call it answers (`tool_call_id` / `tool_use_id`).
+    pub call_id: String,
+    /// Its text (text parts joined with `\n`).
+    pub text: String,
+}
+
+impl Conversation {
+    /// The step index: how many assistant turns the request already holds.
+    pub fn step(&self) -> usize {
+        self.assistant_turns.len()
+    }
+
+    /// The text of the last tool result.
+    pub fn last_tool_result(&self) -> Option<&str> {
+        self.tool_results.last().map(|r| r.text.as_str())
+    }
+
+    /// The text of the result answering call `call` of assistant turn `step`, found by id.
+    pub fn tool_result_of(&self, step: usize, call: usize) -> Option<&str> {
+        let id = &self.assistant_turns.get(step)?.get(call)?.id;
+        self.tool_results.iter().find(|r| &r.call_id == id).map(|r| r.text.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conversation() -> Conversation {
+        Conversation {
+            assistant_turns: vec![
+                vec![CallRef { id: "a".into(), name: "read_note".into() }],
+                vec![CallRef { id: "b".into(), name: "x".into() }, CallRef { id: "c".into(), name: "y".into() }],
+            ],
+            tool_results: vec![
+                ToolResult { call_id: "a".into(), text: "note".into() },
+                ToolResult { call_id: "c".into(), text: "second".into() },
+                ToolResult { call_id: "b".into(), text: "first".into() },
+            ],
+            ..Conversation::default()
+        }
+    }
+
+    #[test]
+    fn results_are_found_by_the_id_of_the_call_they_answer() {
+        let c = conversation();
+        assert_eq!(c.step(), 2);
+        assert_eq!(c.tool_result_of(0, 0), Some("note"));
+        assert_eq!(c.tool_result_of(1, 0), Some("first"));
+        assert_eq!(c.tool_result_of(1, 1), Some("second"));
+        assert_eq!(c.tool_result_of(1, 2), None);
+        assert_eq!(c.tool_result_of(2, 0), None);
+        assert_eq!(c.last_tool_result(), Some("first"));
+    }
+}
