@@ -12,7 +12,7 @@
 //!
 //! The cases run in parallel threads: the test takes as long as the longest (≈ 30 s).
 //! There is no model call to test: this build has no network model provider (see
-//! `orchestrator/src/engine.rs`; a campaign with `model` is refused before anything runs).
+//! `orchestrator/src/model/mod.rs`; a campaign with `model` is refused before anything runs).
 
 use std::net::TcpListener;
 use std::path::Path;

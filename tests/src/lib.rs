@@ -27,7 +27,8 @@ fn target_dir() -> PathBuf {
     }
 }
 
-/// Directory holding freshly built `elengtis`, `elengtis-fixture` and `elengtis-malformed`.
+/// Directory holding freshly built `elengtis`, `elengtis-fixture`, `elengtis-malformed`,
+/// `elengtis-sink` and `elengtis-notes`.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -44,6 +45,10 @@ pub fn bin_dir() -> &'static Path {
             "elengtis-fixture",
             "-p",
             "elengtis-malformed",
+            "-p",
+            "elengtis-sink",
+            "-p",
+            "elengtis-notes",
             "--bins",
         ]);
         if profile_release {

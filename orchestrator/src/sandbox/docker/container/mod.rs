@@ -4,22 +4,26 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bollard::models::{ContainerCreateBody, EndpointSettings, NetworkCreateRequest, NetworkingConfig};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
-    RemoveContainerOptionsBuilder, StartContainerOptions,
+    StartContainerOptions,
 };
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWrite;
 
+mod ready;
+mod teardown;
+
+use self::ready::container_addr;
+pub use self::teardown::end_state;
 use super::api::{self as docker, CALL_DEADLINE, DockerEngine, ResolvedImage};
 use super::attach::{AttachedStdio, split_attached};
 use super::hardening::{self, Expected, INHIBIT_IPV4};
-use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL, relay};
+use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL};
 use crate::crashpoint::CrashPoint;
 use crate::sandbox::{McpMode, SandboxError, SinkChannel, SnapshotFiles, TargetEndpoint, TrialSandbox};
 
@@ -484,56 +488,6 @@ impl TrialContainer {
         }
     }
 
-    /// Through the started relay container (`relay-idle`, id `relay`) on the trial network,
-    /// wait until `target` accepts connections, then serve a listener on 127.0.0.1 whose every
-    /// connection is piped to `target` by an exec of `relay-pipe` in the relay container.
-    async fn serve_relay(
-        &mut self,
-        relay: &str,
-        target_id: &str,
-        target: SocketAddr,
-        limit: Duration,
-    ) -> Result<SocketAddr, SandboxError> {
-        let relay = relay.to_owned();
-        let probe = vec![
-            "/elengtis".to_owned(),
-            "relay-pipe".to_owned(),
-            "--probe".to_owned(),
-            limit.as_secs().max(1).to_string(),
-            target.to_string(),
-        ];
-        let code = tokio::select! {
-            code = relay::exec_to_end(&self.docker, &relay, probe, limit + Duration::from_secs(5)) => code?,
-            e = self.stopped_before_ready(target_id, target.port()) => return Err(e),
-        };
-        if code != Some(0) {
-            return Err(SandboxError::NotReady(format!(
-                "port {} did not accept connections within {} s (checked from the relay on the trial network)",
-                target.port(),
-                limit.as_secs()
-            )));
-        }
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .map_err(|e| SandboxError::NotReady(format!("failed to open the relay's loopback listener: {e}")))?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| SandboxError::NotReady(format!("failed to open the relay's loopback listener: {e}")))?;
-        let docker = self.docker.clone();
-        self.relay_task = Some(tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                // Small writes must not wait for delayed ACKs (≈40 ms each).
-                let _ = socket.set_nodelay(true);
-                tokio::spawn(relay::pipe_through_relay(docker.clone(), relay.clone(), target, socket));
-            }
-        }));
-        if let Some(Value::Object(r)) = self.record.get_mut("relay") {
-            r.insert("loopback".into(), json!(local.to_string()));
-            r.insert("localhost_only".into(), json!(true));
-        }
-        Ok(local)
-    }
-
     async fn inspect(&self, id: &str) -> Result<Value, SandboxError> {
         let inspect = docker::call(
             "inspect a trial container",
@@ -542,115 +496,6 @@ impl TrialContainer {
         )
         .await?;
         Ok(serde_json::to_value(&inspect).unwrap_or(Value::Null))
-    }
-
-    async fn wait_for_port(&self, id: &str, addr: SocketAddr, limit: Duration) -> Result<(), SandboxError> {
-        let deadline = Instant::now() + limit;
-        let open = async {
-            loop {
-                let attempt =
-                    tokio::time::timeout(Duration::from_millis(500), tokio::net::TcpStream::connect(addr)).await;
-                if let Ok(Ok(_)) = attempt {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-        };
-        tokio::select! {
-            () = open => Ok(()),
-            e = self.stopped_before_ready(id, addr.port()) => Err(e),
-            () = tokio::time::sleep_until(deadline.into()) => {
-                let hint = if Path::new("/.dockerenv").exists() {
-                    "; the runner itself runs in a container and may have no route to the trial network — use the relay (the default) or `mcp_transport: stdio`"
-                } else {
-                    ""
-                };
-                Err(SandboxError::NotReady(format!(
-                    "port {} did not accept connections within {} s (startup_timeout_seconds){hint}",
-                    addr.port(),
-                    limit.as_secs()
-                )))
-            }
-        }
-    }
-
-    /// Resolves once the target container `id` no longer runs (polling the engine), with the
-    /// error to report: a server that exits or is killed before its port answers fails the
-    /// start-up at once instead of at `startup_timeout_seconds`.
-    async fn stopped_before_ready(&self, id: &str, port: u16) -> SandboxError {
-        loop {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            match self.inspect(id).await {
-                Ok(state) if state["State"]["Running"] == true => {}
-                Ok(state) => return stopped_before_port(&state["State"], port),
-                Err(e) => return e,
-            }
-        }
-    }
-
-    /// Remove the containers (and their anonymous volumes) and the network, each bounded in
-    /// time; record the final state. Returns the lifecycle record and the errors.
-    pub async fn teardown(mut self) -> (Value, Vec<String>) {
-        let mut errors = Vec::new();
-        self.stamp("teardown_started");
-        if let Some(task) = self.relay_task.take() {
-            task.abort();
-        }
-        // The containers go in parallel (a relay or sink next to the target): each is
-        // inspected for its final state, then force-removed with its anonymous volumes.
-        let containers = std::mem::take(&mut self.containers);
-        let this = &self;
-        let ended = futures_util::future::join_all(containers.iter().map(|(id, role)| async move {
-            let state = this.inspect(id).await.map(|state| {
-                let s = &state["State"];
-                json!({"status": s["Status"], "exit_code": s["ExitCode"], "oom_killed": s["OOMKilled"], "end": end_state(s), "started_at": s["StartedAt"], "finished_at": s["FinishedAt"]})
-            });
-            let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
-            let removed = docker::call(
-                &format!("remove the {role} container"),
-                CALL_DEADLINE,
-                this.docker.remove_container(id, Some(options)),
-            )
-            .await;
-            (*role, state, removed)
-        }))
-        .await;
-        for (role, state, removed) in ended {
-            match state {
-                Ok(state) if role == "target" => {
-                    self.record.insert("state".into(), state);
-                }
-                Ok(state) => {
-                    if let Some(Value::Object(r)) = self.record.get_mut(role) {
-                        r.insert("state".into(), state);
-                    }
-                }
-                Err(e) => errors.push(e.to_string()),
-            }
-            match removed {
-                Ok(()) if role == "target" => self.stamp("container_removed"),
-                Ok(()) => {}
-                Err(e) => errors.push(e.to_string()),
-            }
-        }
-        if let Some(id) = self.network_id.take() {
-            let mut removed = false;
-            for attempt in 0..3 {
-                match docker::call("remove the trial network", CALL_DEADLINE, self.docker.remove_network(&id)).await {
-                    Ok(()) => {
-                        removed = true;
-                        break;
-                    }
-                    Err(e) if attempt == 2 => errors.push(e.to_string()),
-                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-                }
-            }
-            if removed {
-                self.stamp("network_removed");
-            }
-        }
-        self.record.insert("cleanup".into(), json!({"ok": errors.is_empty(), "errors": errors}));
-        (Value::Object(std::mem::take(&mut self.record)), errors)
     }
 }
 
@@ -710,87 +555,5 @@ impl TrialSandbox for TrialContainer {
 
     async fn teardown(self: Box<Self>) -> (Value, Vec<String>) {
         TrialContainer::teardown(*self).await
-    }
-}
-
-fn container_addr(inspect: &Value, port: u16) -> Result<SocketAddr, SandboxError> {
-    // A server that exits at once has no address left by the time it is inspected.
-    if inspect["State"]["Running"] == false {
-        return Err(stopped_before_port(&inspect["State"], port));
-    }
-    let ip = inspect["NetworkSettings"]["Networks"]
-        .as_object()
-        .and_then(|m| m.values().find_map(|n| n["IPAddress"].as_str().filter(|s| !s.is_empty())))
-        .ok_or_else(|| SandboxError::NotReady("the container has no address on the trial network".into()))?;
-    format!("{ip}:{port}")
-        .parse()
-        .map_err(|e| SandboxError::NotReady(format!("the container address {ip} is not usable: {e}")))
-}
-
-/// The start-up error of a container found stopped (`state`: the `State` of an inspect).
-fn stopped_before_port(state: &Value, port: u16) -> SandboxError {
-    SandboxError::NotReady(format!(
-        "the container stopped before its port {port} answered (exit code {}, OOM-killed {})",
-        state["ExitCode"], state["OOMKilled"]
-    ))
-}
-
-impl Drop for TrialContainer {
-    /// A sandbox dropped without teardown (a panic, an aborted future) is removed in the
-    /// background; `elengtis gc` finds anything that survives even that.
-    fn drop(&mut self) {
-        let containers = std::mem::take(&mut self.containers);
-        let network = self.network_id.take();
-        if containers.is_empty() && network.is_none() {
-            return;
-        }
-        let docker = self.docker.clone();
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                for (id, _) in containers {
-                    let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
-                    let _ = tokio::time::timeout(CALL_DEADLINE, docker.remove_container(&id, Some(options))).await;
-                }
-                if let Some(id) = network {
-                    let _ = tokio::time::timeout(CALL_DEADLINE, docker.remove_network(&id)).await;
-                }
-            });
-        }
-    }
-}
-
-/// How a container had ended when the runner looked at it before removing it (`State` of
-/// the engine's inspect answer): `oom_killed` (the kernel's OOM killer ended it: the memory
-/// limit held), `killed` (SIGKILL otherwise, exit 137), `exited` (it ended by itself),
-/// `running` (still running: the runner ended it), or `unknown`.
-pub fn end_state(state: &Value) -> &'static str {
-    if state["OOMKilled"] == true {
-        "oom_killed"
-    } else if state["Running"] == true {
-        "running"
-    } else if state["Status"] == "exited" || state["Status"] == "dead" {
-        if state["ExitCode"] == 137 { "killed" } else { "exited" }
-    } else {
-        "unknown"
-    }
-}
-
-#[cfg(test)]
-mod end_state_tests {
-    use serde_json::json;
-
-    use super::end_state;
-
-    #[test]
-    fn the_end_state_names_how_the_container_ended() {
-        let oom = json!({"Status": "exited", "Running": false, "OOMKilled": true, "ExitCode": 137});
-        assert_eq!(end_state(&oom), "oom_killed");
-        let killed = json!({"Status": "exited", "Running": false, "OOMKilled": false, "ExitCode": 137});
-        assert_eq!(end_state(&killed), "killed");
-        let exited = json!({"Status": "exited", "Running": false, "OOMKilled": false, "ExitCode": 3});
-        assert_eq!(end_state(&exited), "exited");
-        let running = json!({"Status": "running", "Running": true, "OOMKilled": false, "ExitCode": 0});
-        assert_eq!(end_state(&running), "running");
-        assert_eq!(end_state(&json!({})), "unknown");
     }
 }

@@ -1,0 +1,117 @@
+//! Container trials through the sandbox interface without a container engine: the fake
+//! backend runs each "container" as a local process, so these tests show that the trial's
+//! phases, its evidence and its teardown go through the interface alone — and that a sandbox
+//! failing at each step is classified, recorded and torn down.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use elengtis::run::{self, RunEnd, RunOptions, SandboxChoice};
+use elengtis::sandbox::fake::{FakeBackend, FakeFault};
+use elengtis_core::load::load_campaign;
+use elengtis_core::validate::LoadOptions;
+use elengtis_tests::{bin, copy_example, read_json, rows, scratch};
+
+const FIXTURE_IMAGE: &str = "elengtis/fixture:0.1.0";
+const NOTES_IMAGE: &str = "elengtis/notes:0.1.0";
+
+fn backend(dir: &Path) -> FakeBackend {
+    std::fs::create_dir_all(dir).expect("failed to create the fake backend's directory");
+    FakeBackend::new(dir)
+        .image(FIXTURE_IMAGE, &bin("elengtis-fixture"))
+        .image(NOTES_IMAGE, &bin("elengtis-notes"))
+        .sink(&bin("elengtis-sink"))
+}
+
+/// Run a packaged example's campaign on `backend`; the results directory and the report.
+fn run_example(example: &str, backend: FakeBackend, trials: u32) -> (tempfile::TempDir, run::RunReport) {
+    let dir = scratch();
+    let campaign = copy_example(example, &dir.path().join("in"));
+    let mut bundle = load_campaign(&campaign, &LoadOptions::default()).expect("the example loads");
+    elengtis_core::load::apply_overrides(
+        &mut bundle,
+        &elengtis_core::validate::Overrides { trials: Some(trials), ..Default::default() },
+    )
+    .expect("the override applies");
+    let options = RunOptions { sandbox: SandboxChoice::Prepared(Arc::new(backend)), ..RunOptions::default() };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let out = dir.path().join("out");
+    let report = runtime.block_on(run::start(&bundle, &out, false, &options)).expect("the run starts");
+    (dir, report)
+}
+
+#[test]
+fn an_isolated_campaign_runs_through_the_sandbox_interface_alone() {
+    let base = scratch();
+    let fake = backend(base.path());
+    let (dir, report) = run_example("support-note-isolated", fake.clone(), 2);
+    assert_eq!(report.end, RunEnd::Complete, "{}", report.summary);
+    let rows = rows(&dir.path().join("out/runs.jsonl"));
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["evidence_status"], "complete", "{row}");
+        assert_eq!(row["proposed"], true, "{row}");
+        // The fixture forwarded the credential to the sink the fake backend started.
+        assert_eq!(row["completed"], true, "{row}");
+        let evidence = read_json(&dir.path().join("out").join(row["evidence"].as_str().expect("a name")));
+        let execution = &evidence["target_execution"];
+        assert_eq!(execution["backend"], "fake", "{execution}");
+        assert_eq!(execution["isolation"], "none", "{execution}");
+        assert_eq!(execution["hardening_asserted"], false, "{execution}");
+        assert_eq!(execution["sink"]["placement"], "trial_network", "{execution}");
+        assert_eq!(execution["sink"]["requests"].as_array().map(Vec::len), Some(1), "{execution}");
+        assert_eq!(execution["cleanup"]["ok"], true, "{execution}");
+        assert_eq!(evidence["target_execution"]["engine_gate"]["backend"], "fake");
+    }
+    // Every sandbox created was torn down, and its directory is gone.
+    let ledger = fake.ledger();
+    assert_eq!(ledger.len(), 2);
+    assert!(ledger.iter().all(|(_, torn_down)| *torn_down), "{ledger:?}");
+    assert_eq!(std::fs::read_dir(base.path()).expect("the base exists").count(), 0);
+    let manifest = read_json(&dir.path().join("out/manifest.json"));
+    assert_eq!(manifest["engine_gate"]["backend"], "fake");
+}
+
+#[test]
+fn a_sqlite_snapshot_goes_through_the_sandbox_interface() {
+    let base = scratch();
+    let (dir, report) = run_example("sqlite-state", backend(base.path()), 1);
+    assert_eq!(report.end, RunEnd::Complete, "{}", report.summary);
+    let row = &rows(&dir.path().join("out/runs.jsonl"))[0];
+    assert_eq!(row["completed"], true, "{row}");
+    let evidence = read_json(&dir.path().join("out").join(row["evidence"].as_str().expect("a name")));
+    let check = &evidence["verification"]["checks"][0];
+    assert_eq!(check["trusts"], "runner", "{check}");
+    assert_eq!(check["action"]["response"]["rows"][0]["n"], 1, "{check}");
+}
+
+#[test]
+fn a_sandbox_that_fails_at_each_step_is_classified_recorded_and_torn_down() {
+    for (fault, phase, detail) in [
+        (FakeFault::Create, "connection_or_agent", "injected fault: create"),
+        (FakeFault::Start, "connection_or_agent", "injected fault: start"),
+        (FakeFault::Teardown, "target_cleanup", "injected fault: teardown"),
+    ] {
+        let base = scratch();
+        let fake = backend(base.path()).fault(FIXTURE_IMAGE, fault);
+        let (dir, report) = run_example("support-note-isolated", fake.clone(), 1);
+        assert!(matches!(report.end, RunEnd::Incomplete(_)), "{fault:?}: {:?}", report.end);
+        let row = &rows(&dir.path().join("out/runs.jsonl"))[0];
+        assert_eq!(row["evidence_status"], "incomplete", "{fault:?}: {row}");
+        assert_eq!(row["failure_class"], "infrastructure_error", "{fault:?}: {row}");
+        let errors = row["errors"].as_array().expect("errors");
+        assert!(
+            errors.iter().any(|e| e["phase"] == phase && e["detail"].as_str().is_some_and(|d| d.contains(detail))),
+            "{fault:?}: {row}"
+        );
+        if fault == FakeFault::Start {
+            // What failed to start is torn down at once, and the attempt records it.
+            let evidence = read_json(&dir.path().join("out").join(row["evidence"].as_str().expect("a name")));
+            assert!(
+                evidence["target_execution"]["error"]["detail"].as_str().is_some_and(|d| d.contains(detail)),
+                "{evidence}"
+            );
+        }
+        assert!(fake.ledger().iter().all(|(_, torn_down)| *torn_down), "{fault:?}: {:?}", fake.ledger());
+    }
+}
