@@ -61,6 +61,11 @@
 //!   `\x`, `\u` and `\U` escapes become such literals; `{,n}` becomes `{0,n}`;
 //!   comments, verbose-mode (`x`) whitespace and `#` comments are dropped; the
 //!   `s` and `m` flags are applied to each `.`, `^` and `$`.
+//! * A conditional on a group that is in a branch of an alternation, such as
+//!   `(?:x|(x))(?(1)a|b)`, adds a backreference that never runs,
+//!   `(?:\k<1>){0}`, at the end: without one, `fancy-regex` hands
+//!   `(?:x|(x))` to the `regex` crate, which commits to the first way it
+//!   matches, and never tries the alternative that sets the group.
 //! * A surrogate code point (`\ud800`, or a range endpoint such as
 //!   `[\ud000-\ue000]`) can never match a Rust string: alone it becomes a
 //!   class that matches nothing, in a range it is left out.

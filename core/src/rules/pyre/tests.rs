@@ -366,3 +366,31 @@ fn compiled_patterns_compare_by_source() {
     assert_eq!(a.as_str(), "a+");
     assert!(format!("{a:?}").contains("a+"));
 }
+
+/// Regressions found by the differential property test against CPython
+/// (`proptests::cpython`): `(pattern, subject, re.search(pattern, subject) is
+/// not None)`, with the expected values produced by CPython.
+const REGRESSION_CASES: &[(&str, &str, bool)] = &[
+    // A conditional on a group in an alternation: `fancy-regex` committed to
+    // the first alternative that matched and never tried the one that sets
+    // the group.
+    ("(?:x|(x))(?(1)a|b)", "xa", true),
+    ("(?:x|(x))(?(1)a|b)", "xb", true),
+    ("(?:x|(x))(?(1)a|b)", "xx", false),
+    ("(?:(x)|x)(?(1)a|b)", "xb", true),
+    ("(?:(?:.)|(.))((?(1)a|b))", "9iaA\u{a0}", true),
+    ("(?P<n>(?:(x)|x))(?(2)a|b)", "xb", true),
+    ("^(?:(?(1)a|b)(?:x|(x))){2}$", "bxax", true),
+];
+
+#[test]
+fn regressions_found_against_cpython() {
+    for (pattern, subject, expected) in REGRESSION_CASES {
+        assert_eq!(
+            search(pattern, subject),
+            *expected,
+            "re.search({pattern:?}, {subject:?}) translated as {:?}",
+            compile_pattern(pattern).unwrap().translated()
+        );
+    }
+}

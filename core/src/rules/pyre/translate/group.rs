@@ -57,6 +57,7 @@ impl Translator {
             last_solid: None,
             last: None,
             branch_start: self.out.len(),
+            first_group: self.groups,
         });
     }
 
@@ -64,6 +65,7 @@ impl Translator {
         self.groups += 1;
         let group = self.groups;
         self.closed.push(false);
+        self.alternated.push(false);
         if let Some(name) = name {
             if let Some(previous) = self.names.get(&name) {
                 return Err(format!("redefinition of group name '{name}' as group {group}; was group {previous}"));
@@ -154,6 +156,7 @@ impl Translator {
         } else {
             return Err(format!("bad character in group name '{name}'"));
         };
+        self.conditioned.push(group);
         self.open_frame(GroupKind::Conditional, at, &format!("(?({group})"));
         Ok(())
     }
@@ -277,6 +280,9 @@ impl Translator {
         };
         self.out.push(')');
         self.flags = frame.saved;
+        if frame.branches > 1 {
+            self.mark_alternated(frame.first_group);
+        }
         let item = match frame.kind {
             GroupKind::Capture(group) => {
                 self.closed[group] = true;

@@ -126,6 +126,9 @@ struct Frame {
     last: Option<(Item, usize)>,
     /// Output offset where the current branch's text starts.
     branch_start: usize,
+    /// Capture groups opened before the frame's contents: the groups nested
+    /// in it are those numbered above.
+    first_group: usize,
 }
 
 /// A class that matches nothing: what a surrogate code point becomes.
@@ -173,6 +176,11 @@ struct Translator {
     groups: usize,
     /// `closed[g]` once group `g` has been closed (index 0 unused).
     closed: Vec<bool>,
+    /// `alternated[g]` when group `g` is in a branch of an alternation
+    /// (index 0 unused).
+    alternated: Vec<bool>,
+    /// Groups that conditionals test.
+    conditioned: Vec<usize>,
     names: HashMap<String, usize>,
     /// Numeric conditional references, checked against the final group
     /// count: `(group, position)`.
@@ -204,9 +212,12 @@ impl Translator {
                 last_solid: None,
                 last: None,
                 branch_start: 0,
+                first_group: 0,
             }],
             groups: 0,
             closed: vec![true],
+            alternated: vec![false],
+            conditioned: Vec::new(),
             names: HashMap::new(),
             conditional_refs: Vec::new(),
         }
@@ -297,10 +308,43 @@ impl Translator {
         if self.flags.ascii && self.flags.unicode {
             return Err("ASCII and UNICODE flags are incompatible".to_owned());
         }
+        if self.frame().branches > 1 {
+            self.mark_alternated(0);
+        }
+        self.mark_conditioned_groups_hard();
         if self.flags.fancy_ignore_case() {
             self.out.insert_str(0, "(?i)");
         }
         Ok(self.out)
+    }
+
+    /// Records that the groups numbered above `first_group` are in a branch
+    /// of an alternation.
+    fn mark_alternated(&mut self, first_group: usize) {
+        for alternated in self.alternated.iter_mut().skip(first_group + 1) {
+            *alternated = true;
+        }
+    }
+
+    /// `fancy-regex` hands a fixed-length run of the pattern without
+    /// backreferences or lookaround to the `regex` crate, which commits to
+    /// the first way it matches and does not backtrack into it, although
+    /// another way (`(?:x|(x))`) may leave different groups set. It knows
+    /// that a backreference makes its group's alternatives matter, but not
+    /// that a conditional does: `(?:x|(x))(?(1)a|b)` does not match `"xa"`.
+    /// A backreference that never runs, `(?:\k<g>){0}` at the end, makes it
+    /// keep the choices of each group that a conditional tests and that is
+    /// in a branch of an alternation.
+    fn mark_conditioned_groups_hard(&mut self) {
+        self.conditioned.sort_unstable();
+        self.conditioned.dedup();
+        for &group in &self.conditioned {
+            if self.alternated.get(group).copied().unwrap_or(false) {
+                self.out.push_str(r"(?:\k<");
+                self.out.push_str(&group.to_string());
+                self.out.push_str(">){0}");
+            }
+        }
     }
 
     fn push_item(&mut self, item: Item, text: &str) {
