@@ -93,6 +93,46 @@ pub struct ModelCall {
     pub arguments: Value,
 }
 
+/// A tool call a provider returned that could not be read as one (arguments that are not a
+/// JSON object, a missing name): counted in `invalid_tool_calls`, never executed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InvalidCall {
+    /// The provider's call id, if any.
+    pub id: Option<String>,
+    /// The tool name as given, if any.
+    pub name: Option<String>,
+    /// The arguments as given (raw text when they did not parse).
+    pub arguments: Value,
+    /// Why the call is invalid.
+    pub error: String,
+}
+
+/// One exchange with a model provider (one HTTP attempt, or one replayed fixture), kept in
+/// the evidence so a run can be checked and replayed byte for byte. Keys never appear here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Exchange {
+    /// Provider kind (`openai_compatible`, `openrouter`, `anthropic`, `replay`).
+    pub provider: String,
+    /// The model as sent.
+    pub model: String,
+    /// The model turn this exchange served.
+    pub step: u32,
+    /// 0-based attempt of the same request (retries).
+    pub attempt: u32,
+    /// The request body as sent.
+    pub request: Value,
+    /// The HTTP status, when an answer came.
+    pub status: Option<u16>,
+    /// The response body (parsed JSON, or the raw text when it did not parse).
+    pub response: Value,
+    /// Milliseconds from sending to the whole answer (or the failure).
+    pub latency_ms: f64,
+    /// Why this attempt failed, when it did (timeout, connection, status, malformed body).
+    pub error: Option<String>,
+    /// Tokens and cost this exchange reported.
+    pub usage: TurnUsage,
+}
+
 /// One model turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelTurn {
@@ -108,6 +148,9 @@ pub struct ModelTurn {
     /// Tokens and cost of this turn.
     #[serde(default)]
     pub usage: TurnUsage,
+    /// Calls the provider returned that could not be read as calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_calls: Vec<InvalidCall>,
 }
 
 /// Tokens and cost of one model turn, as the provider reported them.
@@ -148,6 +191,8 @@ pub struct AgentOutcome {
     pub first_native_finish_reason: Option<String>,
     /// The provider error, if any.
     pub provider_error: Option<String>,
+    /// Every exchange with the model's provider, in order.
+    pub exchanges: Vec<Exchange>,
 }
 
 /// What kind of tool error a model's call met.

@@ -38,6 +38,10 @@ pub struct Evidence {
     pub requests: Vec<ModelRequest>,
     /// The final conversation (OpenAI chat shape).
     pub messages: Vec<Value>,
+    /// Every exchange with the model's provider (request and response bodies, status, timing,
+    /// usage); empty for the scripted model. This tool's addition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exchanges: Vec<crate::agent::Exchange>,
     /// Turn by turn: `{step, content, calls: [{id, name, arguments, result}]}`.
     pub trajectory: Vec<Value>,
     /// Tokens and cost (as in the row).

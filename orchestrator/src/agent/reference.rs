@@ -34,6 +34,7 @@ impl AgentLoop for ReferenceLoop {
         for step in 0..task.step_budget {
             let request = ModelRequest { step, messages: out.messages.clone(), tools: tools.clone() };
             let reply = model.respond(&request).await;
+            out.exchanges.extend(model.take_exchanges());
             out.requests.push(request);
             let turn = match reply {
                 Ok(turn) => turn,

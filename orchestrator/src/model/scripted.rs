@@ -44,6 +44,7 @@ impl ScriptedModel {
                 finish_reason: Some("stop".into()),
                 native_finish_reason: None,
                 usage: Default::default(),
+                invalid_calls: Vec::new(),
             });
         };
         let mut values = self.values.clone();
@@ -73,6 +74,7 @@ impl ScriptedModel {
             finish_reason: Some(finish.into()),
             native_finish_reason: None,
             usage: Default::default(),
+            invalid_calls: Vec::new(),
         })
     }
 }

@@ -114,6 +114,7 @@ pub fn build(
         tools: phases.offered_tools,
         requests: agent.requests,
         messages: agent.messages,
+        exchanges: agent.exchanges,
         trajectory: agent.trajectory,
         usage,
         response_diagnostics: diagnostics,
