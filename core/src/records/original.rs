@@ -119,6 +119,19 @@ mod tests {
     }
 
     #[test]
+    fn upgraded_rows_are_valid_by_the_row_schema() {
+        let schema = serde_json::to_value(crate::schema::schema_for::<Row>()).expect("schema");
+        let validator = jsonschema::validator_for(&schema).expect("the row schema compiles");
+        for mut row in rows(EXAMPLE_ROWS).into_iter().chain(rows(MIXED_ROWS)) {
+            assert!(!validator.is_valid(&row), "the original's rows differ from ours: {row}");
+            upgrade_row(&mut row);
+            let errors: Vec<String> =
+                validator.iter_errors(&row).map(|e| format!("{}: {e}", e.instance_path())).collect();
+            assert!(errors.is_empty(), "{errors:#?}\n{row}");
+        }
+    }
+
+    #[test]
     fn model_errors_get_the_model_phase() {
         let mut error = json!({"kind": "provider_error", "step": 3, "detail": "rate limited"})
             .as_object()

@@ -9,7 +9,6 @@
 //! "incomplete"`). Messages therefore follow the record's one definition.
 
 use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -61,7 +60,7 @@ pub fn from_value<T: DeserializeOwned + JsonSchema>(value: &Value) -> Result<T, 
                 _ => None,
             })
             .collect();
-        let schema = SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
+        let schema = crate::schema::schema_for::<T>();
         Locator { root: schema.as_value() }.locate(value, &path)
     })
 }

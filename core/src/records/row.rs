@@ -206,7 +206,8 @@ impl Phase {
 /// One error of an attempt.
 ///
 /// Errors of the runner's own phases read `{phase, action_id, detail}`; tool errors the model
-/// met read `{kind, step, call_id, detail, phase: "exercise"}` — the original's two shapes.
+/// met read `{kind, step, call_id, detail, phase: "exercise"}`. (The original's rows hold a
+/// few more shapes; [`super::original::upgrade_row`] brings them to these.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedError {
