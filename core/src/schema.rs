@@ -47,3 +47,59 @@ pub fn schemas() -> Vec<(&'static str, String)> {
     all.extend(record_schemas());
     all
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `docs/results.md`, which describes the records field by field.
+    const RESULTS_DOC: &str = include_str!("../../docs/results.md");
+
+    /// The text of the section of `doc` whose `## ` heading starts with `heading`.
+    fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
+        let start =
+            doc.find(&format!("\n## {heading}")).unwrap_or_else(|| panic!("docs/results.md has no `## {heading}`"));
+        let rest = &doc[start + 1..];
+        let end = rest[3..].find("\n## ").map_or(rest.len(), |end| end + 3);
+        &rest[..end]
+    }
+
+    /// The top-level properties of `T`'s generated schema.
+    fn fields<T: JsonSchema>() -> Vec<String> {
+        let schema = schema_for::<T>();
+        let properties = schema.get("properties").and_then(serde_json::Value::as_object).expect("an object schema");
+        properties.keys().cloned().collect()
+    }
+
+    #[test]
+    fn the_results_doc_describes_every_top_level_field_of_each_record() {
+        for (heading, fields) in
+            [("Rows", fields::<Row>()), ("Evidence", fields::<Evidence>()), ("Manifest", fields::<Manifest>())]
+        {
+            let text = section(RESULTS_DOC, heading);
+            let missing: Vec<&String> = fields.iter().filter(|field| !text.contains(&format!("`{field}`"))).collect();
+            assert!(missing.is_empty(), "docs/results.md, section {heading}, does not describe {missing:?}");
+        }
+    }
+
+    #[test]
+    fn schemas_are_draft_2020_12_with_one_file_per_type() {
+        let all = schemas();
+        let names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            names,
+            [
+                "campaign.schema.json",
+                "scenario.schema.json",
+                "row.schema.json",
+                "evidence.schema.json",
+                "manifest.schema.json"
+            ]
+        );
+        for (name, content) in all {
+            let schema: serde_json::Value = serde_json::from_str(&content).expect("JSON");
+            assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema", "{name}");
+            assert!(content.ends_with("}\n"), "{name}");
+        }
+    }
+}

@@ -11,7 +11,7 @@ use crate::format::campaign::LoopKind;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Row {
-    /// Format version of rows and evidence ([`super::RESULTS_SCHEMA_VERSION`]).
+    /// Format version of rows and evidence (`RESULTS_SCHEMA_VERSION` of the build that wrote it).
     pub schema_version: u64,
     /// The run.
     pub run_id: String,
@@ -207,7 +207,7 @@ impl Phase {
 ///
 /// Errors of the runner's own phases read `{phase, action_id, detail}`; tool errors the model
 /// met read `{kind, step, call_id, detail, phase: "exercise"}`. (The original's rows hold a
-/// few more shapes; [`super::original::upgrade_row`] brings them to these.)
+/// few more shapes; `analyze` reads them as these: see `records::original`.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedError {
