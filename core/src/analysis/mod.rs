@@ -8,8 +8,8 @@
 //!
 //! Concerns, one module each: [`inputs`] validates the runs (rows read as the one
 //! [`Row`](crate::records::Row) type, the manifest through [`AnalysisManifest`]) and reduces
-//! each trial to its final row; [`cells`] aggregates the per-cell counts and rates;
-//! [`compare`] computes the pairwise engine differences; [`markdown`] renders the table.
+//! each trial to its final row; `cells` aggregates the per-cell counts and rates;
+//! `compare` computes the pairwise engine differences; `markdown` renders the table.
 //! The statistics are in [`crate::stats`].
 //!
 //! # Semantics
