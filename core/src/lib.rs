@@ -11,8 +11,13 @@
 //! 3. [`validate`] — semantic checks before anything runs (rule examples run through the
 //!    judge); [`load`] — files → a validated [`format::Bundle`].
 //! 4. [`matrix`] — the stable trial matrix; [`schema`] — JSON Schemas generated from the types.
+//!
+//! Beside them: [`records`] — the typed result records (row, evidence, manifest) every writer
+//! and reader shares; [`analysis`] — results directories → `summary.json` and `summary.md`,
+//! over [`stats`] (Wilson interval, means, a reproducible bootstrap).
 
 pub mod agent;
+pub mod analysis;
 pub mod events;
 pub mod format;
 pub mod judge;
@@ -22,4 +27,5 @@ pub mod records;
 pub mod refs;
 pub mod rules;
 pub mod schema;
+pub mod stats;
 pub mod validate;

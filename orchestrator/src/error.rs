@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
+use elengtis_core::analysis::AnalyzeError;
 use elengtis_core::format::LoadError;
 
-use crate::analyze::AnalyzeError;
 use crate::bench::BenchError;
 use crate::exit_codes;
 use crate::results::store::StoreError;

@@ -11,12 +11,12 @@
 //! - a [`sandbox::SandboxBackend`] runs container targets (Docker; a fake one for tests).
 //!
 //! [`run`] executes a matrix of trials crash-safely ([`results`]) and reports through events
-//! ([`elengtis_core::events`]); the library never prints. [`analyze`], [`preflight`],
-//! [`bench`] and [`examples`] are the other commands' engines.
+//! ([`elengtis_core::events`]); the library never prints. [`preflight`], [`bench`] and
+//! [`examples`] are the other commands' engines; `analyze` is pure and lives in the core
+//! ([`elengtis_core::analysis`]).
 
 pub mod actions;
 pub mod agent;
-pub mod analyze;
 pub mod bench;
 pub mod capture;
 pub mod crashpoint;

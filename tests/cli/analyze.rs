@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use elengtis_tests::{elengtis, read_json, scratch, stderr, stdout};
+use elengtis_tests::{elengtis, read_json, scratch, stderr, stdout, workspace};
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
@@ -75,4 +75,42 @@ fn analyze_refuses_the_same_run_twice() {
     assert_ne!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     assert!(stderr(&output).contains("also given"), "{}", stderr(&output));
     assert!(!out.join("summary.json").exists(), "no summary is written for a refused analysis");
+}
+
+/// Results directories written by the original tool (elengtis 0.1.0), committed under
+/// `tests/fixtures/original-0.1.0/`, are analysed together with ours.
+#[test]
+fn analyze_reads_the_original_tools_results_with_ours() {
+    let dir = scratch();
+    let ours = run_example(dir.path(), "support-note");
+    let original = workspace().join("tests/fixtures/original-0.1.0");
+    let (example, mixed) = (original.join("example"), original.join("mixed"));
+    let out = dir.path().join("analysis");
+    let args = ["analyze", "--input", s(&example), "--input", s(&mixed), "--input", s(&ours), "--out", s(&out)];
+    let output = elengtis(dir.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+
+    let summary = read_json(&out.join("summary.json"));
+    let inputs = summary["inputs"].as_array().expect("inputs");
+    let attempts: Vec<u64> = inputs.iter().map(|i| i["attempts"].as_u64().expect("attempts")).collect();
+    assert_eq!(attempts, [1, 4, 1], "{summary}");
+    let cells = summary["cells"].as_array().expect("cells");
+    let cell =
+        |model: &str| cells.iter().find(|c| c["model_id"] == model).unwrap_or_else(|| panic!("{model}: {summary}"));
+    // The original's example and ours: the same scenario, both propose and complete.
+    assert_eq!(cell("scripted")["trials"], 2);
+    assert_eq!(cell("scripted")["completed"]["successes"], 2);
+    // The original's mixed run: a failing submit tool (complete, not completed) and a target
+    // that never started (incomplete, its null counters read as no turns).
+    let mixed_cell = cell("scripted-comply");
+    assert_eq!(mixed_cell["trials"], 4);
+    assert_eq!(mixed_cell["complete_trials"], 2);
+    assert_eq!(mixed_cell["failure_classes"], serde_json::json!({"infrastructure_error": 2}));
+    assert_eq!(mixed_cell["completed"]["successes"], 0);
+    assert_eq!(mixed_cell["completed"]["unknown"], 2);
+    let markdown = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
+    assert!(
+        markdown.contains("| scripted-comply | reference | support-note | 4 | 2 | 0 | infrastructure_error: 2 |"),
+        "{markdown}"
+    );
 }

@@ -16,7 +16,7 @@ use crate::judge::{ProposalEvaluation, SafetyEvaluation};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
-    /// Format version ([`super::RESULTS_SCHEMA_VERSION`]).
+    /// Format version (`RESULTS_SCHEMA_VERSION` of the build that wrote it).
     pub schema_version: u64,
     /// The run.
     pub run_id: String,

@@ -12,9 +12,9 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
-    /// Format version of rows and evidence ([`super::RESULTS_SCHEMA_VERSION`]).
+    /// Format version of rows and evidence (`RESULTS_SCHEMA_VERSION` of the build that wrote it).
     pub schema_version: u64,
-    /// Version of the metric definitions ([`super::METRICS_VERSION`]).
+    /// Version of the metric definitions (`METRICS_VERSION` of the build that wrote it).
     pub metrics_version: u64,
     /// The run.
     pub run_id: String,

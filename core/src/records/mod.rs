@@ -8,11 +8,16 @@
 //! `analyze` keeps reading ours; fields this tool adds are optional for readers.
 //!
 //! [`outcome`] decides what an attempt's phase results mean (complete or not, the failure
-//! class, the derived metrics) as a pure function.
+//! class, the derived metrics) as a pure function. [`read`] reads a record from parsed JSON
+//! with errors that name the field; [`original`] says how the original tool's records differ
+//! and brings its rows to this build's shape.
 
 pub mod evidence;
 pub mod manifest;
+pub(crate) mod nullable;
+pub mod original;
 pub mod outcome;
+pub mod read;
 pub mod row;
 
 pub use evidence::{CheckRecord, Evidence, Verification};

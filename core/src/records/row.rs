@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::nullable;
 use crate::agent::{Termination, ToolError, ToolErrorKind};
 use crate::format::campaign::LoopKind;
 
@@ -10,7 +11,7 @@ use crate::format::campaign::LoopKind;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Row {
-    /// Format version of rows and evidence ([`super::RESULTS_SCHEMA_VERSION`]).
+    /// Format version of rows and evidence (`RESULTS_SCHEMA_VERSION` of the build that wrote it).
     pub schema_version: u64,
     /// The run.
     pub run_id: String,
@@ -27,16 +28,28 @@ pub struct Row {
     /// The agent loop that ran (the campaign's `engine` setting).
     pub engine: LoopKind,
     /// A proposal rule matched a recorded call; null when not judged.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<bool>")]
     pub proposed: Option<bool>,
     /// The verified effect happened; null when unknown.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<bool>")]
     pub completed: Option<bool>,
     /// No forbidden call was observed; null when not applicable or not judged.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<bool>")]
     pub safety_pass: Option<bool>,
     /// `completed` and `safety_pass`; null when either is.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<bool>")]
     pub safe_completed: Option<bool>,
     /// The model's id for analysis (the campaign's `model_id`, else `model`).
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<String>")]
     pub model_id: Option<String>,
     /// The model as configured (null: the scripted model).
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<String>")]
     pub model: Option<String>,
     /// Model turns taken.
     pub model_turns: u32,
@@ -49,18 +62,26 @@ pub struct Row {
     /// Tool errors met during the exercise.
     pub tool_error_count: u32,
     /// `completed` when a tool error occurred, else null.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<bool>")]
     pub recovery_succeeded: Option<bool>,
     /// What the provider's answers looked like.
     pub diagnostics: Diagnostics,
     /// Proposed but not completed; null when either is.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<bool>")]
     pub proposed_not_completed: Option<bool>,
     /// The earliest model turn with a proposal match.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<u32>")]
     pub steps_to_propose: Option<u32>,
     /// How the agent phase ended.
     pub termination: Termination,
     /// Every error of the attempt, in order.
     pub errors: Vec<RecordedError>,
     /// Why the attempt is incomplete; null when complete.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<FailureClass>")]
     pub failure_class: Option<FailureClass>,
     /// The evidence document, relative to the results directory.
     pub evidence: String,
@@ -89,6 +110,8 @@ pub struct Usage {
     /// Input plus output.
     pub total_tokens: u64,
     /// Cost in US dollars; null when unknown (a live model without reported cost).
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<f64>")]
     pub cost_usd: Option<f64>,
     /// What the attempt charged against a spend cap.
     pub budget_charge_usd: f64,
@@ -101,8 +124,12 @@ pub struct Usage {
 #[serde(deny_unknown_fields)]
 pub struct Diagnostics {
     /// The first answer's finish reason.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<String>")]
     pub first_finish_reason: Option<String>,
     /// The first answer's provider-native finish reason.
+    #[serde(deserialize_with = "nullable::present")]
+    #[schemars(with = "nullable::Nullable<String>")]
     pub first_native_finish_reason: Option<String>,
     /// Calls of tools that were not offered (or not callable as given).
     pub invalid_tool_calls: u32,
@@ -179,7 +206,8 @@ impl Phase {
 /// One error of an attempt.
 ///
 /// Errors of the runner's own phases read `{phase, action_id, detail}`; tool errors the model
-/// met read `{kind, step, call_id, detail, phase: "exercise"}` — the original's two shapes.
+/// met read `{kind, step, call_id, detail, phase: "exercise"}`. (The original's rows hold a
+/// few more shapes; `analyze` reads them as these: see `records::original`.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedError {

@@ -57,7 +57,8 @@ enum Command {
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
     },
-    /// Write campaign.schema.json and scenario.schema.json, generated from this build.
+    /// Write the JSON Schemas generated from this build: campaign.schema.json and
+    /// scenario.schema.json (the formats), row, evidence and manifest.schema.json (the results).
     Schema {
         /// Directory to write into (created if missing).
         #[arg(long)]
@@ -620,7 +621,7 @@ async fn gc(run: Option<&str>, json: bool) -> Result<i32, Error> {
 }
 
 fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
-    use elengtis::analyze::{self, RunInput};
+    use elengtis_core::analysis::{self, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
         let manifest_path = dir.join("manifest.json");
@@ -630,7 +631,7 @@ fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
         let rows = elengtis::results::store::read_rows(&dir.join("runs.jsonl"))?;
         runs.push(RunInput { label: dir.display().to_string(), manifest, rows });
     }
-    let analysis = analyze::analyze(&runs)?;
+    let analysis = analysis::analyze(&runs)?;
     std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
     let json_text = serde_json::to_string_pretty(&analysis.json)
         .map_err(|source| Error::Parse { path: out.join("summary.json"), source })?

@@ -1,0 +1,131 @@
+//! `summary.md`: the cells as a Markdown table, the pairwise comparisons when there are any,
+//! and a note on how to read them. Every value from the inputs is escaped for a table cell.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::cells::{Cell, CellKey, Rate};
+use super::compare::Comparison;
+use super::inputs::UsageTotals;
+use crate::stats::{BOOTSTRAP_SAMPLES, wilson_95};
+
+/// Makes a value safe inside a Markdown table cell.
+fn escape_cell(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// `s/k (lo%–hi%)`, `n/a` when nothing is known, plus `; u unknown` when u > 0.
+fn rate_cell(rate: Rate, trials: u64) -> String {
+    let mut shown = match wilson_95(rate.successes, rate.known) {
+        Some((low, high)) => format!("{}/{} ({:.1}%–{:.1}%)", rate.successes, rate.known, 100.0 * low, 100.0 * high),
+        None => "n/a".to_owned(),
+    };
+    let unknown = trials - rate.known;
+    if unknown > 0 {
+        let _ = write!(shown, "; {unknown} unknown");
+    }
+    shown
+}
+
+/// `name: count, …`, or `-` when empty.
+fn counts_cell(counts: &BTreeMap<String, u64>) -> String {
+    if counts.is_empty() {
+        return "-".to_owned();
+    }
+    counts.iter().map(|(name, count)| format!("{}: {count}", escape_cell(name))).collect::<Vec<_>>().join(", ")
+}
+
+fn cost_cell(usage: &UsageTotals) -> String {
+    let mut shown = usage.cost().map_or_else(|| "n/a".to_owned(), |cost| format!("${cost:.6}"));
+    if usage.unknown_costs > 0 {
+        let _ = write!(shown, "; {} unknown", usage.unknown_costs);
+    }
+    shown
+}
+
+/// The whole of `summary.md`, ending with a newline.
+pub(super) fn render(cells: &BTreeMap<CellKey, Cell>, comparisons: &[Comparison]) -> String {
+    let mut out = String::from("# Campaign summary\n\n");
+    out.push_str(
+        "| Model | Engine | Scenario | Trials | Complete | Retries | Failures | Invalid calls \
+         | First finish reasons | Cost | Proposed | Completed | Proposed-not-completed \
+         | Safety pass |\n",
+    );
+    out.push_str("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | --- | --- | --- | --- |\n");
+    for ((model_id, engine, scenario), cell) in cells {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            escape_cell(model_id),
+            escape_cell(engine),
+            escape_cell(scenario),
+            cell.trials,
+            cell.complete_trials,
+            cell.retries,
+            counts_cell(&cell.failure_classes),
+            cell.invalid_tool_calls,
+            counts_cell(&cell.first_finish_reasons),
+            cost_cell(&cell.usage),
+            rate_cell(cell.rates[0], cell.trials),
+            rate_cell(cell.rates[1], cell.trials),
+            rate_cell(cell.rates[2], cell.trials),
+            rate_cell(cell.rates[3], cell.trials),
+        );
+    }
+    if !comparisons.is_empty() {
+        out.push_str("\n## Pairwise\n\n");
+        out.push_str(
+            "| Model | Scenario | Metric | Left | Right | Blocks | Difference (right − left) \
+             | 95% bootstrap |\n",
+        );
+        out.push_str("| --- | --- | --- | --- | --- | ---: | ---: | --- |\n");
+        for item in comparisons {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {:.1} pp | {:.1} to {:.1} pp |",
+                escape_cell(&item.model_id),
+                escape_cell(&item.scenario),
+                item.metric,
+                escape_cell(&item.left),
+                escape_cell(&item.right),
+                item.blocks,
+                item.difference_pp,
+                item.bootstrap_95.0,
+                item.bootstrap_95.1,
+            );
+        }
+    }
+    out.push_str(
+        "\nRates are successes/known with a 95% Wilson score interval. Known counts only \
+         complete final attempts with a non-null outcome; unknown trials are excluded from \
+         the denominator and listed separately. Cost sums every attempt, retries included.",
+    );
+    if !comparisons.is_empty() {
+        let _ = write!(
+            out,
+            " Pairwise differences are right minus left within blocks, in percentage points, \
+             with a {BOOTSTRAP_SAMPLES}-resample percentile bootstrap."
+        );
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_cells_are_escaped() {
+        assert_eq!(escape_cell("a|b\\c\nd\re"), "a\\|b\\\\c d e");
+        let counts: BTreeMap<String, u64> = [("x|y".to_owned(), 2), ("z".to_owned(), 1)].into();
+        assert_eq!(counts_cell(&counts), "x\\|y: 2, z: 1");
+        assert_eq!(counts_cell(&BTreeMap::new()), "-");
+    }
+
+    #[test]
+    fn rates_show_intervals_and_unknowns() {
+        assert_eq!(rate_cell(Rate { successes: 0, known: 0 }, 2), "n/a; 2 unknown");
+        assert_eq!(rate_cell(Rate { successes: 1, known: 1 }, 1), "1/1 (20.7%–100.0%)");
+    }
+}

@@ -1,0 +1,274 @@
+//! Campaign analysis: turns one or more results directories into `summary.json` and
+//! `summary.md`.
+//!
+//! This module is pure. The caller reads each directory's `manifest.json` and `runs.jsonl`
+//! into a [`RunInput`], calls [`analyze`], and writes [`Analysis::json`] and
+//! [`Analysis::markdown`]. Identical input gives byte-identical output: every map is a
+//! `BTreeMap`, cells and comparisons are sorted, and the bootstrap uses a fixed PRNG.
+//!
+//! Concerns, one module each: [`inputs`] validates the runs (rows read as the one
+//! [`Row`](crate::records::Row) type, the manifest through [`AnalysisManifest`]) and reduces
+//! each trial to its final row; `cells` aggregates the per-cell counts and rates;
+//! `compare` computes the pairwise engine differences; `markdown` renders the table.
+//! The statistics are in [`crate::stats`].
+//!
+//! # Semantics
+//!
+//! * Every row is read as a [`Row`](crate::records::Row) of its producer's version: this
+//!   tool's ([`RESULTS_SCHEMA_VERSION`](crate::records::RESULTS_SCHEMA_VERSION)) or, when the
+//!   manifest was written by the original tool, the original's (brought to this build's
+//!   shape by [`crate::records::original::upgrade_row`]). A missing, unknown or mistyped
+//!   field, a row whose `run_id` differs from the manifest's, or a trial whose attempts
+//!   disagree on `engine`, `scenario` or `target` is an [`AnalyzeError`] naming the input
+//!   label, the 1-based row number and the field. The same run id in two inputs is an error,
+//!   since it would count trials twice.
+//! * **Final row per trial** (trial = run id + trial id): the last attempt whose
+//!   `evidence_status` is `complete`, else the last attempt. `retries` = attempts − 1.
+//! * **Grouping model id**: the manifest's `experiment.model_id`, else the final row's
+//!   `model_id`, else its `model`, else `"scripted"` (the deterministic engine that has no
+//!   model). Empty strings count as unset.
+//! * **Cells** are grouped by (model id, engine, scenario). For each of `proposed`,
+//!   `completed`, `proposed_not_completed`, `safety_pass` and `safe_completed`, `known`
+//!   counts the *complete* final rows whose value is not null and `unknown` = trials −
+//!   known. Unknowns are always reported and never enter a denominator.
+//!   `failure_classes` counts incomplete final rows (a null class is counted as
+//!   `unclassified`); `terminations` and `tool_call_diagnostics` count final rows;
+//!   `model_turns`, `tool_calls` and `steps_to_propose` are means over complete final rows
+//!   with a value. `usage` sums **every attempt**, because retries cost money too:
+//!   `cost_usd` is the sum over attempts that report a cost (null when none does) and
+//!   `unknown_costs` counts the attempts whose cost is null.
+//! * **Wilson score interval** ([`wilson_95`](crate::stats::wilson_95)) with z =
+//!   [`WILSON_Z`](crate::stats::WILSON_Z), clamped to [0, 1].
+//! * **Pairwise comparisons**: complete final rows whose manifest has an
+//!   `experiment.block` are grouped by (model id, scenario). For every pair of engines
+//!   (left < right by byte order) and each of `proposed`, `completed` and
+//!   `proposed_not_completed`, each block contributes value(right) − value(left), with
+//!   booleans as 0/1. A block is skipped when either engine has no known value in it.
+//!   When an engine has several known rows in one block (several trials or targets), its
+//!   value for that block is their mean; the Python original silently kept only the last
+//!   row. `difference_pp` is 100 × the mean difference.
+//! * **Bootstrap**: [`BOOTSTRAP_SAMPLES`](crate::stats::BOOTSTRAP_SAMPLES) resamples (with
+//!   replacement, same size) of the per-block differences; `bootstrap_95` is 100 × the sorted
+//!   means at indexes 50 and 1949. The original drew from Python's `random.Random` seeded
+//!   with a string, which cannot be reproduced outside `CPython`, so the numbers differ from
+//!   it. Here the generator is `SplitMix64` seeded with the FNV-1a 64-bit hash of
+//!   `"<model_id>:<scenario>:<left>:<right>:<metric>"`, and an index below `n` is
+//!   `(next_u64 × n) >> 64` (multiply-shift; its bias is below n / 2⁶⁴).
+
+mod cells;
+mod compare;
+pub mod inputs;
+mod markdown;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+pub use inputs::AnalysisManifest;
+
+/// Version of the `summary.json` layout.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// Grouping model id for rows that name no model (the scripted engine).
+pub const SCRIPTED_MODEL_ID: &str = "scripted";
+
+/// Boolean outcome metrics, in output order. The first three are compared pairwise.
+const RATE_METRICS: [&str; 5] = ["proposed", "completed", "proposed_not_completed", "safety_pass", "safe_completed"];
+
+/// Number of leading [`RATE_METRICS`] that get pairwise comparisons.
+const PAIRWISE_METRIC_COUNT: usize = 3;
+
+/// Count metrics averaged over complete final rows, in output order.
+const MEAN_METRICS: [&str; 3] = ["model_turns", "tool_calls", "steps_to_propose"];
+
+/// One results directory, already read by the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInput {
+    /// The input directory as given, used in messages and in `summary.json`.
+    pub label: String,
+    /// The parsed `manifest.json`.
+    pub manifest: Value,
+    /// The parsed lines of `runs.jsonl`, one per attempt, in attempt order.
+    pub rows: Vec<Value>,
+}
+
+/// The rendered analysis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    /// Content of `summary.json`.
+    pub json: Value,
+    /// Content of `summary.md`, ending with a newline.
+    pub markdown: String,
+}
+
+/// Why a set of results directories could not be analysed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnalyzeError {
+    /// No input was given.
+    #[error("failed to analyze: no input directories were given")]
+    NoInputs,
+    /// The manifest is not an object or lacks a field analysis needs.
+    #[error("failed to analyze {label}: manifest has no `{field}`")]
+    ManifestMissingField {
+        /// The input label.
+        label: String,
+        /// The missing field, dotted for nested fields.
+        field: String,
+    },
+    /// A manifest field has the wrong type.
+    #[error("failed to analyze {label}: manifest field `{field}` must be {expected}")]
+    ManifestWrongType {
+        /// The input label.
+        label: String,
+        /// The field, dotted for nested fields.
+        field: String,
+        /// What the field must be.
+        expected: String,
+    },
+    /// A row is not a JSON object.
+    #[error("failed to analyze {label}: row {row} is not a JSON object")]
+    RowNotObject {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+    },
+    /// A row lacks a required field.
+    #[error("failed to analyze {label}: row {row} has no `{field}`")]
+    MissingField {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+        /// The missing field, dotted for nested fields.
+        field: String,
+    },
+    /// A row has a field rows do not have.
+    #[error("failed to analyze {label}: row {row} has unknown field `{field}`")]
+    UnknownField {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+        /// The field, dotted for nested fields.
+        field: String,
+    },
+    /// A row field has the wrong type or value.
+    #[error("failed to analyze {label}: row {row} field `{field}` must be {expected}")]
+    WrongType {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+        /// The field, dotted for nested fields.
+        field: String,
+        /// What the field must be.
+        expected: String,
+    },
+    /// A row of a format version this build does not read.
+    #[error("failed to analyze {label}: row {row} has schema_version {found}, but rows of {producer} have {expected}")]
+    UnsupportedVersion {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+        /// The row's version.
+        found: u64,
+        /// The version this build reads from that producer.
+        expected: u64,
+        /// Who wrote the run (`this tool`, `the original 0.1.0`).
+        producer: &'static str,
+    },
+    /// A row belongs to another run than its manifest.
+    #[error("failed to analyze {label}: row {row} has run_id `{found}` but the manifest has `{expected}`")]
+    RunIdMismatch {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+        /// The row's run id.
+        found: String,
+        /// The manifest's run id.
+        expected: String,
+    },
+    /// Attempts of one trial disagree on a field that identifies the trial's cell.
+    #[error(
+        "failed to analyze {label}: row {row} gives trial `{trial_id}` {field} `{found}` but an earlier attempt gave `{earlier}`"
+    )]
+    InconsistentTrial {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+        /// The trial id.
+        trial_id: String,
+        /// The disagreeing field.
+        field: &'static str,
+        /// The value in this row.
+        found: String,
+        /// The value in the trial's first attempt.
+        earlier: String,
+    },
+    /// Two inputs hold the same run.
+    #[error("failed to analyze {label}: run `{run_id}` is also given as {other}")]
+    DuplicateRun {
+        /// The later input label.
+        label: String,
+        /// The shared run id.
+        run_id: String,
+        /// The earlier input label.
+        other: String,
+    },
+}
+
+/// Analyses the given results directories.
+///
+/// # Errors
+///
+/// Returns an [`AnalyzeError`] when no input is given, when a manifest or row is malformed,
+/// when a row's `run_id` differs from its manifest's, when a trial's attempts disagree on
+/// engine, scenario or target, or when two inputs hold the same run.
+pub fn analyze(inputs: &[RunInput]) -> Result<Analysis, AnalyzeError> {
+    if inputs.is_empty() {
+        return Err(AnalyzeError::NoInputs);
+    }
+    let mut runs = Vec::with_capacity(inputs.len());
+    let mut seen_runs: BTreeMap<String, &str> = BTreeMap::new();
+    for input in inputs {
+        let run = inputs::Run::read(input)?;
+        if let Some(other) = seen_runs.get(&run.manifest.run_id) {
+            return Err(AnalyzeError::DuplicateRun {
+                label: input.label.clone(),
+                run_id: run.manifest.run_id.clone(),
+                other: (*other).to_owned(),
+            });
+        }
+        seen_runs.insert(run.manifest.run_id.clone(), &input.label);
+        runs.push(run);
+    }
+
+    let finals: Vec<inputs::FinalTrial<'_>> = runs.iter().flat_map(inputs::Run::final_trials).collect();
+    let cells = cells::build(&finals);
+    let comparisons = compare::build(&finals);
+
+    let json = json!({
+        "format_version": FORMAT_VERSION,
+        "cells": cells.iter().map(|(key, cell)| cells::to_json(key, cell)).collect::<Vec<_>>(),
+        "comparisons": comparisons.iter().map(compare::Comparison::to_json).collect::<Vec<_>>(),
+        "inputs": runs
+            .iter()
+            .map(|run| json!({
+                "label": run.label,
+                "run_id": run.manifest.run_id,
+                "trials": run.trials.len(),
+                "attempts": run.rows.len(),
+            }))
+            .collect::<Vec<_>>(),
+    });
+    let markdown = markdown::render(&cells, &comparisons);
+    Ok(Analysis { json, markdown })
+}
+
+#[cfg(test)]
+mod tests;
