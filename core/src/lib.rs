@@ -12,14 +12,17 @@
 //!    judge); [`load`] — files → a validated [`format::Bundle`].
 //! 4. [`matrix`] — the stable trial matrix; [`schema`] — JSON Schemas generated from the types.
 //!
-//! Beside them: [`records`] — the typed result records (row, evidence, manifest) every writer
-//! and reader shares; [`analysis`] — results directories → `summary.json` and `summary.md`,
-//! over [`stats`] (Wilson interval, means, a reproducible bootstrap).
+//! Beside them: [`agent`] — what an agent loop observes; [`records`] — the typed result
+//! records (row, evidence, manifest) every writer and reader shares, and what an attempt
+//! means; [`events`] — what the engine reports; [`analysis`] — results directories →
+//! `summary.json` and `summary.md`, over [`stats`] (Wilson interval, means, a reproducible
+//! bootstrap); [`jsonschema`] — how every schema is generated.
 
 pub mod agent;
 pub mod analysis;
 pub mod events;
 pub mod format;
+pub mod jsonschema;
 pub mod judge;
 pub mod load;
 pub mod matrix;

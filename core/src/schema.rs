@@ -6,17 +6,13 @@
 //! with freshly generated ones in CI (a drift test), so a change to a type that changes what
 //! a file may hold shows up as a change to its schema.
 
-use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, Schema};
+use schemars::Schema;
 
 use crate::format::campaign::Campaign;
 use crate::format::scenario::Scenario;
 use crate::records::{Evidence, Manifest, Row};
 
-/// The schema of `T`, as `elengtis schema` writes it.
-pub fn schema_for<T: JsonSchema>() -> Schema {
-    SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>()
-}
+pub use crate::jsonschema::schema_for;
 
 fn render(schema: &Schema) -> String {
     serde_json::to_string_pretty(schema).unwrap_or_default() + "\n"
@@ -65,7 +61,7 @@ mod tests {
     }
 
     /// The top-level properties of `T`'s generated schema.
-    fn fields<T: JsonSchema>() -> Vec<String> {
+    fn fields<T: schemars::JsonSchema>() -> Vec<String> {
         let schema = schema_for::<T>();
         let properties = schema.get("properties").and_then(serde_json::Value::as_object).expect("an object schema");
         properties.keys().cloned().collect()

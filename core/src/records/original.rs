@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn upgraded_rows_are_valid_by_the_row_schema() {
-        let schema = serde_json::to_value(crate::schema::schema_for::<Row>()).expect("schema");
+        let schema = serde_json::to_value(crate::jsonschema::schema_for::<Row>()).expect("schema");
         let validator = jsonschema::validator_for(&schema).expect("the row schema compiles");
         for mut row in rows(EXAMPLE_ROWS).into_iter().chain(rows(MIXED_ROWS)) {
             assert!(!validator.is_valid(&row), "the original's rows differ from ours: {row}");

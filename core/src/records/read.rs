@@ -60,7 +60,7 @@ pub fn from_value<T: DeserializeOwned + JsonSchema>(value: &Value) -> Result<T, 
                 _ => None,
             })
             .collect();
-        let schema = crate::schema::schema_for::<T>();
+        let schema = crate::jsonschema::schema_for::<T>();
         Locator { root: schema.as_value() }.locate(value, &path)
     })
 }
