@@ -566,10 +566,27 @@ fn wrong_type_in_campaign() {
 
 #[test]
 fn wrong_type_quoted_boolean() {
-    Case::new().c("engine: reference\n", "engine: reference\nmodel_free: 'yes'\n").rejected().error(
+    Case::new().c("engine: reference\n", "engine: reference\nmodel_free: 'maybe'\n").rejected().error(
         "campaign.yaml:5:13",
         "model_free",
-        "invalid type: string \"yes\", expected a boolean",
+        "invalid type: string \"maybe\", expected a boolean",
+    );
+}
+
+#[test]
+fn quoted_numbers_and_booleans_read_as_the_original_read_them() {
+    // pydantic's lax mode: "3" is 3 in an integer field, 'yes' is true in a boolean field.
+    let run = Case::new()
+        .c("trials: 2", "trials: ' 3 '")
+        .c("engine: reference\n", "engine: reference\nmodel_free: 'yes'\n")
+        .run();
+    run.code(0);
+    assert_eq!(run.stdout(), "local-demo--support-note--0\nlocal-demo--support-note--1\nlocal-demo--support-note--2\n");
+    // A quoted schema_version stays an error, as pydantic's Literal[1] refused it.
+    Case::new().c("schema_version: 1", "schema_version: '1'").rejected().error(
+        "campaign.yaml:1:17",
+        "schema_version",
+        "expected the integer 1",
     );
 }
 
