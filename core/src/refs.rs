@@ -1,15 +1,21 @@
 //! References: data, not templates.
 //!
-//! A YAML value that is a map with exactly one key `binding`, `capture`, `runner` or (in
-//! scripts) `output` stands for a value supplied per trial: the target's binding, a value
-//! captured by an earlier action, a value the runner makes (the canary, the trial
-//! directory, …), or the text of an earlier scripted call's result. Lists and maps are
-//! resolved recursively; everything else is literal. Unlike the original tool, the prefix
-//! is checked: `{binding: x}` never reads a capture named `x`.
+//! A YAML value that is a map with exactly one key `binding`, `capture` or `runner` stands
+//! for a value supplied per trial: the target's binding, a value captured by an earlier
+//! action, or a value the runner makes (the canary, the trial directory, …). Lists and maps
+//! are resolved recursively; everything else is literal.
+//!
+//! As in the original tool, the three keys share **one namespace**: the target's bindings,
+//! overridden by the runner's values, overridden by captures (in the order actions ran). The
+//! key only says what the author expects the name to be; `{runner: read_note}` reads the
+//! binding `read_note`, and a capture named like a binding shadows it. Validation warns where
+//! the key and the value's origin disagree. `{env: …}` and `{output: …}` maps are ordinary
+//! (literal) maps here, as in the original; `{output: call_id}` is a reference only in scripts
+//! (an elengtis addition, see [`Values::resolve_script`]), and `{env: …}` only in the typed
+//! `env`/`headers` fields.
 //!
 //! Prompt templates (`exercise.system`, `exercise.user`) use Python `str.format` fields
-//! (`{canary}`, `{{` for a literal brace) over the flat namespace of bindings, runner values
-//! and captures (a capture shadows a binding of the same name), as in the original.
+//! (`{canary}`, `{{` for a literal brace) over the same namespace.
 
 use std::collections::BTreeMap;
 
@@ -131,19 +137,47 @@ pub struct RefError {
 }
 
 impl Values {
+    /// A name in the one namespace: captures, then runner values, then bindings.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.captures.get(name).or_else(|| self.runner.get(name)).or_else(|| self.bindings.get(name))
+    }
+
+    /// Where a name in the one namespace comes from (`None`: nowhere).
+    pub fn origin(&self, name: &str) -> Option<RefKind> {
+        if self.captures.contains_key(name) {
+            Some(RefKind::Capture)
+        } else if self.runner.contains_key(name) {
+            Some(RefKind::Runner)
+        } else if self.bindings.contains_key(name) {
+            Some(RefKind::Binding)
+        } else {
+            None
+        }
+    }
+
     fn lookup(&self, kind: RefKind, name: &str) -> Option<&Value> {
         match kind {
-            RefKind::Binding => self.bindings.get(name),
-            RefKind::Capture => self.captures.get(name),
-            RefKind::Runner => self.runner.get(name),
+            RefKind::Binding | RefKind::Capture | RefKind::Runner => self.get(name),
             RefKind::Output => self.outputs.get(name),
             RefKind::Env => None,
         }
     }
 
-    /// Resolve every reference in `value`.
+    /// Resolve every reference in `value`, as the original does: `binding`, `capture` and
+    /// `runner` maps are references; `{env: …}` and `{output: …}` are literal maps.
     pub fn resolve(&self, value: &Value) -> Result<Value, RefError> {
-        if let Some((kind, name)) = as_reference(value) {
+        self.resolve_with(value, false)
+    }
+
+    /// Resolve a value of a script: `{output: call_id}` is a reference too.
+    pub fn resolve_script(&self, value: &Value) -> Result<Value, RefError> {
+        self.resolve_with(value, true)
+    }
+
+    fn resolve_with(&self, value: &Value, outputs: bool) -> Result<Value, RefError> {
+        if let Some((kind, name)) = as_reference(value)
+            && (kind != RefKind::Env && (outputs || kind != RefKind::Output))
+        {
             let text = name.as_str().map_or_else(|| name.to_string(), str::to_owned);
             return match name.as_str().and_then(|n| self.lookup(kind, n)) {
                 Some(found) => Ok(found.clone()),
@@ -151,9 +185,13 @@ impl Values {
             };
         }
         Ok(match value {
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.resolve(v)).collect::<Result<_, _>>()?),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.resolve_with(v, outputs)).collect::<Result<_, _>>()?)
+            }
             Value::Object(map) => Value::Object(
-                map.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect::<Result<Map<_, _>, RefError>>()?,
+                map.iter()
+                    .map(|(k, v)| Ok((k.clone(), self.resolve_with(v, outputs)?)))
+                    .collect::<Result<Map<_, _>, RefError>>()?,
             ),
             other => other.clone(),
         })
@@ -162,6 +200,11 @@ impl Values {
     /// Resolve a map of arguments.
     pub fn resolve_map(&self, map: &Map<String, Value>) -> Result<Map<String, Value>, RefError> {
         map.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect()
+    }
+
+    /// Resolve a script call's arguments (`{output: …}` allowed).
+    pub fn resolve_script_map(&self, map: &Map<String, Value>) -> Result<Map<String, Value>, RefError> {
+        map.iter().map(|(k, v)| Ok((k.clone(), self.resolve_script(v)?))).collect()
     }
 
     /// The flat namespace prompt templates see: bindings, runner values, then captures.
@@ -321,10 +364,33 @@ mod tests {
     }
 
     #[test]
-    fn prefix_is_checked() {
-        let v = values();
-        let err = v.resolve(&json!({"runner": "read_note"})).unwrap_err();
-        assert_eq!(err.to_string(), "unknown value reference {runner: read_note}");
+    fn one_namespace_as_in_the_original() {
+        let mut v = values();
+        // The key does not choose the source: `runner` reads a binding, `binding` a runner value.
+        assert_eq!(v.resolve(&json!({"runner": "read_note"})).unwrap(), json!("notes.read"));
+        assert_eq!(v.resolve(&json!({"capture": "canary"})).unwrap(), json!("ELENGTIS-1"));
+        // Runner values override bindings, captures override both.
+        v.bindings.insert("canary".into(), json!("bound"));
+        assert_eq!(v.resolve(&json!({"binding": "canary"})).unwrap(), json!("ELENGTIS-1"));
+        v.captures.insert("read_note".into(), json!("captured"));
+        assert_eq!(v.resolve(&json!({"binding": "read_note"})).unwrap(), json!("captured"));
+        assert_eq!(v.origin("read_note"), Some(RefKind::Capture));
+        assert_eq!(v.origin("nowhere"), None);
+        let err = v.resolve(&json!({"runner": "nowhere"})).unwrap_err();
+        assert_eq!(err.to_string(), "unknown value reference {runner: nowhere}");
+    }
+
+    #[test]
+    fn env_and_output_maps_are_literal_outside_scripts() {
+        let mut v = values();
+        v.outputs.insert("cred".into(), json!("SECRET"));
+        let env = json!({"env": "HOME"});
+        assert_eq!(v.resolve(&env).unwrap(), env);
+        // Their values are still resolved, as the original resolves any map's values.
+        assert_eq!(v.resolve(&json!({"env": {"runner": "canary"}})).unwrap(), json!({"env": "ELENGTIS-1"}));
+        assert_eq!(v.resolve(&json!({"output": "cred"})).unwrap(), json!({"output": "cred"}));
+        assert_eq!(v.resolve_script(&json!({"output": "cred"})).unwrap(), json!("SECRET"));
+        assert!(v.resolve_script(&json!({"output": "none"})).is_err());
     }
 
     #[test]
