@@ -77,6 +77,9 @@ pub const SCENARIOS: [(&str, &[(&str, &str)]); 7] = [
     ),
 ];
 
+/// The campaign whose target cannot start.
+pub const UNSTARTABLE: &str = "reference/target-fails-to-start";
+
 /// Trials of each scenario campaign (the bundled example runs with `--trials 2`).
 const TRIALS: u32 = 1;
 
@@ -149,6 +152,16 @@ pub fn runs() -> Option<&'static Runs> {
                 campaigns.push((name, file, Vec::new()));
             }
         }
+        // A target that cannot start (the fixture refuses an unknown --scenario): an
+        // infrastructure error before any model turn, in both runners.
+        let broken = examples.join("target-fails-to-start.yaml");
+        std::fs::write(
+            &broken,
+            campaign_yaml("support-note", SCENARIOS[0].1, false)
+                .replace("--scenario, support-note]", "--scenario, no-such-scenario]"),
+        )
+        .expect("write campaign");
+        campaigns.push((UNSTARTABLE.into(), broken, Vec::new()));
         let results = dir.path().join("results");
         let pairs: Vec<Pair> = campaigns
             .iter()
