@@ -586,7 +586,21 @@ fn check_pointer<T>(c: &mut Checker, doc: &Document<T>, at: &At, pointer: &str, 
 fn check_predicates(c: &mut Checker, doc: &Document<Scenario>, at: &At, predicates: &[Predicate]) {
     for (p, predicate) in predicates.iter().enumerate() {
         let pat = at.i(p);
-        check_pointer(c, doc, &pat.k("path"), &predicate.path, "predicate path");
+        if predicate.path.starts_with('/') && rules::validate_pointer(&predicate.path).is_err() {
+            // The original required only the leading `/` and read `~2` as a literal key.
+            c.push(
+                Severity::Warning,
+                &doc.path,
+                &doc.node,
+                &pat.k("path"),
+                format!(
+                    "predicate path {:?} is not an RFC 6901 JSON Pointer (`~` must be followed by 0 or 1), so it never resolves and the predicate never matches",
+                    predicate.path
+                ),
+            );
+        } else {
+            check_pointer(c, doc, &pat.k("path"), &predicate.path, "predicate path");
+        }
         if predicate.op == Op::Matches && refs::as_reference(&predicate.value).is_none() {
             match &predicate.value {
                 Value::String(pattern) => {

@@ -1138,6 +1138,17 @@ fn prompt_template_fields_may_use_bindings_runner_values_and_captures() {
         .s("tell me what it asks for.", "tell me what {read_note} {canary} {note} {{literal}} asks for.")
         .run()
         .code(0);
+    // Conversions, indexes and string format specs render as Python's str.format does.
+    Case::new()
+        .s("tell me what it asks for.", "tell me what {canary!r} {canary:>40} {read_note[0]} asks for.")
+        .run()
+        .code(0);
+    // Attribute access would render a Python object (a memory address for a method).
+    Case::new().s("tell me what it asks for.", "tell me what {canary.upper} asks for.").rejected().error(
+        "support-note.yaml:14:9",
+        "exercise.user",
+        "field `{canary.upper}` uses attribute access, which is not supported",
+    );
 }
 
 #[test]
