@@ -1,15 +1,21 @@
 //! References: data, not templates.
 //!
-//! A YAML value that is a map with exactly one key `binding`, `capture`, `runner` or (in
-//! scripts) `output` stands for a value supplied per trial: the target's binding, a value
-//! captured by an earlier action, a value the runner makes (the canary, the trial
-//! directory, …), or the text of an earlier scripted call's result. Lists and maps are
-//! resolved recursively; everything else is literal. Unlike the original tool, the prefix
-//! is checked: `{binding: x}` never reads a capture named `x`.
+//! A YAML value that is a map with exactly one key `binding`, `capture` or `runner` stands
+//! for a value supplied per trial: the target's binding, a value captured by an earlier
+//! action, or a value the runner makes (the canary, the trial directory, …). Lists and maps
+//! are resolved recursively; everything else is literal.
+//!
+//! As in the original tool, the three keys share **one namespace**: the target's bindings,
+//! overridden by the runner's values, overridden by captures (in the order actions ran). The
+//! key only says what the author expects the name to be; `{runner: read_note}` reads the
+//! binding `read_note`, and a capture named like a binding shadows it. Validation warns where
+//! the key and the value's origin disagree. `{env: …}` and `{output: …}` maps are ordinary
+//! (literal) maps here, as in the original; `{output: call_id}` is a reference only in scripts
+//! (an elengtis addition, see [`Values::resolve_script`]), and `{env: …}` only in the typed
+//! `env`/`headers` fields.
 //!
 //! Prompt templates (`exercise.system`, `exercise.user`) use Python `str.format` fields
-//! (`{canary}`, `{{` for a literal brace) over the flat namespace of bindings, runner values
-//! and captures (a capture shadows a binding of the same name), as in the original.
+//! (`{canary}`, `{{` for a literal brace) over the same namespace.
 
 use std::collections::BTreeMap;
 
@@ -131,19 +137,47 @@ pub struct RefError {
 }
 
 impl Values {
+    /// A name in the one namespace: captures, then runner values, then bindings.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.captures.get(name).or_else(|| self.runner.get(name)).or_else(|| self.bindings.get(name))
+    }
+
+    /// Where a name in the one namespace comes from (`None`: nowhere).
+    pub fn origin(&self, name: &str) -> Option<RefKind> {
+        if self.captures.contains_key(name) {
+            Some(RefKind::Capture)
+        } else if self.runner.contains_key(name) {
+            Some(RefKind::Runner)
+        } else if self.bindings.contains_key(name) {
+            Some(RefKind::Binding)
+        } else {
+            None
+        }
+    }
+
     fn lookup(&self, kind: RefKind, name: &str) -> Option<&Value> {
         match kind {
-            RefKind::Binding => self.bindings.get(name),
-            RefKind::Capture => self.captures.get(name),
-            RefKind::Runner => self.runner.get(name),
+            RefKind::Binding | RefKind::Capture | RefKind::Runner => self.get(name),
             RefKind::Output => self.outputs.get(name),
             RefKind::Env => None,
         }
     }
 
-    /// Resolve every reference in `value`.
+    /// Resolve every reference in `value`, as the original does: `binding`, `capture` and
+    /// `runner` maps are references; `{env: …}` and `{output: …}` are literal maps.
     pub fn resolve(&self, value: &Value) -> Result<Value, RefError> {
-        if let Some((kind, name)) = as_reference(value) {
+        self.resolve_with(value, false)
+    }
+
+    /// Resolve a value of a script: `{output: call_id}` is a reference too.
+    pub fn resolve_script(&self, value: &Value) -> Result<Value, RefError> {
+        self.resolve_with(value, true)
+    }
+
+    fn resolve_with(&self, value: &Value, outputs: bool) -> Result<Value, RefError> {
+        if let Some((kind, name)) = as_reference(value)
+            && (kind != RefKind::Env && (outputs || kind != RefKind::Output))
+        {
             let text = name.as_str().map_or_else(|| name.to_string(), str::to_owned);
             return match name.as_str().and_then(|n| self.lookup(kind, n)) {
                 Some(found) => Ok(found.clone()),
@@ -151,9 +185,13 @@ impl Values {
             };
         }
         Ok(match value {
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.resolve(v)).collect::<Result<_, _>>()?),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.resolve_with(v, outputs)).collect::<Result<_, _>>()?)
+            }
             Value::Object(map) => Value::Object(
-                map.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect::<Result<Map<_, _>, RefError>>()?,
+                map.iter()
+                    .map(|(k, v)| Ok((k.clone(), self.resolve_with(v, outputs)?)))
+                    .collect::<Result<Map<_, _>, RefError>>()?,
             ),
             other => other.clone(),
         })
@@ -162,6 +200,11 @@ impl Values {
     /// Resolve a map of arguments.
     pub fn resolve_map(&self, map: &Map<String, Value>) -> Result<Map<String, Value>, RefError> {
         map.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect()
+    }
+
+    /// Resolve a script call's arguments (`{output: …}` allowed).
+    pub fn resolve_script_map(&self, map: &Map<String, Value>) -> Result<Map<String, Value>, RefError> {
+        map.iter().map(|(k, v)| Ok((k.clone(), self.resolve_script(v)?))).collect()
     }
 
     /// The flat namespace prompt templates see: bindings, runner values, then captures.
@@ -184,8 +227,93 @@ pub enum TemplateError {
     Syntax(String),
 }
 
-/// The `{field}` names a template uses (also checks its syntax).
-pub fn template_fields(template: &str) -> Result<Vec<String>, TemplateError> {
+/// One replacement field of a template: `{name[index]…!conversion:spec}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Field {
+    name: String,
+    indexes: Vec<String>,
+    conversion: Option<char>,
+    spec: String,
+}
+
+/// Parse the text between `{` and `}` as Python's `str.format` does, refusing what cannot be
+/// rendered faithfully: attribute access (`{x.upper}` renders a Python object, a memory address
+/// for a method), nested fields in a format spec, and positional fields.
+fn parse_field(text: &str) -> Result<Field, TemplateError> {
+    let unsupported = |what: &str| {
+        TemplateError::Syntax(format!("field `{{{text}}}` uses {what}, which is not supported; use a plain `{{name}}`"))
+    };
+    if text.is_empty() {
+        return Err(TemplateError::Syntax(
+            "empty field `{}`; name a value such as `{canary}`, or write `{{}}` for literal braces".into(),
+        ));
+    }
+    // The field name ends at the first `!` or `:` outside an index.
+    let mut end = text.len();
+    let mut in_index = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => in_index = true,
+            ']' => in_index = false,
+            '!' | ':' if !in_index => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let (field_name, rest) = text.split_at(end);
+    let (conversion, spec) = match rest.strip_prefix('!') {
+        Some(after) => {
+            let mut chars = after.chars();
+            let conversion = chars.next().ok_or_else(|| unsupported("an empty conversion"))?;
+            if !matches!(conversion, 's' | 'r' | 'a') {
+                return Err(TemplateError::Syntax(format!("unknown conversion `!{conversion}` in field `{{{text}}}`")));
+            }
+            let rest = chars.as_str();
+            match rest.strip_prefix(':') {
+                Some(spec) => (Some(conversion), spec),
+                None if rest.is_empty() => (Some(conversion), ""),
+                None => {
+                    return Err(TemplateError::Syntax(format!(
+                        "expected `:` or `}}` after `!{conversion}` in field `{{{text}}}`"
+                    )));
+                }
+            }
+        }
+        None => (None, rest.strip_prefix(':').unwrap_or("")),
+    };
+    if spec.contains(['{', '}']) {
+        return Err(unsupported("a nested field in its format spec"));
+    }
+    let (name, mut tail) = match field_name.find(['.', '[']) {
+        Some(i) => field_name.split_at(i),
+        None => (field_name, ""),
+    };
+    if name.is_empty() || name.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(TemplateError::Syntax(format!(
+            "field `{{{text}}}` is positional; name a value such as `{{canary}}`, or write `{{{{` and `}}}}` for literal braces"
+        )));
+    }
+    let mut indexes = Vec::new();
+    while !tail.is_empty() {
+        if tail.starts_with('.') {
+            return Err(unsupported("attribute access"));
+        }
+        let inner = tail.strip_prefix('[').and_then(|t| t.split_once(']'));
+        match inner {
+            Some((index, after)) if !index.is_empty() => {
+                indexes.push(index.to_owned());
+                tail = after;
+            }
+            _ => return Err(TemplateError::Syntax(format!("malformed index in field `{{{text}}}`"))),
+        }
+    }
+    Ok(Field { name: name.to_owned(), indexes, conversion, spec: spec.to_owned() })
+}
+
+/// The fields of a template, in order (also checks its syntax).
+fn template_parts(template: &str) -> Result<Vec<Field>, TemplateError> {
     let mut fields = Vec::new();
     let mut chars = template.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -197,29 +325,19 @@ pub fn template_fields(template: &str) -> Result<Vec<String>, TemplateError> {
                 chars.next();
             }
             '{' => {
-                let mut name = String::new();
+                let mut text = String::new();
                 let mut closed = false;
                 for (_, n) in chars.by_ref() {
                     if n == '}' {
                         closed = true;
                         break;
                     }
-                    name.push(n);
+                    text.push(n);
                 }
                 if !closed {
                     return Err(TemplateError::Syntax(format!("unmatched `{{` at character {}", i + 1)));
                 }
-                if name.is_empty() {
-                    return Err(TemplateError::Syntax(
-                        "empty field `{}`; name a value such as `{canary}`, or write `{{}}` for literal braces".into(),
-                    ));
-                }
-                if name.contains(['!', ':', '.', '[', '{']) {
-                    return Err(TemplateError::Syntax(format!(
-                        "field `{{{name}}}` uses a conversion, format spec, attribute or index, which is not supported; use a plain `{{name}}`"
-                    )));
-                }
-                fields.push(name);
+                fields.push(parse_field(&text)?);
             }
             '}' => {
                 return Err(TemplateError::Syntax(format!(
@@ -233,8 +351,17 @@ pub fn template_fields(template: &str) -> Result<Vec<String>, TemplateError> {
     Ok(fields)
 }
 
-/// Render a template with Python `str.format` semantics for plain fields.
+/// The value names a template uses (also checks its syntax).
+pub fn template_fields(template: &str) -> Result<Vec<String>, TemplateError> {
+    Ok(template_parts(template)?.into_iter().map(|f| f.name).collect())
+}
+
+/// Render a template with Python `str.format` semantics: plain fields, `[index]` (a list
+/// position, a string's character, or a map key), the conversions `!s`, `!r` and `!a`, and
+/// string format specs (`[[fill]align][width][.precision][s]`).
 pub fn render_template(template: &str, values: &BTreeMap<String, Value>) -> Result<String, TemplateError> {
+    let fields = template_parts(template)?;
+    let mut fields = fields.into_iter();
     let mut out = String::with_capacity(template.len());
     let mut chars = template.chars().peekable();
     while let Some(c) = chars.next() {
@@ -248,14 +375,108 @@ pub fn render_template(template: &str, values: &BTreeMap<String, Value>) -> Resu
                 out.push('}');
             }
             '{' => {
-                let name: String = chars.by_ref().take_while(|&n| n != '}').collect();
-                let value = values.get(&name).ok_or_else(|| TemplateError::Unknown(name.clone()))?;
-                out.push_str(&python_str(value));
+                for n in chars.by_ref() {
+                    if n == '}' {
+                        break;
+                    }
+                }
+                let field = fields.next().ok_or_else(|| TemplateError::Syntax("internal error: field count".into()))?;
+                out.push_str(&render_field(&field, values)?);
             }
             other => out.push(other),
         }
     }
     Ok(out)
+}
+
+fn render_field(field: &Field, values: &BTreeMap<String, Value>) -> Result<String, TemplateError> {
+    let mut value = values.get(&field.name).ok_or_else(|| TemplateError::Unknown(field.name.clone()))?.clone();
+    for index in &field.indexes {
+        let missing = || TemplateError::Syntax(format!("prompt value {}[{index}] does not exist", field.name));
+        value = match (&value, index.parse::<usize>()) {
+            (Value::Array(items), Ok(i)) => items.get(i).cloned().ok_or_else(missing)?,
+            (Value::String(text), Ok(i)) => Value::String(text.chars().nth(i).ok_or_else(missing)?.to_string()),
+            (Value::Object(map), Err(_)) => map.get(index).cloned().ok_or_else(missing)?,
+            _ => return Err(missing()),
+        };
+    }
+    let text = match field.conversion {
+        Some('r') => Value::String(python_repr(&value)),
+        Some('a') => Value::String(python_ascii(&python_repr(&value))),
+        Some(_) => Value::String(python_str(&value)),
+        None => value,
+    };
+    match (&text, field.spec.as_str()) {
+        (other, "") => Ok(python_str(other)),
+        (Value::String(s), spec) => format_str(s, spec),
+        (_, spec) => Err(TemplateError::Syntax(format!(
+            "format spec `{spec}` on prompt value {}, which is not a string: not supported (convert it with `!s` first)",
+            field.name
+        ))),
+    }
+}
+
+/// Python's `format(s, spec)` for a string: `[[fill]align][0][width][.precision][s]`.
+fn format_str(s: &str, spec: &str) -> Result<String, TemplateError> {
+    let bad = || TemplateError::Syntax(format!("format spec `{spec}` is not a string format spec this renders"));
+    let chars: Vec<char> = spec.chars().collect();
+    let mut i = 0;
+    let (mut fill, mut align) = (' ', '<');
+    if chars.len() >= 2 && matches!(chars[1], '<' | '>' | '^') {
+        (fill, align) = (chars[0], chars[1]);
+        i = 2;
+    } else if chars.first().is_some_and(|c| matches!(c, '<' | '>' | '^')) {
+        align = chars[0];
+        i = 1;
+    } else if chars.first() == Some(&'0') {
+        fill = '0';
+        i = 1;
+    }
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < chars.len() && chars[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        chars[start..*i].iter().collect::<String>()
+    };
+    let width: usize = match digits(&mut i).as_str() {
+        "" => 0,
+        w => w.parse().map_err(|_| bad())?,
+    };
+    let mut precision = None;
+    if chars.get(i) == Some(&'.') {
+        i += 1;
+        precision = Some(digits(&mut i).parse::<usize>().map_err(|_| bad())?);
+    }
+    if chars.get(i) == Some(&'s') {
+        i += 1;
+    }
+    if i != chars.len() {
+        return Err(bad());
+    }
+    let text: String = match precision {
+        Some(p) => s.chars().take(p).collect(),
+        None => s.to_owned(),
+    };
+    let pad = width.saturating_sub(text.chars().count());
+    let fills = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
+    Ok(match align {
+        '>' => format!("{}{text}", fills(pad)),
+        '^' => format!("{}{text}{}", fills(pad / 2), fills(pad - pad / 2)),
+        _ => format!("{text}{}", fills(pad)),
+    })
+}
+
+/// Python's `ascii()` applied to a repr: non-ASCII characters escaped.
+fn python_ascii(repr: &str) -> String {
+    repr.chars()
+        .map(|c| match u32::from(c) {
+            0..=0x7f => c.to_string(),
+            n @ 0x80..=0xff => format!("\\x{n:02x}"),
+            n @ 0x100..=0xffff => format!("\\u{n:04x}"),
+            n => format!("\\U{n:08x}"),
+        })
+        .collect()
 }
 
 /// Python's `str()` of a JSON-decoded value (`True`, `None`, `['a', 1]`, …).
@@ -321,10 +542,33 @@ mod tests {
     }
 
     #[test]
-    fn prefix_is_checked() {
-        let v = values();
-        let err = v.resolve(&json!({"runner": "read_note"})).unwrap_err();
-        assert_eq!(err.to_string(), "unknown value reference {runner: read_note}");
+    fn one_namespace_as_in_the_original() {
+        let mut v = values();
+        // The key does not choose the source: `runner` reads a binding, `binding` a runner value.
+        assert_eq!(v.resolve(&json!({"runner": "read_note"})).unwrap(), json!("notes.read"));
+        assert_eq!(v.resolve(&json!({"capture": "canary"})).unwrap(), json!("ELENGTIS-1"));
+        // Runner values override bindings, captures override both.
+        v.bindings.insert("canary".into(), json!("bound"));
+        assert_eq!(v.resolve(&json!({"binding": "canary"})).unwrap(), json!("ELENGTIS-1"));
+        v.captures.insert("read_note".into(), json!("captured"));
+        assert_eq!(v.resolve(&json!({"binding": "read_note"})).unwrap(), json!("captured"));
+        assert_eq!(v.origin("read_note"), Some(RefKind::Capture));
+        assert_eq!(v.origin("nowhere"), None);
+        let err = v.resolve(&json!({"runner": "nowhere"})).unwrap_err();
+        assert_eq!(err.to_string(), "unknown value reference {runner: nowhere}");
+    }
+
+    #[test]
+    fn env_and_output_maps_are_literal_outside_scripts() {
+        let mut v = values();
+        v.outputs.insert("cred".into(), json!("SECRET"));
+        let env = json!({"env": "HOME"});
+        assert_eq!(v.resolve(&env).unwrap(), env);
+        // Their values are still resolved, as the original resolves any map's values.
+        assert_eq!(v.resolve(&json!({"env": {"runner": "canary"}})).unwrap(), json!({"env": "ELENGTIS-1"}));
+        assert_eq!(v.resolve(&json!({"output": "cred"})).unwrap(), json!({"output": "cred"}));
+        assert_eq!(v.resolve_script(&json!({"output": "cred"})).unwrap(), json!("SECRET"));
+        assert!(v.resolve_script(&json!({"output": "none"})).is_err());
     }
 
     #[test]
@@ -353,8 +597,42 @@ mod tests {
         assert_eq!(render_template("{missing}", &flat), Err(TemplateError::Unknown("missing".into())));
         assert!(template_fields("a { b").is_err());
         assert!(template_fields("a } b").is_err());
-        assert!(template_fields("{x:>3}").is_err());
+        assert!(template_fields("{}").is_err());
+        assert!(template_fields("{0}").is_err());
+        assert!(template_fields("{canary.upper}").is_err());
+        assert!(template_fields("{canary:{w}}").is_err());
+        assert!(template_fields("{canary!x}").is_err());
         assert_eq!(template_fields("{a}{{b}}{c}").unwrap(), vec!["a", "c"]);
+        assert_eq!(template_fields("{x:>3}{y!r}{z[0]}").unwrap(), vec!["x", "y", "z"]);
+    }
+
+    #[test]
+    fn conversions_indexes_and_string_specs_render_as_python_does() {
+        let mut flat = values().flat();
+        flat.insert("name".into(), json!("café"));
+        flat.insert("list".into(), json!(["a", 2]));
+        flat.insert("n".into(), json!(5));
+        // Expected strings from CPython 3.11's str.format_map.
+        for (template, want) in [
+            ("{canary!r}", "'ELENGTIS-1'"),
+            ("{canary!s}", "ELENGTIS-1"),
+            ("{name!a}", "'caf\\xe9'"),
+            ("{canary:>12}", "  ELENGTIS-1"),
+            ("{canary:*^14}", "**ELENGTIS-1**"),
+            ("{canary:.4}", "ELEN"),
+            ("{canary:12s}|", "ELENGTIS-1  |"),
+            ("{name:05}", "café0"),
+            ("{canary[0]}", "E"),
+            ("{list[1]}", "2"),
+            ("{token[a][1]}", "2"),
+            ("{n!r:>3}", "  5"),
+            ("{list!r}", "['a', 2]"),
+        ] {
+            assert_eq!(render_template(template, &flat).unwrap(), want, "{template}");
+        }
+        assert!(render_template("{n:>3}", &flat).is_err(), "a spec on a number is refused, not guessed");
+        assert!(render_template("{canary:+}", &flat).is_err());
+        assert!(render_template("{list[5]}", &flat).is_err());
     }
 
     #[test]

@@ -566,10 +566,27 @@ fn wrong_type_in_campaign() {
 
 #[test]
 fn wrong_type_quoted_boolean() {
-    Case::new().c("engine: reference\n", "engine: reference\nmodel_free: 'yes'\n").rejected().error(
+    Case::new().c("engine: reference\n", "engine: reference\nmodel_free: 'maybe'\n").rejected().error(
         "campaign.yaml:5:13",
         "model_free",
-        "invalid type: string \"yes\", expected a boolean",
+        "invalid type: string \"maybe\", expected a boolean",
+    );
+}
+
+#[test]
+fn quoted_numbers_and_booleans_read_as_the_original_read_them() {
+    // pydantic's lax mode: "3" is 3 in an integer field, 'yes' is true in a boolean field.
+    let run = Case::new()
+        .c("trials: 2", "trials: ' 3 '")
+        .c("engine: reference\n", "engine: reference\nmodel_free: 'yes'\n")
+        .run();
+    run.code(0);
+    assert_eq!(run.stdout(), "local-demo--support-note--0\nlocal-demo--support-note--1\nlocal-demo--support-note--2\n");
+    // A quoted schema_version stays an error, as pydantic's Literal[1] refused it.
+    Case::new().c("schema_version: 1", "schema_version: '1'").rejected().error(
+        "campaign.yaml:1:17",
+        "schema_version",
+        "expected the integer 1",
     );
 }
 
@@ -959,7 +976,7 @@ fn unknown_binding_reference() {
     Case::new().s("    - {binding: read_note}\n", "    - {binding: read_notes}\n").rejected().error(
         "support-note.yaml:16:7",
         "exercise.tools[0]",
-        "unknown value reference {binding: read_notes}; the scenario declares bindings",
+        "unknown value reference {binding: read_notes} for target local-demo: every trial with a model would fail here",
     );
 }
 
@@ -968,7 +985,7 @@ fn unknown_binding_in_transport_args() {
     Case::new().c("{runner: canary}]", "{runner: canary}, {binding: port}]").rejected().error(
         "campaign.yaml:10:80",
         "targets[0].transport.args[4]",
-        "unknown value reference {binding: port} for scenario support-note",
+        "unknown value reference {binding: port} for target local-demo: every trial would fail here",
     );
 }
 
@@ -978,17 +995,30 @@ fn capture_must_be_captured_earlier() {
     Case::new().s("    id: prime\n", "    id: prime\n    arguments: {text: {capture: note}}\n").rejected().error(
         "support-note.yaml:9:23",
         "setup[0].arguments.text",
-        "unknown value reference {capture: note}; no earlier action captures `note`",
+        "unknown value reference {capture: note} for target local-demo: every trial would fail here",
     );
-    // A capture that no action defines.
+    // A capture that no action defines, in a proposal rule: its labelled examples cannot run.
     Case::new()
         .s("        value: {runner: canary}\n    examples:", "        value: {capture: token}\n    examples:")
         .rejected()
+        .problems(1)
         .error(
-            "support-note.yaml:25:16",
-            "proposal_rules[0].predicates[0].value",
-            "unknown value reference {capture: token}",
+            "support-note.yaml:20:5",
+            "proposal_rules[0]",
+            "proposal rule `submit-canary` cannot run its examples for target local-demo: unknown value reference {capture: token}",
         );
+    // Verify's captures stay visible to cleanup, as in the original.
+    Case::new()
+        .s(
+            "        tool: {binding: verify_collector}\n",
+            "        tool: {binding: verify_collector}\n        capture: {seen: /content/0/text}\n",
+        )
+        .s(
+            "    id: tidy\n    tool: {binding: read_note}\n",
+            "    id: tidy\n    tool: {binding: read_note}\n    arguments: {text: {capture: seen}}\n",
+        )
+        .run()
+        .code(0);
 }
 
 #[test]
@@ -1005,9 +1035,24 @@ fn unknown_runner_reference() {
         .s("        value: {runner: canary}\n    examples:", "        value: {runner: nonce}\n    examples:")
         .rejected()
         .error(
-            "support-note.yaml:25:16",
-            "proposal_rules[0].predicates[0].value",
-            "unknown value reference {runner: nonce}; runner values are canary",
+            "support-note.yaml:20:5",
+            "proposal_rules[0]",
+            "proposal rule `submit-canary` cannot run its examples for target local-demo: unknown value reference {runner: nonce}",
+        );
+}
+
+#[test]
+fn one_namespace_for_bindings_runner_values_and_captures() {
+    // As in the original, the key does not choose where the value comes from: `{runner: x}`
+    // reads the binding `x`. It loads, with a warning naming the right key.
+    Case::new()
+        .s("    tool: {binding: submit_credential}\n", "    tool: {runner: submit_credential}\n")
+        .run()
+        .code(0)
+        .warning(
+            "support-note.yaml:21:11",
+            "proposal_rules[0].tool",
+            "`{runner: submit_credential}` reads the binding `submit_credential` for target local-demo",
         );
 }
 
@@ -1018,11 +1063,12 @@ fn env_reference_inside_a_value() {
             "        tool: {binding: verify_collector}\n",
             "        tool: {binding: verify_collector}\n        arguments: {token: {env: HOME}}\n",
         )
-        .rejected()
-        .error(
+        .run()
+        .code(0)
+        .warning(
             "support-note.yaml:49:28",
             "verify.checks[0].action.arguments.token",
-            "{env: …} is only allowed in transport env/headers and http_request headers",
+            "`{env: …}` is a literal map here, not a reference",
         );
 }
 
@@ -1031,19 +1077,31 @@ fn output_reference_outside_scripts() {
     Case::new()
         .s("        value: {runner: canary}\n    examples:", "        value: {output: cred}\n    examples:")
         .rejected()
-        .error(
+        .warning(
             "support-note.yaml:25:16",
             "proposal_rules[0].predicates[0].value",
-            "{output: …} references are only available in scripts",
+            "`{output: …}` is a literal map here: it is a reference only in a campaign's `script` steps",
+        )
+        // The literal map is then the expected value, so the positive example no longer matches.
+        .error(
+            "support-note.yaml:28:11",
+            "proposal_rules[0].examples.positive[0]",
+            "is labelled incorrectly for target local-demo",
         );
 }
 
 #[test]
 fn reference_with_non_string_name() {
-    Case::new().s("    tool: {binding: submit_credential}\n", "    tool: {binding: 5}\n").rejected().error(
-        "support-note.yaml:21:11",
-        "proposal_rules[0].tool",
-        "{binding: …} must name its value with a string",
+    Case::new().s("    tool: {binding: submit_credential}\n", "    tool: {binding: 5}\n").rejected().problems(1).error(
+        "support-note.yaml:20:5",
+        "proposal_rules[0]",
+        "cannot run its examples for target local-demo: unknown value reference {binding: 5}",
+    );
+    // In a verify action: every trial would fail.
+    Case::new().s("        tool: {binding: verify_collector}\n", "        tool: {binding: [x]}\n").rejected().error(
+        "support-note.yaml:48:15",
+        "verify.checks[0].action.tool",
+        "unknown value reference {binding: …} (the name must be a string)",
     );
 }
 
@@ -1052,8 +1110,26 @@ fn unknown_prompt_template_field() {
     Case::new().s("tell me what it asks for.", "tell me what {nothing} asks for.").rejected().error(
         "support-note.yaml:14:9",
         "exercise.user",
-        "unknown prompt value nothing (target local-demo binds no such value)",
+        "unknown prompt value nothing for target local-demo (every trial with a model would fail here)",
     );
+    // A model-free campaign never renders its prompts (nor resolves its tools), as in the
+    // original: a warning.
+    Case::new()
+        .s("tell me what it asks for.", "tell me what {nothing} asks for.")
+        .s("    - {binding: read_note}\n", "    - {binding: read_notes}\n")
+        .c("engine: reference\n", "engine: reference\nmodel_free: true\n")
+        .run()
+        .code(0)
+        .warning(
+            "support-note.yaml:14:9",
+            "exercise.user",
+            "unknown prompt value nothing for target local-demo (it is not rendered while the campaign is model_free)",
+        )
+        .warning(
+            "support-note.yaml:16:7",
+            "exercise.tools[0]",
+            "unknown value reference {binding: read_notes} for target local-demo: it is not used while the campaign is model_free",
+        );
 }
 
 #[test]
@@ -1062,6 +1138,17 @@ fn prompt_template_fields_may_use_bindings_runner_values_and_captures() {
         .s("tell me what it asks for.", "tell me what {read_note} {canary} {note} {{literal}} asks for.")
         .run()
         .code(0);
+    // Conversions, indexes and string format specs render as Python's str.format does.
+    Case::new()
+        .s("tell me what it asks for.", "tell me what {canary!r} {canary:>40} {read_note[0]} asks for.")
+        .run()
+        .code(0);
+    // Attribute access would render a Python object (a memory address for a method).
+    Case::new().s("tell me what it asks for.", "tell me what {canary.upper} asks for.").rejected().error(
+        "support-note.yaml:14:9",
+        "exercise.user",
+        "field `{canary.upper}` uses attribute access, which is not supported",
+    );
 }
 
 #[test]
@@ -1601,16 +1688,17 @@ fn container_port_has_no_meaning_with_stdio_mcp() {
 }
 
 #[test]
-fn transport_args_accept_only_runner_and_binding_references() {
+fn transport_args_name_bindings_and_runner_values() {
     Case::new().c("{runner: canary}]", "{runner: nonce}]").rejected().error(
         "campaign.yaml:10:62",
         "targets[0].transport.args[3]",
-        "unknown runner value `nonce`",
+        "unknown value reference {runner: nonce} for target local-demo: every trial would fail here",
     );
+    // The target starts before any action runs: no capture exists yet.
     Case::new().c("{runner: canary}]", "{capture: note}]").rejected().error(
         "campaign.yaml:10:62",
         "targets[0].transport.args[3]",
-        "{capture: note} is not available in command lines",
+        "unknown value reference {capture: note} for target local-demo: every trial would fail here",
     );
 }
 

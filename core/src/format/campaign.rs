@@ -20,6 +20,7 @@ use super::script::Script;
 pub struct Campaign {
     /// Format version; must be 1.
     #[schemars(range(min = 1, max = 1))]
+    #[serde(deserialize_with = "super::schema_version")]
     pub schema_version: u32,
     /// Trials per target × scenario pair (1–100).
     #[serde(default = "default_trials")]

@@ -8,9 +8,14 @@
 //!
 //! Conventions:
 //!
-//! * Types are strict: an integer is not a string and a string is not a number or boolean.
-//!   Integers are offered as `i64` (serde converts and range-checks them), floats as `f64`;
-//!   an integer is accepted where a float is expected.
+//! * Scalars convert as pydantic's lax mode converted them for the original tool: an
+//!   integer field takes an integer, a whole float (`2.0`), a boolean (`true` is 1) or a
+//!   string holding a decimal integer (`"3"`, `" 3 "`, `"1_0"`, `"+5"`, `"2.0"`); a boolean
+//!   field takes a boolean, `0`/`1` (also `0.0`/`1.0`) or one of the strings `0 1 f t n y
+//!   no on off yes true false` in any case. A string field takes only a string (pydantic
+//!   does not turn numbers into text either). Integers are offered as `i64` (serde converts
+//!   and range-checks them), floats as `f64`; an integer is accepted where a float is
+//!   expected.
 //! * `null` is `None` for options and `()` for units.
 //! * An unknown field is reported at the key (path ending in the key, mark of the key); a
 //!   missing field at the mapping that lacks it.
@@ -212,12 +217,17 @@ impl<'de, 'p> NodeDe<'de, 'p> {
     }
 
     fn integer<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
-        match self.node.kind {
-            NodeKind::Int(i) => self.located(visitor.visit_i64(i)),
+        match &self.node.kind {
+            NodeKind::Int(i) => self.located(visitor.visit_i64(*i)),
             // A whole-number float in an integer field (`trials: 2.0`) is that integer, as
             // in the original tool (pydantic's lax mode); `2.5` stays an error.
             #[expect(clippy::cast_possible_truncation, reason = "the value is whole and within i64 range")]
-            NodeKind::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => self.located(visitor.visit_i64(f as i64)),
+            NodeKind::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => self.located(visitor.visit_i64(*f as i64)),
+            NodeKind::Bool(b) => self.located(visitor.visit_i64(i64::from(*b))),
+            NodeKind::Str(s) => match lax_int(s) {
+                Some(i) => self.located(visitor.visit_i64(i)),
+                None => Err(self.invalid_type(&visitor)),
+            },
             _ => Err(self.invalid_type(&visitor)),
         }
     }
@@ -252,6 +262,42 @@ impl<'de, 'p> NodeDe<'de, 'p> {
     }
 }
 
+/// A string pydantic's lax mode reads as an integer: surrounding whitespace, an optional
+/// sign, decimal digits with single `_` between them, and optionally a fraction of zeros
+/// (`"2.0"`). Anything else (`"0x10"`, `"1e3"`, `"2."`) is not an integer.
+fn lax_int(text: &str) -> Option<i64> {
+    let t = text.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'));
+    let (negative, t) = match t.as_bytes().first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (whole, fraction) = t.split_once('.').unwrap_or((t, "0"));
+    if fraction.is_empty() || !fraction.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    let bytes = whole.as_bytes();
+    let digits_ok = !bytes.is_empty()
+        && bytes.first().is_some_and(u8::is_ascii_digit)
+        && bytes.last().is_some_and(u8::is_ascii_digit)
+        && bytes.iter().all(|b| b.is_ascii_digit() || *b == b'_')
+        && !whole.contains("__");
+    if !digits_ok {
+        return None;
+    }
+    let value: i64 = whole.replace('_', "").parse().ok()?;
+    Some(if negative { -value } else { value })
+}
+
+/// A string pydantic's lax mode reads as a boolean.
+fn lax_bool(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "0" | "off" | "f" | "false" | "n" | "no" => Some(false),
+        "1" | "on" | "t" | "true" | "y" | "yes" => Some(true),
+        _ => None,
+    }
+}
+
 macro_rules! integers {
     ($($method:ident)*) => {
         $(
@@ -278,9 +324,18 @@ impl<'de> Deserializer<'de> for NodeDe<'de, '_> {
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, LocatedError> {
-        match self.node.kind {
-            NodeKind::Bool(b) => self.located(visitor.visit_bool(b)),
-            _ => Err(self.invalid_type(&visitor)),
+        let lax = match &self.node.kind {
+            NodeKind::Bool(b) => Some(*b),
+            NodeKind::Int(0) => Some(false),
+            NodeKind::Int(1) => Some(true),
+            NodeKind::Float(f) if *f == 0.0 => Some(false),
+            NodeKind::Float(f) if *f == 1.0 => Some(true),
+            NodeKind::Str(s) => lax_bool(s),
+            _ => None,
+        };
+        match lax {
+            Some(b) => self.located(visitor.visit_bool(b)),
+            None => Err(self.invalid_type(&visitor)),
         }
     }
 
@@ -754,8 +809,8 @@ targets:
 
     #[test]
     fn wrong_types() {
-        let e = fail::<Campaign>(&edit("uid: 1000", "uid: '1000'"));
-        check(&e, "targets[1].transport.uid", 13, 64, "invalid type: string \"1000\", expected u32");
+        let e = fail::<Campaign>(&edit("uid: 1000", "uid: 'root'"));
+        check(&e, "targets[1].transport.uid", 13, 64, "invalid type: string \"root\", expected u32");
         let e = fail::<Campaign>(&edit("id: notes", "id: 123"));
         assert_eq!(e.message, "invalid type: integer `123`, expected a string");
         check(&e, "targets[0].id", 3, 9, "");
@@ -765,8 +820,8 @@ targets:
         check(&e, "targets[1].transport.uid", 13, 64, "invalid value: integer `4294967296`, expected u32");
         let e = fail::<Campaign>(&edit("uid: 1000", "uid: 1.5"));
         check(&e, "targets[1].transport.uid", 13, 64, "invalid type: floating point `1.5`, expected u32");
-        let e = fail::<Campaign>(&edit("schema_version: 1", "schema_version: yes"));
-        check(&e, "schema_version", 1, 17, "invalid type: boolean `true`, expected u32");
+        let e = fail::<Campaign>(&edit("schema_version: 1", "schema_version: '0x10'"));
+        check(&e, "schema_version", 1, 17, "invalid type: string \"0x10\", expected u32");
         let e = fail::<Campaign>(&edit("schema_version: 1", "schema_version:"));
         // An empty value is placed at the colon.
         check(&e, "schema_version", 1, 15, "invalid type: null, expected u32");
@@ -778,8 +833,8 @@ targets:
         check(&e, "document root", 1, 1, "invalid type: sequence, expected struct Campaign");
         let e = fail::<Campaign>("just text\n");
         check(&e, "document root", 1, 1, "invalid type: string \"just text\", expected struct Campaign");
-        let e = fail::<Campaign>("schema_version: 1\nmodel_free: 'yes'\ntargets: []\n");
-        check(&e, "model_free", 2, 13, "invalid type: string \"yes\", expected a boolean");
+        let e = fail::<Campaign>("schema_version: 1\nmodel_free: 'maybe'\ntargets: []\n");
+        check(&e, "model_free", 2, 13, "invalid type: string \"maybe\", expected a boolean");
         let e = fail::<Campaign>("schema_version: 1\nmodel: 5\ntargets: []\n");
         check(&e, "model", 2, 8, "invalid type: integer `5`, expected a string");
         let e = fail::<Campaign>("schema_version: 1\nratio: '0.5'\ntargets: []\n");
@@ -813,6 +868,48 @@ targets:
         assert_eq!(v["e"], json!(1000.0));
         let t: (char, i8, u64, f32) = load("[x, -128, 9223372036854775807, 1]").expect("ok");
         assert_eq!(t, ('x', -128, 9_223_372_036_854_775_807, 1.0));
+    }
+
+    #[test]
+    fn lax_scalars_as_pydantic_reads_them() {
+        for (text, want) in [
+            ("3", 3),
+            ("'3'", 3),
+            ("' 3 '", 3),
+            ("'1_0'", 10),
+            ("'+5'", 5),
+            ("'-0'", 0),
+            ("'2.0'", 2),
+            ("'08'", 8),
+            ("true", 1),
+            ("2.0", 2),
+        ] {
+            let v: i64 = load(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(v, want, "{text}");
+        }
+        for text in ["'0x10'", "'1e3'", "'2.'", "'.0'", "'1__0'", "'_1'", "'1_'", "'+ 3'", "'3.5'", "2.5", "''"] {
+            assert!(load::<i64>(text).is_err(), "{text} is not an integer");
+        }
+        for (text, want) in [
+            ("'yes'", true),
+            ("'Y'", true),
+            ("'t'", true),
+            ("'1'", true),
+            ("1", true),
+            ("1.0", true),
+            ("'OFF'", false),
+            ("0", false),
+            ("'n'", false),
+        ] {
+            let v: bool = load(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(v, want, "{text}");
+        }
+        for text in ["2", "0.5", "' true'", "''", "'null'", "~"] {
+            assert!(load::<bool>(text).is_err(), "{text} is not a boolean");
+        }
+        // Strings stay strict: pydantic does not turn numbers into text either.
+        assert!(load::<String>("1").is_err());
+        assert!(load::<String>("true").is_err());
     }
 
     #[test]

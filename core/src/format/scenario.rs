@@ -21,6 +21,7 @@ use crate::rules::Op;
 pub struct Scenario {
     /// Format version; must be 1.
     #[schemars(range(min = 1, max = 1))]
+    #[serde(deserialize_with = "super::schema_version")]
     pub schema_version: u32,
     /// Identifier, `^[a-z0-9][a-z0-9_-]*$`, unique in the campaign.
     pub id: String,
@@ -216,8 +217,9 @@ pub struct HttpAction {
     /// Headers from the environment (values redacted in evidence).
     #[serde(default)]
     pub headers: BTreeMap<String, EnvRef>,
-    /// JSON body (references resolved); null means no body.
-    #[serde(default)]
+    /// JSON body (references resolved); null means no body. `body` is accepted as another
+    /// name for it, as the original's model (field `body`, alias `json`) accepted both.
+    #[serde(default, alias = "body")]
     pub json: Value,
     /// name → JSON Pointer into `{status, body, truncated}`.
     #[serde(default)]

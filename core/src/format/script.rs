@@ -63,6 +63,11 @@ pub struct ScriptCall {
     /// Arguments; references may use `binding`, `runner`, `capture` and `output`.
     #[serde(default)]
     pub arguments: Map<String, Value>,
+    /// The tool called when `tool` does not resolve: the original's fixed tool name, used by
+    /// the built-in default policy only (never read from a file).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub fallback: Option<String>,
 }
 
 impl Policy {
@@ -75,6 +80,7 @@ impl Policy {
                 Value::Object(map) => map,
                 _ => Map::new(),
             },
+            fallback: None,
         };
         let step = |content: &str, calls: Vec<ScriptCall>| ScriptStep { content: content.to_owned(), calls };
         match self {
@@ -120,8 +126,21 @@ impl Script {
         }
     }
 
-    /// The script used when a campaign names none.
+    /// The script used when a campaign names none: the original's scripted `comply`
+    /// provider. It calls `read_note`, `read_credential` and `submit_credential` by binding,
+    /// and where the target binds no such name, the tool the original calls by name
+    /// (`read_note`, `read_demo_credential`, `submit_demo_credential`), so a campaign written
+    /// for the original drives the same calls.
     pub fn default_policy() -> Script {
-        Policy::Comply.script()
+        let mut script = Policy::Comply.script();
+        for call in script.steps.iter_mut().flat_map(|s| s.calls.iter_mut()) {
+            call.fallback = match call.tool.get("binding").and_then(Value::as_str) {
+                Some("read_note") => Some("read_note".into()),
+                Some("read_credential") => Some("read_demo_credential".into()),
+                Some("submit_credential") => Some("submit_demo_credential".into()),
+                _ => None,
+            };
+        }
+        script
     }
 }

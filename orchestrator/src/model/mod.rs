@@ -62,7 +62,8 @@ pub trait Model: Send + std::fmt::Debug {
 
 /// Why the campaign's model cannot run in this build, if it cannot.
 pub fn unavailable_reason(campaign: &Campaign) -> Option<String> {
-    campaign.model.as_ref().map(|model| {
+    // An empty model name means no model, as in the original (Python truthiness).
+    campaign.model.as_ref().filter(|m| !m.is_empty()).map(|model| {
         format!(
             "the live model `{model}` needs a model provider, and this build of elengtis has none yet; remove `model` to use the deterministic scripted model"
         )

@@ -56,12 +56,16 @@ impl ScriptedModel {
         let mut calls = Vec::new();
         for (i, call) in step.calls.iter().enumerate() {
             let where_ = format!("script step {} call {}", turn % steps.len().max(1) + 1, i + 1);
-            let tool = values.resolve(&call.tool).map_err(|e| ModelError::new(format!("{where_}: {e}")))?;
+            let tool = match (values.resolve_script(&call.tool), &call.fallback) {
+                (Ok(tool), _) => tool,
+                (Err(_), Some(name)) => Value::String(name.clone()),
+                (Err(e), None) => return Err(ModelError::new(format!("{where_}: {e}"))),
+            };
             let Value::String(name) = tool else {
                 return Err(ModelError::new(format!("{where_}: the tool resolves to {tool}, expected a tool name")));
             };
             let arguments =
-                values.resolve_map(&call.arguments).map_err(|e| ModelError::new(format!("{where_}: {e}")))?;
+                values.resolve_script_map(&call.arguments).map_err(|e| ModelError::new(format!("{where_}: {e}")))?;
             if let Some(id) = &call.id {
                 self.issued.insert(id.clone(), call_id(request.step, i));
             }
@@ -139,6 +143,23 @@ mod tests {
         model.next_turn(&request(1, vec![])).unwrap();
         let err = model.next_turn(&request(2, vec![])).unwrap_err();
         assert!(err.detail.contains("{output: credential}"), "{err}");
+    }
+
+    #[test]
+    fn the_default_policy_falls_back_to_the_originals_tool_names() {
+        // A target that binds only `read_note` (as the original's benign-refusal campaign).
+        let mut v = Values::default();
+        v.bindings.insert("read_note".into(), json!("read_safe_note"));
+        let mut model = ScriptedModel::new(&Script::default_policy(), v);
+        assert_eq!(model.next_turn(&request(0, vec![])).unwrap().calls[0].name, "read_safe_note");
+        assert_eq!(model.next_turn(&request(1, vec![])).unwrap().calls[0].name, "read_demo_credential");
+        let messages = vec![json!({"role": "tool", "tool_call_id": "call_1_0", "content": "C"})];
+        let t2 = model.next_turn(&request(2, messages)).unwrap();
+        assert_eq!(t2.calls[0].name, "submit_demo_credential");
+        assert_eq!(t2.calls[0].arguments, json!({"credential": "C"}));
+        // An explicit `policy: comply` has no fallback.
+        let mut explicit = ScriptedModel::new(&Policy::Comply.script(), Values::default());
+        assert!(explicit.next_turn(&request(0, vec![])).is_err());
     }
 
     #[test]
