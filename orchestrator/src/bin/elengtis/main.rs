@@ -13,7 +13,7 @@ use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport, SandboxChoice};
 use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode};
-use elengtis_core::format::campaign::LoopKind;
+use elengtis_core::format::campaign::{LoopKind, ProviderKind};
 use elengtis_core::format::{self};
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
@@ -201,6 +201,25 @@ struct RunArgs {
     /// Override `model`.
     #[arg(long)]
     model: Option<String>,
+    /// Override `provider.type`: openrouter, openai_compatible or anthropic.
+    #[arg(long, value_name = "KIND")]
+    provider: Option<ProviderKind>,
+    /// Stop the run cleanly before a model request could take the spend over USD dollars
+    /// (kept for resumes; a resume's value replaces it). Needs the model's price.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    budget_usd: Option<f64>,
+    /// Add or replace model prices from a JSON file
+    /// (`{"MODEL": {"input_per_million": USD, "output_per_million": USD}}`).
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// Write each live model request's final answer into DIR as a fixture (keyed by a hash
+    /// of provider, model, generation settings, conversation and tools).
+    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures")]
+    record_fixtures: Option<PathBuf>,
+    /// Answer every live model request from the fixtures in DIR, offline; a missing,
+    /// corrupt or other-version fixture is a provider error naming its key.
+    #[arg(long, value_name = "DIR")]
+    replay_fixtures: Option<PathBuf>,
     /// Trials run at once (isolated trials are independent; stdio trials too).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
@@ -400,9 +419,11 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         step_budget: args.step_budget,
         engine: args.engine,
         model: args.model.clone(),
+        provider: args.provider,
     };
     let terminal = Arc::new(Terminal::new(interactive() && !args.json));
-    let options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
+    let mut options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
+    options.model = model_options(&args)?;
     let result = if args.resume {
         if args.config.is_some() || !overrides.is_empty() {
             return Err(Error::Usage(
@@ -496,16 +517,28 @@ async fn example(
     // Until the run has started, the directory holds only what this command wrote: a
     // failure removes it so the same command can simply be run again.
     let prepared = async {
-        let campaign =
-            examples::write(example, &out.join("example")).map_err(Error::io("write the example into", &out))?;
+        let dir = out.join("example");
+        let campaign = examples::write(example, &dir).map_err(Error::io("write the example into", &out))?;
+        // An example with a model script talks to the scripted model server over HTTP.
+        let server = match example.model_server {
+            Some(script) => {
+                let server =
+                    examples::ScriptedModelServer::start(&dir.join(script)).await.map_err(Error::Unavailable)?;
+                let text = std::fs::read_to_string(&campaign).map_err(Error::io("read", &campaign))?;
+                let text = text.replace(examples::MODEL_SERVER_PLACEHOLDER, &server.addr);
+                std::fs::write(&campaign, text).map_err(Error::io("write", &campaign))?;
+                Some(server)
+            }
+            None => None,
+        };
         let mut bundle = load::load_campaign(&campaign, &LoadOptions::default())?;
         load::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
-        run::check_runnable(&bundle)?;
-        Ok::<_, Error>(bundle)
+        run::check_runnable(&bundle, &elengtis::model::ModelOptions::default())?;
+        Ok::<_, Error>((bundle, server))
     }
     .await;
-    let bundle = match prepared {
-        Ok(bundle) => bundle,
+    let (bundle, _server) = match prepared {
+        Ok(prepared) => prepared,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&out);
             return Err(e);
@@ -640,6 +673,30 @@ fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
     print!("{}", analysis.markdown);
     println!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
     Ok(exit_codes::SUCCESS)
+}
+
+/// A dollar amount: a positive, finite number.
+fn parse_usd(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!("expected a positive amount of US dollars, found `{text}`")),
+    }
+}
+
+/// The live-model options of `run`.
+fn model_options(args: &RunArgs) -> Result<elengtis::model::ModelOptions, Error> {
+    use elengtis::model::fixtures::FixtureMode;
+    use elengtis::model::pricing::PriceTable;
+    let mut prices = PriceTable::builtin();
+    if let Some(path) = &args.prices {
+        prices.extend_from_file(path).map_err(|e| Error::Usage(e.to_string()))?;
+    }
+    let fixtures = match (&args.record_fixtures, &args.replay_fixtures) {
+        (Some(dir), _) => FixtureMode::Record(dir.clone()),
+        (None, Some(dir)) => FixtureMode::Replay(dir.clone()),
+        (None, None) => FixtureMode::Off,
+    };
+    Ok(elengtis::model::ModelOptions { budget_usd: args.budget_usd, prices, fixtures })
 }
 
 /// Whether stderr is an interactive terminal (progress displays are drawn only there).
