@@ -361,22 +361,17 @@ fn check_provider(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptio
     if let (Some(name), None) = (default_key, campaign.provider.as_ref().and_then(|p| p.api_key.as_ref())) {
         warn_unset(c, &root.k("model"), name, &format!("the {kind} API key"));
     }
-    match Generation::parse(&campaign.generation, campaign.provider_route.as_deref()) {
-        Err(problems) => {
-            for (key, message) in problems {
-                c.err(doc, &root.k("generation").k(&key), message);
-            }
-        }
-        Ok(settings) => {
-            for (key, message) in generation::unsupported(kind, &settings) {
-                let at = if key == "route" && !campaign.generation.contains_key("route") {
-                    root.k("provider_route")
-                } else {
-                    root.k("generation").k(&key)
-                };
-                c.err(doc, &at, format!("cannot be honoured: {message}"));
-            }
-        }
+    let (settings, problems) = Generation::read(&campaign.generation, campaign.provider_route.as_deref());
+    for (key, message) in problems {
+        c.err(doc, &root.k("generation").k(&key), message);
+    }
+    for (key, message) in generation::unsupported(kind, &settings) {
+        let at = if key == "route" && !campaign.generation.contains_key("route") {
+            root.k("provider_route")
+        } else {
+            root.k("generation").k(&key)
+        };
+        c.err(doc, &at, format!("cannot be honoured: {message}"));
     }
 }
 

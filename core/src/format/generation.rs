@@ -111,6 +111,13 @@ impl Generation {
     /// route when `generation.route` is absent (as the original copied it). Unknown keys are
     /// the format's concern (reported by validation), not this function's.
     pub fn parse(map: &Map<String, Value>, provider_route: Option<&str>) -> Result<Generation, Vec<Problem>> {
+        let (g, problems) = Generation::read(map, provider_route);
+        if problems.is_empty() { Ok(g) } else { Err(problems) }
+    }
+
+    /// As [`Generation::parse`], but the settings that could be read are kept beside the
+    /// problems (validation reports what a provider cannot honour among them too).
+    pub fn read(map: &Map<String, Value>, provider_route: Option<&str>) -> (Generation, Vec<Problem>) {
         let mut g = Generation::default();
         let mut problems = Vec::new();
         let p = &mut problems;
@@ -164,7 +171,7 @@ impl Generation {
         if g.streaming && g.n.is_some_and(|n| n > 1) {
             problems.push(("n".to_owned(), "must be 1 when streaming (as the original's client required)".to_owned()));
         }
-        if problems.is_empty() { Ok(g) } else { Err(problems) }
+        (g, problems)
     }
 
     /// Deadline of one attempt, in milliseconds.
