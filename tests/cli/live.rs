@@ -189,11 +189,19 @@ fn every_wire_complies_plain_and_streamed() {
             scope.spawn(move || {
                 let dir = scratch();
                 let server = Server::start(dir.path(), &comply(json!([]), json!({})), &[]);
-                let provider = if wire == "openai" { openai(&server) } else { anthropic(&server) };
-                let kind = provider["type"].as_str().unwrap_or_default().to_owned();
+                // The streamed Anthropic run names its wire with `--provider` over a campaign
+                // written for an OpenAI-compatible endpoint (a `/v1` base is the host there).
+                let overridden = wire == "anthropic" && streaming;
+                let mut provider = if wire == "openai" || overridden { openai(&server) } else { anthropic(&server) };
+                if wire == "openai" && !streaming {
+                    provider["headers"] = json!({"X-Org": {"env": "ELENGTIS_TEST_ORG"}});
+                }
+                let kind = if wire == "openai" { "openai_compatible" } else { "anthropic" };
                 campaign(dir.path(), "scripted-comply", Some(provider), json!({"streaming": streaming}), 1);
-                let out = run_campaign(dir.path(), &[], &[("ANTHROPIC_API_KEY", "sk-ant-test")]);
-                let (row, evidence) = assert_complies(dir.path(), &out, &kind);
+                let flags: &[&str] = if overridden { &["--provider", "anthropic"] } else { &[] };
+                let env = [("ANTHROPIC_API_KEY", "sk-ant-test"), ("ELENGTIS_TEST_ORG", "org-42")];
+                let out = run_campaign(dir.path(), flags, &env);
+                let (row, evidence) = assert_complies(dir.path(), &out, kind);
                 let first = &evidence["exchanges"][0];
                 if wire == "anthropic" {
                     assert_eq!(row["diagnostics"]["first_finish_reason"], "tool_calls");
@@ -207,6 +215,14 @@ fn every_wire_complies_plain_and_streamed() {
                 let logged = server.requests();
                 assert_eq!(logged.len(), 4);
                 assert!(logged.iter().all(|l| l["status"] == 200 && l["stream"] == streaming), "{logged:#?}");
+                if wire == "openai" && !streaming {
+                    assert_eq!(logged[0]["headers"]["x-org"], "org-42", "{:#}", logged[0]);
+                }
+                if overridden {
+                    let manifest = read_json(&dir.path().join("out/manifest.json"));
+                    assert_eq!(manifest["campaign"]["provider"]["type"], "anthropic");
+                    assert!(logged.iter().all(|l| l["path"] == "/v1/messages"));
+                }
             });
         }
     });

@@ -104,7 +104,8 @@ enum Command {
         json: bool,
     },
     /// Measure stdio trials, isolated-container trials and the raw container lifecycle floor
-    /// (needs Docker and the bundled images: `elengtis images build`).
+    /// (needs Docker and the bundled images: `elengtis images build`), and the live-model
+    /// provider path's overhead per request against the scripted model server.
     Bench {
         /// Trials per measurement.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -119,6 +120,10 @@ enum Command {
         /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
+        /// Measure only the live-model provider path against the scripted model server
+        /// (no Docker needed).
+        #[arg(long)]
+        provider_only: bool,
     },
     /// (internal) Relay container: stay alive until stopped.
     #[command(hide = true, name = "relay-idle")]
@@ -309,7 +314,18 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
-        Command::Bench { trials, short, json, allow_vulnerable_engine } => {
+        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: true } => {
+            let trials = if short { 3 } else { trials };
+            let report = elengtis::bench::provider(elengtis::bench::provider_requests(trials)).await?;
+            if json {
+                println!("{}", json!(report));
+            } else {
+                print!("{}", elengtis::bench::render_provider(&report));
+            }
+            let _ = allow_vulnerable_engine;
+            Ok(exit_codes::SUCCESS)
+        }
+        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: false } => {
             let engine = docker::api::connect().await?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine).await?.warning() {
                 eprintln!("WARNING: {warning}");

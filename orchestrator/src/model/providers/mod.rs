@@ -625,6 +625,21 @@ impl Provider {
         result
     }
 
+    /// The normalised key material of `request` (computed only when recording or replaying).
+    fn material(&self, request: &ModelRequest) -> Value {
+        fixtures::material(
+            KeyInputs {
+                provider: self.config.kind.as_str(),
+                model: &self.config.model,
+                generation: &self.config.generation_map,
+                messages: &request.messages,
+                tools: &request.tools,
+                sample: self.sample,
+            },
+            &self.normaliser,
+        )
+    }
+
     fn record(
         &self,
         dir: &std::path::Path,
@@ -666,20 +681,9 @@ impl Provider {
 impl Model for Provider {
     async fn respond(&mut self, request: &ModelRequest) -> Result<ModelTurn, ModelError> {
         let body = self.config.body(request);
-        let material = fixtures::material(
-            KeyInputs {
-                provider: self.config.kind.as_str(),
-                model: &self.config.model,
-                generation: &self.config.generation_map,
-                messages: &request.messages,
-                tools: &request.tools,
-                sample: self.sample,
-            },
-            &self.normaliser,
-        );
-        let key = fixtures::key(&material);
         if let FixtureMode::Replay(dir) = &self.ctx.fixtures {
             let dir = dir.clone();
+            let key = fixtures::key(&self.material(request));
             return self.replay(&dir, &key, request.step, &body);
         }
         let reservation = match &self.ctx.budget {
@@ -713,10 +717,12 @@ impl Model for Provider {
             }
         }
         let configuration_error = matches!(&live.result, Err(e) if e.kind == ModelErrorKind::Configuration);
-        if let (FixtureMode::Record(dir), false) = (&self.ctx.fixtures, configuration_error)
-            && let Err(detail) = self.record(dir, &key, material, &body, &live)
-        {
-            return Err(ModelError { kind: ModelErrorKind::Fixture, detail });
+        if let (FixtureMode::Record(dir), false) = (&self.ctx.fixtures, configuration_error) {
+            let material = self.material(request);
+            let key = fixtures::key(&material);
+            if let Err(detail) = self.record(dir, &key, material, &body, &live) {
+                return Err(ModelError { kind: ModelErrorKind::Fixture, detail });
+            }
         }
         live.result
     }
