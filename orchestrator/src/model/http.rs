@@ -17,6 +17,9 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Connection deadline (the attempt's own deadline also bounds it).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Largest answer read (a completion is far smaller; a larger one is refused, not retried).
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
 /// The run's HTTP client for providers (connections are reused across trials).
 #[derive(Debug, Clone)]
 pub struct HttpClient(reqwest::Client);
@@ -59,6 +62,11 @@ pub enum TransportError {
         /// What broke.
         detail: String,
     },
+    /// The body is larger than [`MAX_BODY_BYTES`] (reading stopped there).
+    TooLarge {
+        /// The status that had arrived.
+        status: u16,
+    },
 }
 
 impl TransportError {
@@ -68,6 +76,7 @@ impl TransportError {
             TransportError::Connect(_) => "connect",
             TransportError::Timeout(_) => "timeout",
             TransportError::Body { .. } => "truncated_body",
+            TransportError::TooLarge { .. } => "body_too_large",
         }
     }
 }
@@ -81,6 +90,9 @@ impl std::fmt::Display for TransportError {
             }
             TransportError::Body { status, detail } => {
                 write!(f, "failed to read the answer (status {status}): the body was cut: {detail}")
+            }
+            TransportError::TooLarge { status } => {
+                write!(f, "failed to read the answer (status {status}): the body exceeds {MAX_BODY_BYTES} bytes")
             }
         }
     }
@@ -116,7 +128,16 @@ pub async fn post(
         let response = request.send().await.map_err(|e| TransportError::Connect(chain(&e)))?;
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
-        let bytes = response.bytes().await.map_err(|e| TransportError::Body { status, detail: chain(&e) })?;
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) =
+            response.chunk().await.map_err(|e| TransportError::Body { status, detail: chain(&e) })?
+        {
+            if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(TransportError::TooLarge { status });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         Ok(Answer { status, retry_after, body: String::from_utf8_lossy(&bytes).into_owned() })
     };
     match tokio::time::timeout(deadline, attempt).await {

@@ -492,17 +492,24 @@ impl Provider {
             exchange.latency_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
             let (verdict, text) = match answer {
                 Err(e) => {
-                    let kind = match e {
+                    let detail = format!("{}: {e}", e.class());
+                    let verdict = match e {
+                        TransportError::TooLarge { status } => {
+                            exchange.status = Some(status);
+                            Verdict::Fatal(ModelErrorKind::Malformed, detail)
+                        }
                         TransportError::Body { status, .. } => {
                             exchange.status = Some(status);
-                            ModelErrorKind::Malformed
+                            Verdict::Retry { kind: ModelErrorKind::Malformed, detail, wait: None, rate_limited: false }
                         }
-                        _ => ModelErrorKind::Unreachable,
+                        TransportError::Connect(_) | TransportError::Timeout(_) => Verdict::Retry {
+                            kind: ModelErrorKind::Unreachable,
+                            detail,
+                            wait: None,
+                            rate_limited: false,
+                        },
                     };
-                    (
-                        Verdict::Retry { kind, detail: format!("{}: {e}", e.class()), wait: None, rate_limited: false },
-                        None,
-                    )
+                    (verdict, None)
                 }
                 Ok(answer) => {
                     exchange.status = Some(answer.status);
