@@ -112,7 +112,7 @@ impl ProviderConfig {
         let generation =
             Generation::parse(&campaign.generation, campaign.provider_route.as_deref()).map_err(|problems| {
                 let list: Vec<String> = problems.into_iter().map(|(k, m)| format!("generation.{k}: {m}")).collect();
-                list.join("; ")
+                format!("failed to read the generation settings: {}", list.join("; "))
             })?;
         let mut generation_map = campaign.generation.clone();
         if let (Some(route), false) = (&campaign.provider_route, generation_map.contains_key("route")) {
