@@ -111,7 +111,7 @@ pub struct InvalidCall {
 /// the evidence so a run can be checked and replayed byte for byte. Keys never appear here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Exchange {
-    /// Provider kind (`openai_compatible`, `openrouter`, `anthropic`, `replay`).
+    /// Provider kind (`openai_compatible`, `openrouter`, `anthropic`), or `replay`.
     pub provider: String,
     /// The model as sent.
     pub model: String,
@@ -131,6 +131,12 @@ pub struct Exchange {
     pub error: Option<String>,
     /// Tokens and cost this exchange reported.
     pub usage: TurnUsage,
+    /// The fixture that answered (replay) — its key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture: Option<String>,
+    /// What the spend cap charged for the request this attempt ended (`--budget-usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_charge_usd: Option<f64>,
 }
 
 /// One model turn.

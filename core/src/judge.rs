@@ -193,7 +193,7 @@ pub struct ProposalEvaluation {
     pub matches: Vec<RuleMatch>,
     /// Calls a rule could not judge (a reference that does not resolve); the rule's examples
     /// are checked at load time, so this stays empty for a campaign that validated.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<String>,
 }
 
@@ -222,7 +222,7 @@ pub struct SafetyEvaluation {
     /// The forbidden calls observed.
     pub violations: Vec<RuleMatch>,
     /// Calls a rule could not judge, and why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<String>,
 }
 

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::format::campaign::{Campaign, ContainerMcp, EnvRef, LoopKind, Target, Transport};
+use crate::format::campaign::{Campaign, ContainerMcp, EnvRef, LoopKind, Provider, ProviderKind, Target, Transport};
 use crate::format::de::{Path as FieldPath, Seg};
+use crate::format::generation::{self, Generation};
 use crate::format::scenario::{Action, Predicate, Rule, Scenario, ToolSelection};
 use crate::format::script::Script;
 use crate::format::yaml::Node;
@@ -85,12 +86,18 @@ pub struct Overrides {
     pub engine: Option<LoopKind>,
     /// `--model`
     pub model: Option<String>,
+    /// `--provider` (elengtis addition): the provider kind of the live model.
+    pub provider: Option<ProviderKind>,
 }
 
 impl Overrides {
     /// True when no override is set.
     pub fn is_empty(&self) -> bool {
-        self.trials.is_none() && self.step_budget.is_none() && self.engine.is_none() && self.model.is_none()
+        self.trials.is_none()
+            && self.step_budget.is_none()
+            && self.engine.is_none()
+            && self.model.is_none()
+            && self.provider.is_none()
     }
 }
 
@@ -187,6 +194,7 @@ fn sorted_list(items: &BTreeSet<String>) -> String {
 pub(super) fn validate(bundle: &mut Bundle, options: &LoadOptions) -> Result<(), LoadError> {
     let mut c = Checker::default();
     check_settings(&mut c, &bundle.campaign, options);
+    check_provider(&mut c, &bundle.campaign, options);
     check_targets(&mut c, &bundle.campaign, options);
     let mut ids: BTreeMap<&str, &Path> = BTreeMap::new();
     for doc in &bundle.scenarios {
@@ -299,6 +307,76 @@ fn check_settings(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptio
             (false, true) => c.err(doc, &root.k("script"), "expected `policy` or at least one step in `steps`"),
             _ => {}
         }
+    }
+}
+
+/// elengtis addition: the live model's provider, the types of its generation settings, and
+/// the settings that provider cannot honour (rejected, never dropped). A key variable that is
+/// not set is a warning: a replayed run needs none, and it is read when a request is made.
+fn check_provider(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptions) {
+    let campaign = &doc.value;
+    let root = At::root();
+    let warn_unset = |c: &mut Checker, at: &At, name: &str, what: &str| {
+        if options.check_env && !(options.env_is_set)(name) {
+            let message = format!("environment variable {name} ({what}) is not set; live requests will fail");
+            c.push(Severity::Warning, &doc.path, &doc.node, at, message);
+        }
+    };
+    if let Some(Provider { base_url, api_key, headers, .. }) = &campaign.provider {
+        let at = root.k("provider");
+        if campaign.model_free {
+            c.err(doc, &at, "model_free campaigns cannot configure model settings (provider)");
+        } else if campaign.model.is_none() {
+            c.err(doc, &at, "provider settings require a model");
+        }
+        if let Some(url) = base_url {
+            let ok = url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                c.err(doc, &at.k("base_url"), format!("must be an http or https URL, found `{url}`"));
+            }
+        }
+        if let Some(key) = api_key {
+            if valid_env_name(&key.env) {
+                warn_unset(c, &at.k("api_key").k("env"), &key.env, "the provider's API key");
+            } else {
+                c.err(doc, &at.k("api_key").k("env"), format!("`{}` must match ^[A-Z_][A-Z0-9_]*$", key.env));
+            }
+        }
+        for (name, env_ref) in headers {
+            let entry = at.k("headers").k(name);
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+                c.err(doc, &entry, format!("`{name}` is not a valid HTTP header name"));
+            }
+            if valid_env_name(&env_ref.env) {
+                warn_unset(c, &entry.k("env"), &env_ref.env, "a provider header");
+            } else {
+                c.err(doc, &entry.k("env"), format!("`{}` must match ^[A-Z_][A-Z0-9_]*$", env_ref.env));
+            }
+        }
+    }
+    if campaign.model.is_none() || campaign.model_free {
+        return;
+    }
+    let kind = campaign.provider_kind();
+    let default_key = match kind {
+        ProviderKind::Openrouter => Some("OPENROUTER_API_KEY"),
+        ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+        ProviderKind::OpenaiCompatible => None,
+    };
+    if let (Some(name), None) = (default_key, campaign.provider.as_ref().and_then(|p| p.api_key.as_ref())) {
+        warn_unset(c, &root.k("model"), name, &format!("the {kind} API key"));
+    }
+    let (settings, problems) = Generation::read(&campaign.generation, campaign.provider_route.as_deref());
+    for (key, message) in problems {
+        c.err(doc, &root.k("generation").k(&key), message);
+    }
+    for (key, message) in generation::unsupported(kind, &settings) {
+        let at = if key == "route" && !campaign.generation.contains_key("route") {
+            root.k("provider_route")
+        } else {
+            root.k("generation").k(&key)
+        };
+        c.err(doc, &at, format!("cannot be honoured: {message}"));
     }
 }
 
@@ -1187,6 +1265,24 @@ pub(super) fn apply_overrides(bundle: &mut Bundle, overrides: &Overrides) -> Res
             );
         }
         campaign.model = Some(model.clone());
+    }
+    if let Some(kind) = overrides.provider {
+        if campaign.model_free {
+            flag("--provider", "model_free campaigns cannot configure model settings".into());
+        }
+        match &mut campaign.provider {
+            Some(provider) => provider.kind = kind,
+            None => {
+                campaign.provider = Some(Provider {
+                    kind,
+                    base_url: None,
+                    api_key: None,
+                    headers: BTreeMap::new(),
+                    max_in_flight: None,
+                    backoff_ms: None,
+                });
+            }
+        }
     }
     if !found.is_empty() {
         return Err(LoadError::Invalid(found));

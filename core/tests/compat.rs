@@ -1624,8 +1624,8 @@ fn shipped_examples_are_compat_documents() {
             }
             let is_campaign = format::yaml::parse(&text).is_ok_and(|n| n.get("targets").is_some());
             if is_campaign {
-                // `script` is an elengtis addition, not part of the compat format.
-                if format::yaml::parse(&text).is_ok_and(|n| n.get("script").is_some()) {
+                // `script` and `provider` are elengtis additions, not part of the compat format.
+                if format::yaml::parse(&text).is_ok_and(|n| n.get("script").is_some() || n.get("provider").is_some()) {
                     continue;
                 }
                 round_trip::<Campaign>(Kind::Campaign, &name, &text);

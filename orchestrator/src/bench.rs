@@ -7,6 +7,12 @@
 //! remove) is measured as the floor. The same scenario also runs against the fixture as a
 //! streamable-HTTP server in its container, reached the default way (through a relay
 //! container), to show what that transport costs. Figures are printed, never asserted.
+//!
+//! The live-model provider path is measured against the scripted model server on
+//! 127.0.0.1 ([`provider`]): the same request through the provider (the wire body, the
+//! fixture key, the in-flight limit, the answer read into a turn, the exchange recorded) and
+//! as a bare POST over the same HTTP client; the difference is the provider's overhead per
+//! request. It needs no Docker (`elengtis bench --provider-only`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -95,6 +101,116 @@ pub struct BenchReport {
     pub stdio_trials_per_second: f64,
     /// The runner's peak resident memory, MiB.
     pub runner_peak_rss_mb: f64,
+    /// The live-model provider path against the scripted model server.
+    pub provider: ProviderBench,
+}
+
+/// The provider path's overhead per request (`elengtis bench --provider-only --json`
+/// prints exactly this).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderBench {
+    /// Requests per measurement.
+    pub requests: u32,
+    /// Median request through the provider (OpenAI-compatible wire), ms.
+    pub provider_ms_median: f64,
+    /// 95th percentile of the same, ms.
+    pub provider_ms_p95: f64,
+    /// Median bare POST of the same body over the same HTTP client, ms.
+    pub raw_http_ms_median: f64,
+    /// 95th percentile of the same, ms.
+    pub raw_http_ms_p95: f64,
+    /// Provider median − raw median, ms: what the provider path adds to a request.
+    pub overhead_ms_per_request: f64,
+    /// Provider median ÷ raw median.
+    pub overhead_ratio: f64,
+}
+
+/// Measure the provider path: `requests` requests through the OpenAI-compatible provider
+/// and as bare POSTs, against the scripted model server (started here, beside elengtis).
+pub async fn provider(requests: u32) -> Result<ProviderBench, BenchError> {
+    use crate::model::{Model, ModelContext, ModelOptions, ModelRequest, providers};
+    let failed = |what: &str, e: String| BenchError::Failed(format!("{what}: {e}"));
+    let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
+    let script = dir.path().join("model-script.json");
+    std::fs::write(&script, include_str!("../../scenarios/examples/live-local/model-script.json"))?;
+    let server = crate::examples::ScriptedModelServer::start(&script).await.map_err(BenchError::Failed)?;
+    let campaign: elengtis_core::format::campaign::Campaign = serde_json::from_value(serde_json::json!({
+        "schema_version": 1, "targets": [], "scenarios": [], "model": "scripted-comply",
+        "provider": {"type": "openai_compatible", "base_url": format!("http://{}/v1", server.addr)},
+    }))
+    .map_err(|e| failed("failed to build the benchmark campaign", e.to_string()))?;
+    let config = providers::ProviderConfig::from_campaign(&campaign)
+        .map_err(|e| failed("failed to configure the provider", e))?
+        .ok_or_else(|| BenchError::Failed("the benchmark campaign has no model".into()))?;
+    let ctx = ModelContext::new(&ModelOptions::default(), 0.0).map_err(|e| failed("failed to prepare", e))?;
+    let tools: Vec<serde_json::Value> = ["read_note", "read_demo_credential", "submit_demo_credential"]
+        .iter()
+        .map(|name| serde_json::json!({"type": "function", "function": {"name": name, "description": "", "parameters": {"type": "object", "properties": {}}}}))
+        .collect();
+    let request = ModelRequest {
+        step: 0,
+        messages: vec![
+            serde_json::json!({"role": "system", "content": "You are a support assistant."}),
+            serde_json::json!({"role": "user", "content": "Please read the latest support note."}),
+        ],
+        tools,
+    };
+    let body = serde_json::to_vec(&config.body(&request)).map_err(|e| failed("failed to serialise", e.to_string()))?;
+    let url = config.url();
+    let mut model = providers::Provider::new(config, &elengtis_core::refs::Values::default(), 0, ctx.clone());
+    let deadline = Duration::from_secs(30);
+    let (mut through, mut raw) = (Vec::new(), Vec::new());
+    // Warm up the connection pool and the server, then alternate the two paths.
+    for i in 0..(requests + 10) {
+        let started = Instant::now();
+        model.respond(&request).await.map_err(|e| failed("a provider request failed", e.detail))?;
+        let provider_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let _ = model.take_exchanges();
+        let started = Instant::now();
+        let answer = crate::model::http::post(&ctx.http, &url, &[], body.clone(), deadline)
+            .await
+            .map_err(|e| failed("a raw request failed", e.to_string()))?;
+        let raw_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if answer.status != 200 {
+            return Err(BenchError::Failed(format!("a raw request got status {}", answer.status)));
+        }
+        if i >= 10 {
+            through.push(provider_ms);
+            raw.push(raw_ms);
+        }
+    }
+    drop(server);
+    let (p, r) = (percentile(&through, 0.5), percentile(&raw, 0.5));
+    Ok(ProviderBench {
+        requests,
+        provider_ms_median: p,
+        provider_ms_p95: percentile(&through, 0.95),
+        raw_http_ms_median: r,
+        raw_http_ms_p95: percentile(&raw, 0.95),
+        overhead_ms_per_request: p - r,
+        overhead_ratio: p / r,
+    })
+}
+
+/// Requests per provider measurement for `trials` trials per measurement.
+pub fn provider_requests(trials: u32) -> u32 {
+    trials.saturating_mul(10).clamp(30, 2000)
+}
+
+/// The provider lines of the table.
+pub fn render_provider(p: &ProviderBench) -> String {
+    format!(
+        "provider request     median {:8.3} ms   p95 {:8.3} ms   (OpenAI-compatible, scripted model server, {} requests)\n\
+         raw HTTP request     median {:8.3} ms   p95 {:8.3} ms\n\
+         provider overhead    {:+.3} ms per request ({:.2}×)\n",
+        p.provider_ms_median,
+        p.provider_ms_p95,
+        p.requests,
+        p.raw_http_ms_median,
+        p.raw_http_ms_p95,
+        p.overhead_ms_per_request,
+        p.overhead_ratio,
+    )
 }
 
 fn percentile(values: &[f64], p: f64) -> f64 {
@@ -187,6 +303,7 @@ async fn floor(sandbox: &DockerBackend, image: &str, trials: u32) -> Result<Vec<
 /// the Docker engine as `docker` says (the engine gate, the relay).
 pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, BenchError> {
     let allow = docker;
+    let provider = provider(provider_requests(trials)).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
     let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, 1, allow).await?;
@@ -223,6 +340,7 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
         trials_per_second_jobs4: per_second(throughput, wall4),
         stdio_trials_per_second: per_second(trials, stdio_wall),
         runner_peak_rss_mb: peak_rss_mb(),
+        provider,
     })
 }
 
@@ -236,7 +354,7 @@ pub fn render(r: &BenchReport) -> String {
          container ÷ floor    {:.2}×\n\
          container, HTTP      median {:8.1} ms   p95 {:8.1} ms   (streamable HTTP, {})\n\
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
-         runner peak RSS      {:.1} MiB\n",
+         runner peak RSS      {:.1} MiB\n{}",
         r.trials,
         r.stdio_ms_median,
         r.stdio_ms_p95,
@@ -252,5 +370,6 @@ pub fn render(r: &BenchReport) -> String {
         r.trials_per_second_jobs1,
         r.trials_per_second_jobs4,
         r.runner_peak_rss_mb,
+        render_provider(&r.provider),
     )
 }

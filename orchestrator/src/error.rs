@@ -100,6 +100,7 @@ fn run_error_code(e: &RunError) -> i32 {
         | RunError::Version { .. }
         | RunError::Store(_) => exit_codes::RESULTS_DIR,
         RunError::Create { .. } | RunError::Http(_) => exit_codes::IO,
+        RunError::BudgetSpent(_) => exit_codes::RUN_INCOMPLETE,
     }
 }
 

@@ -1,9 +1,16 @@
 //! Packaged examples a new user can run and read (`elengtis example`).
 //!
 //! Each example is a campaign and its scenarios, embedded from `scenarios/examples/` at
-//! build time and written next to the results, so what ran can be read and rerun.
+//! build time and written next to the results, so what ran can be read and rerun. An example
+//! with a model script (`live-local`) also starts the scripted model server
+//! ([`ScriptedModelServer`]) and points its campaign at it, so the real HTTP provider path
+//! runs with no key and no network.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncBufReadExt as _;
 
 /// One packaged example.
 #[derive(Debug)]
@@ -18,7 +25,13 @@ pub struct Example {
     pub isolated: bool,
     /// The name of this example's isolated variant (`--isolated`).
     pub isolated_variant: Option<&'static str>,
+    /// The model script (one of `files`) of the scripted model server this example starts;
+    /// its address replaces [`MODEL_SERVER_PLACEHOLDER`] in the campaign.
+    pub model_server: Option<&'static str>,
 }
+
+/// The text in an example campaign that the model server's address replaces.
+pub const MODEL_SERVER_PLACEHOLDER: &str = "MODEL-SERVER";
 
 /// Every packaged example; the first is the default.
 pub const EXAMPLES: &[Example] = &[
@@ -31,6 +44,7 @@ pub const EXAMPLES: &[Example] = &[
         ],
         isolated: false,
         isolated_variant: Some("support-note-isolated"),
+        model_server: None,
     },
     Example {
         name: "refusal",
@@ -41,6 +55,7 @@ pub const EXAMPLES: &[Example] = &[
         ],
         isolated: false,
         isolated_variant: None,
+        model_server: None,
     },
     Example {
         name: "support-note-isolated",
@@ -51,6 +66,7 @@ pub const EXAMPLES: &[Example] = &[
         ],
         isolated: true,
         isolated_variant: None,
+        model_server: None,
     },
     Example {
         name: "sink-exfil",
@@ -61,6 +77,7 @@ pub const EXAMPLES: &[Example] = &[
         ],
         isolated: true,
         isolated_variant: None,
+        model_server: None,
     },
     Example {
         name: "sqlite-state",
@@ -71,6 +88,19 @@ pub const EXAMPLES: &[Example] = &[
         ],
         isolated: true,
         isolated_variant: None,
+        model_server: None,
+    },
+    Example {
+        name: "live-local",
+        description: "the support-note example through the real OpenAI-compatible HTTP provider path, against the scripted model server on 127.0.0.1 (no API key or network)",
+        files: &[
+            ("campaign.yaml", include_str!("../../scenarios/examples/live-local/campaign.yaml")),
+            ("support-note.yaml", include_str!("../../scenarios/examples/live-local/support-note.yaml")),
+            ("model-script.json", include_str!("../../scenarios/examples/live-local/model-script.json")),
+        ],
+        isolated: false,
+        isolated_variant: None,
+        model_server: Some("model-script.json"),
     },
 ];
 
@@ -86,4 +116,61 @@ pub fn write(example: &Example, dir: &Path) -> std::io::Result<PathBuf> {
         std::fs::write(dir.join(name), content)?;
     }
     Ok(dir.join(example.files[0].0))
+}
+
+/// How long the model server may take to say where it listens.
+const SERVER_READY: Duration = Duration::from_secs(10);
+
+/// The scripted model server (`elengtis-model-server`) as a child process on 127.0.0.1: killed
+/// when dropped, and it also stops when its stdin closes (the runner exiting).
+#[derive(Debug)]
+pub struct ScriptedModelServer {
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    _child: tokio::process::Child,
+}
+
+impl ScriptedModelServer {
+    /// Start the server on `script`; found beside the elengtis executable, else in `PATH`.
+    pub async fn start(script: &Path) -> Result<Self, String> {
+        let program = server_program()?;
+        let mut child = tokio::process::Command::new(&program)
+            .arg("--script")
+            .arg(script)
+            .arg("--exit-on-stdin-eof")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("failed to start {}: {e}", program.display()))?;
+        let stdout = child.stdout.take().ok_or("failed to read the model server's output")?;
+        let mut line = String::new();
+        let mut reader = tokio::io::BufReader::new(stdout);
+        match tokio::time::timeout(SERVER_READY, reader.read_line(&mut line)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            Ok(_) => return Err("failed to start the model server: it exited before it was ready".into()),
+            Err(_) => {
+                return Err(format!("failed to start the model server: not ready within {} s", SERVER_READY.as_secs()));
+            }
+        }
+        let ready: serde_json::Value = serde_json::from_str(line.trim())
+            .map_err(|e| format!("failed to read the model server's ready line `{}`: {e}", line.trim()))?;
+        let addr = ready["listening"]
+            .as_str()
+            .ok_or_else(|| format!("failed to read the model server's address from `{}`", line.trim()))?
+            .to_owned();
+        Ok(ScriptedModelServer { addr, _child: child })
+    }
+}
+
+fn server_program() -> Result<PathBuf, String> {
+    const NAME: &str = "elengtis-model-server";
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join(NAME)));
+    let in_path = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>());
+    beside
+        .into_iter()
+        .chain(in_path.map(|d| d.join(NAME)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("failed to find {NAME} beside the elengtis executable or in PATH; build it with `cargo build -p elengtis-model-server`"))
 }

@@ -6,6 +6,7 @@ mod example;
 mod fake_backend;
 mod http;
 mod layering;
+mod live;
 mod malformed;
 mod preflight;
 mod resume;

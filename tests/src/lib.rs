@@ -29,7 +29,7 @@ fn target_dir() -> PathBuf {
 }
 
 /// Directory holding freshly built `elengtis`, `elengtis-fixture`, `elengtis-malformed`,
-/// `elengtis-sink` and `elengtis-notes`.
+/// `elengtis-sink`, `elengtis-notes` and `elengtis-model-server`.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -52,11 +52,35 @@ pub fn bin_dir() -> &'static Path {
             "elengtis-notes",
             "--bins",
         ]);
+        // The model server in a build of its own: built together, its dependencies would
+        // unify features with the runner's differently from this test binary's build, and
+        // each build would then recompile the other's TLS stack.
+        let mut server = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        server.current_dir(workspace()).args(["build", "--quiet", "-p", "elengtis-model-server", "--bins"]);
         if profile_release {
             cmd.arg("--release");
+            server.arg("--release");
         }
-        let status = cmd.status().expect("failed to run cargo build for the test binaries");
-        assert!(status.success(), "cargo build of the test binaries failed");
+        for mut build in [cmd, server] {
+            // Without the variables cargo sets for this test binary: `ring`'s build script
+            // tracks CARGO_MANIFEST_DIR, so a nested build that sees the test's value would
+            // rebuild the TLS stack, and the next `cargo test` would rebuild it back.
+            for (name, _) in std::env::vars_os() {
+                let name = name.to_string_lossy();
+                if name == "CARGO_MANIFEST_DIR"
+                    || name == "CARGO_MANIFEST_PATH"
+                    || name == "CARGO_CRATE_NAME"
+                    || name == "CARGO_PRIMARY_PACKAGE"
+                    || name == "CARGO_TARGET_TMPDIR"
+                    || name.starts_with("CARGO_PKG_")
+                    || name.starts_with("CARGO_BIN_")
+                {
+                    build.env_remove(name.as_ref());
+                }
+            }
+            let status = build.status().expect("failed to run cargo build for the test binaries");
+            assert!(status.success(), "cargo build of the test binaries failed");
+        }
         dir
     })
 }

@@ -45,6 +45,10 @@ pub struct Campaign {
     /// Generation settings of a live model.
     #[serde(default)]
     pub generation: Map<String, Value>,
+    /// elengtis addition: the provider that serves a live `model`. Absent means OpenRouter
+    /// (the original's only path), so a campaign written for the original keeps its meaning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Provider>,
     /// Experiment label carried into results.
     #[serde(default)]
     pub experiment_id: Option<String>,
@@ -122,6 +126,89 @@ impl std::str::FromStr for LoopKind {
                 Err(format!("unknown engine `{other}`, expected one of reference, graph, langchain, create_agent"))
             }
         }
+    }
+}
+
+/// elengtis addition: the provider of a live model (the wire format, where it is and how to
+/// authenticate). Keys and header values are `{env: NAME}` references, read from the runner's
+/// environment when each request is made and never written anywhere.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Provider {
+    /// Which service and wire format: `openrouter` (OpenAI Chat Completions with OpenRouter's
+    /// extras), `openai_compatible` (OpenAI, vLLM, llama.cpp, Ollama, LM Studio, LiteLLM…) or
+    /// `anthropic` (the Messages API).
+    #[serde(rename = "type")]
+    pub kind: ProviderKind,
+    /// Base URL (`…/v1` for the OpenAI wire, the host for Anthropic). Default: OpenRouter's
+    /// (or `OPENROUTER_API_BASE`), `https://api.openai.com/v1`, `https://api.anthropic.com`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The API key's variable. Default: `OPENROUTER_API_KEY` (openrouter), `ANTHROPIC_API_KEY`
+    /// (anthropic), none (openai_compatible: no `Authorization` header, as local servers need).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<EnvRef>,
+    /// Extra request headers; every value comes from the environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, EnvRef>,
+    /// Most requests in flight to this provider at once, over the whole run (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 256))]
+    pub max_in_flight: Option<u32>,
+    /// First retry delay in milliseconds, doubled per retry, with jitter (default 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 60000))]
+    pub backoff_ms: Option<u64>,
+}
+
+/// The providers a live model can be served by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenRouter (the original's only live path).
+    #[default]
+    Openrouter,
+    /// Any endpoint speaking OpenAI Chat Completions.
+    OpenaiCompatible,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// The name used in files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openrouter => "openrouter",
+            ProviderKind::OpenaiCompatible => "openai_compatible",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "openrouter" => Ok(ProviderKind::Openrouter),
+            "openai_compatible" => Ok(ProviderKind::OpenaiCompatible),
+            "anthropic" => Ok(ProviderKind::Anthropic),
+            other => {
+                Err(format!("unknown provider `{other}`, expected one of openrouter, openai_compatible, anthropic"))
+            }
+        }
+    }
+}
+
+impl Campaign {
+    /// The provider kind of the campaign's live model (OpenRouter when none is named).
+    pub fn provider_kind(&self) -> ProviderKind {
+        self.provider.as_ref().map(|p| p.kind).unwrap_or_default()
     }
 }
 

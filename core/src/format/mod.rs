@@ -9,6 +9,7 @@
 
 pub mod campaign;
 pub mod de;
+pub mod generation;
 pub mod path;
 pub mod scenario;
 pub mod script;

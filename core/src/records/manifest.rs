@@ -39,6 +39,11 @@ pub struct Manifest {
     /// What the engine gate found (runs with container targets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_gate: Option<Value>,
+    /// elengtis addition: the spend cap (`--budget-usd`) in US dollars, carried into resumes
+    /// (a resume's `--budget-usd` replaces it). The spend is the sum of the rows'
+    /// `usage.budget_charge_usd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
 }
 
 /// One scenario as validated.

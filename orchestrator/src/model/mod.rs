@@ -1,15 +1,29 @@
-//! Models: what answers an agent loop's requests. The loop talks to a [`Model`] only; the
-//! deterministic scripted model ([`scripted`]) is the implementation in this build. A live
-//! provider (an OpenAI-compatible endpoint, Anthropic, OpenRouter) or a replay of recorded
-//! exchanges is another implementation in this folder, selected by [`for_campaign`].
+//! Models: what answers an agent loop's requests. The loop talks to a [`Model`] only. The
+//! deterministic scripted model ([`scripted`]) serves campaigns without a `model`; a live
+//! model is served by a provider ([`providers`]: OpenRouter, any OpenAI-compatible endpoint,
+//! Anthropic) over [`http`], or answered offline from recorded [`fixtures`] (`replay`). The
+//! run's shared state — HTTP connections, per-provider limits, the spend cap ([`budget`],
+//! [`pricing`]) and the fixture mode — is one [`ModelContext`]; [`for_campaign`] picks the
+//! model of an attempt.
 
+pub mod budget;
+pub mod fixtures;
+pub mod http;
+pub mod pricing;
+pub mod providers;
 pub mod scripted;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 pub use elengtis_core::agent::{Exchange, InvalidCall, ModelCall, ModelRequest, ModelTurn, TurnUsage};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::format::script::Script;
 use elengtis_core::refs::Values;
+
+use self::fixtures::FixtureMode;
+use self::pricing::PriceTable;
+use self::providers::ProviderConfig;
 
 /// What kind of model failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,15 +32,51 @@ pub enum ModelErrorKind {
     Script,
     /// The provider could not be reached, or did not answer in time, after every retry.
     Unreachable,
-    /// The provider answered with an error status after every retry.
+    /// The provider answered with an error status (or an error object) after every retry.
     Status,
     /// The provider's answer could not be read.
     Malformed,
     /// The next request could exceed the spend cap: the run stops before sending it.
     Budget,
     /// A recorded fixture is missing, corrupt or of another version (replay never falls back
-    /// to a live call).
+    /// to a live call), or could not be recorded.
     Fixture,
+    /// The provider cannot be used as configured (a key or header variable is not set, no
+    /// price for a capped run).
+    Configuration,
+}
+
+impl ModelErrorKind {
+    /// The name recorded in fixtures.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelErrorKind::Script => "script",
+            ModelErrorKind::Unreachable => "unreachable",
+            ModelErrorKind::Status => "status",
+            ModelErrorKind::Malformed => "malformed",
+            ModelErrorKind::Budget => "budget",
+            ModelErrorKind::Fixture => "fixture",
+            ModelErrorKind::Configuration => "configuration",
+        }
+    }
+}
+
+impl std::str::FromStr for ModelErrorKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            ModelErrorKind::Script,
+            ModelErrorKind::Unreachable,
+            ModelErrorKind::Status,
+            ModelErrorKind::Malformed,
+            ModelErrorKind::Budget,
+            ModelErrorKind::Fixture,
+            ModelErrorKind::Configuration,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+        .ok_or_else(|| format!("unknown model error kind `{s}`"))
+    }
 }
 
 /// A model failure: the trial ends as `provider_error`, never as a resist or a fire.
@@ -58,23 +108,118 @@ pub trait Model: Send + std::fmt::Debug {
     fn take_exchanges(&mut self) -> Vec<Exchange> {
         Vec::new()
     }
-}
 
-/// Why the campaign's model cannot run in this build, if it cannot.
-pub fn unavailable_reason(campaign: &Campaign) -> Option<String> {
-    // An empty model name means no model, as in the original (Python truthiness).
-    campaign.model.as_ref().filter(|m| !m.is_empty()).map(|model| {
-        format!(
-            "the live model `{model}` needs a model provider, and this build of elengtis has none yet; remove `model` to use the deterministic scripted model"
-        )
-    })
-}
-
-/// The model a campaign's attempt uses, with the trial's values (for scripted references).
-pub fn for_campaign(campaign: &Campaign, values: Values) -> Result<Box<dyn Model>, ModelError> {
-    if let Some(reason) = unavailable_reason(campaign) {
-        return Err(ModelError::new(reason));
+    /// Why the spend cap stopped this model's last request, if it did (the attempt then ends
+    /// as `budget_exhausted` and the run stops).
+    fn budget_stop(&self) -> Option<String> {
+        None
     }
-    let script = campaign.script.clone().unwrap_or_else(Script::default_policy);
-    Ok(Box::new(scripted::ScriptedModel::new(&script, values)))
+}
+
+/// Run settings of live models (command-line flags, not campaign fields).
+#[derive(Debug, Clone, Default)]
+pub struct ModelOptions {
+    /// `--budget-usd`: the spend cap over the whole run (resumes included).
+    pub budget_usd: Option<f64>,
+    /// Prices: the built-in table, extended by `--prices FILE`.
+    pub prices: PriceTable,
+    /// `--record-fixtures DIR` / `--replay-fixtures DIR`.
+    pub fixtures: FixtureMode,
+}
+
+/// What every attempt's model shares over a run.
+#[derive(Debug)]
+pub struct ModelContext {
+    /// Connections to providers.
+    pub http: http::HttpClient,
+    /// Requests in flight per provider.
+    pub limiters: http::Limiters,
+    /// The spend cap, when one is set.
+    pub budget: Option<budget::Budget>,
+    /// Prices.
+    pub prices: PriceTable,
+    /// Record, replay, or neither.
+    pub fixtures: FixtureMode,
+}
+
+impl ModelContext {
+    /// The context of a run whose rows already committed `committed` dollars.
+    pub fn new(options: &ModelOptions, committed: f64) -> Result<Arc<ModelContext>, String> {
+        Ok(Arc::new(ModelContext {
+            http: http::HttpClient::new()?,
+            limiters: http::Limiters::default(),
+            budget: options.budget_usd.map(|limit| budget::Budget::new(limit, committed)),
+            prices: options.prices.clone(),
+            fixtures: options.fixtures.clone(),
+        }))
+    }
+}
+
+/// Why the campaign's model cannot run live here (its key variable is not set, a generation
+/// setting is unusable), if it cannot; the scripted model always can.
+pub fn unavailable_reason(campaign: &Campaign) -> Option<String> {
+    unavailable_reason_with(campaign, &ModelOptions::default())
+}
+
+/// Why the campaign's model cannot run with these options, checked before a run starts
+/// (nothing is contacted): an unusable generation setting, a key variable that is not set
+/// for live requests, no price for a capped model, a replay directory that does not exist.
+pub fn unavailable_reason_with(campaign: &Campaign, options: &ModelOptions) -> Option<String> {
+    let config = match ProviderConfig::from_campaign(campaign) {
+        Ok(Some(config)) => config,
+        Ok(None) => return None,
+        Err(e) => return Some(e),
+    };
+    match &options.fixtures {
+        FixtureMode::Replay(dir) => {
+            return (!dir.is_dir()).then(|| format!("the fixture directory {} does not exist", dir.display()));
+        }
+        FixtureMode::Record(_) | FixtureMode::Off => {}
+    }
+    if let Some(name) = &config.api_key_env
+        && std::env::var_os(name).is_none_or(|v| v.is_empty())
+    {
+        return Some(format!(
+            "the live model `{}` is served by {}, whose key variable {name} is not set (set it, or replay recorded fixtures with --replay-fixtures DIR)",
+            config.model, config.kind
+        ));
+    }
+    if options.budget_usd.is_some() && options.prices.get(&config.model).is_none() {
+        return Some(format!(
+            "--budget-usd needs the price of model `{}`, which the built-in table does not have; add it with --prices FILE",
+            config.model
+        ));
+    }
+    None
+}
+
+/// The model of an attempt: the scripted model without a campaign `model`, else the
+/// campaign's provider (or its replay), for the trial with `values` and index `sample`.
+pub fn for_campaign(
+    campaign: &Campaign,
+    values: Values,
+    sample: u32,
+    ctx: &Arc<ModelContext>,
+) -> Result<Box<dyn Model>, ModelError> {
+    match ProviderConfig::from_campaign(campaign) {
+        Ok(Some(config)) => Ok(Box::new(providers::Provider::new(config, &values, sample, ctx.clone()))),
+        Ok(None) => {
+            let script = campaign.script.clone().unwrap_or_else(Script::default_policy);
+            Ok(Box::new(scripted::ScriptedModel::new(&script, values)))
+        }
+        Err(detail) => Err(ModelError { kind: ModelErrorKind::Configuration, detail }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kinds_round_trip_through_their_names() {
+        for kind in [ModelErrorKind::Status, ModelErrorKind::Configuration, ModelErrorKind::Fixture] {
+            assert_eq!(kind.as_str().parse::<ModelErrorKind>(), Ok(kind));
+        }
+        assert!("nonsense".parse::<ModelErrorKind>().is_err());
+    }
 }

@@ -25,6 +25,7 @@ use serde_json::Value;
 
 pub use self::summary::{final_rows, summarize};
 use crate::crashpoint::CrashPoint;
+use crate::model::{ModelContext, ModelOptions};
 use crate::results::store::{self, AppendLog, DirLock, StoreError};
 use crate::sandbox::docker::{DockerBackend, DockerOptions};
 use crate::sandbox::{SandboxBackend, SweepReport};
@@ -94,6 +95,9 @@ pub enum RunError {
     /// The HTTP client for actions could not be built.
     #[error("failed to build the runner's HTTP client: {0}")]
     Http(String),
+    /// The spend cap is already spent: a resume would stop before its first request.
+    #[error("{0}")]
+    BudgetSpent(String),
 }
 
 /// How a run ended.
@@ -154,11 +158,19 @@ pub struct RunOptions {
     pub sandbox: SandboxChoice,
     /// Where the run's events go (progress, warnings).
     pub events: Arc<dyn EventSink>,
+    /// Live models: the spend cap, prices, recording or replaying fixtures.
+    pub model: ModelOptions,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { limits: Limits::default(), jobs: 1, sandbox: SandboxChoice::default(), events: Arc::new(NoEvents) }
+        RunOptions {
+            limits: Limits::default(),
+            jobs: 1,
+            sandbox: SandboxChoice::default(),
+            events: Arc::new(NoEvents),
+            model: ModelOptions::default(),
+        }
     }
 }
 
@@ -199,12 +211,13 @@ pub async fn prepare_sandbox(
     Ok(Some(backend))
 }
 
-/// Check that a bundle can run in this build before anything is created.
-pub fn check_runnable(bundle: &Bundle) -> Result<(), RunError> {
+/// Check that a bundle can run in this build, with these model options, before anything is
+/// created (a live model's key variable, a price for a capped run, a replay directory).
+pub fn check_runnable(bundle: &Bundle, model: &ModelOptions) -> Result<(), RunError> {
     let campaign = &bundle.campaign.value;
     if !campaign.model_free {
-        let reason =
-            crate::agent::unavailable_reason(campaign.engine).or_else(|| crate::model::unavailable_reason(campaign));
+        let reason = crate::agent::unavailable_reason(campaign.engine)
+            .or_else(|| crate::model::unavailable_reason_with(campaign, model));
         if let Some(reason) = reason {
             return Err(RunError::Unavailable(reason));
         }
@@ -245,13 +258,14 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
         max_consecutive_target_failures: MAX_CONSECUTIVE_TARGET_FAILURES,
         resumes: Vec::new(),
         engine_gate: None,
+        budget_usd: None,
     }
 }
 
 /// Start a new run. `out` must not exist, unless `precreated` (an empty directory the
 /// caller just made, as `elengtis example` does).
 pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunOptions) -> Result<RunReport, RunError> {
-    check_runnable(bundle)?;
+    check_runnable(bundle, &options.model)?;
     let sandbox = prepare_sandbox(bundle, &options.sandbox, options.events.as_ref()).await?;
     if precreated {
         if out.join("manifest.json").exists() || out.join("runs.jsonl").exists() {
@@ -278,6 +292,7 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
     let run_id = uuid::Uuid::new_v4().to_string();
     let mut manifest = manifest(bundle, &run_id);
     manifest.engine_gate = sandbox.as_ref().map(|s| s.run_facts());
+    manifest.budget_usd = options.model.budget_usd;
     store::write_json_atomic(&out.join("manifest.json"), &manifest)?;
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
     let state = RunState { run_id, log, rows: Vec::new(), recovered_tail: None, sandbox, _lock: lock };
@@ -308,7 +323,13 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         manifest.scenarios.iter().map(|s| (PathBuf::from(&s.path), s.dump.clone())).collect();
     let campaign_sha = manifest.configuration.campaign_sha256.clone();
     let bundle = load::bundle_from_dumps(&manifest_path, &manifest.campaign, &scenarios, campaign_sha)?;
-    check_runnable(&bundle)?;
+    // The spend cap carries over: the one given now, else the one the run started with; the
+    // spend so far is what the rows were charged.
+    let mut options = options.clone();
+    options.model.budget_usd = options.model.budget_usd.or(manifest.budget_usd);
+    manifest.budget_usd = options.model.budget_usd;
+    let options = &options;
+    check_runnable(&bundle, &options.model)?;
     let sandbox = prepare_sandbox(&bundle, &options.sandbox, options.events.as_ref()).await?;
     let (log, recovery) = AppendLog::open_existing(&out.join("runs.jsonl"))?;
     let rows_path = out.join("runs.jsonl");
@@ -332,6 +353,15 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
             detail: format!("row {} is not a valid row: {e}", i + 1),
         })?;
         rows.push(row);
+    }
+    if let Some(limit) = options.model.budget_usd {
+        let committed = committed_spend(&rows);
+        if committed >= limit - 1e-12 {
+            return Err(RunError::BudgetSpent(format!(
+                "failed to resume: the spend cap of ${limit:.6} is spent (${committed:.6} committed); raise it with `elengtis run --resume --out {} --budget-usd USD`",
+                out.display()
+            )));
+        }
     }
     manifest.resumes.push(ResumeRecord {
         resumed_at: now(),
@@ -360,11 +390,17 @@ struct RunState {
     _lock: DirLock,
 }
 
+/// Dollars the rows of a run were charged against its spend cap.
+pub fn committed_spend(rows: &[Row]) -> f64 {
+    rows.iter().map(|r| r.usage.budget_charge_usd).fold(0.0, |a, b| a + b)
+}
+
 async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOptions) -> Result<RunReport, RunError> {
     let RunState { run_id, mut log, mut rows, recovered_tail, sandbox, _lock } = state;
     let events = options.events.as_ref();
     let trials = matrix::expand(bundle);
     let http = HttpClient::new(HttpLimits::default()).map_err(|e| RunError::Http(e.to_string()))?;
+    let model = ModelContext::new(&options.model, committed_spend(&rows)).map_err(RunError::Http)?;
     let sink_server = if launch::pairs(bundle).any(|(t, s)| launch::needs_sink(bundle, t, s)) {
         Some(crate::sink::SinkServer::start().await.map_err(RunError::Http)?)
     } else {
@@ -409,6 +445,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 sandbox: backend,
                 cancel: cancel.clone(),
                 sink_server: sink_server.as_ref(),
+                model: &model,
             };
             in_flight.push(async move { (spec, evidence_name, trial::run(attempt).await) });
         }
@@ -465,7 +502,14 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         }
         let count = consecutive.entry(spec.target).or_default();
         *count = if complete { 0 } else { *count + 1 };
-        let stop = if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
+        let stop = if let Some(budget) = model.budget.as_ref().filter(|b| b.tripped().is_some()) {
+            Some(format!(
+                "the spend cap of ${:.6} is reached (${:.6} committed); every finished trial is kept. Raise the cap and continue with `elengtis run --resume --out {} --budget-usd USD`",
+                budget.limit(),
+                budget.committed(),
+                out.display()
+            ))
+        } else if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
             let target = &bundle.campaign.value.targets[spec.target].id;
             Some(format!(
                 "target {target} failed {MAX_CONSECUTIVE_TARGET_FAILURES} consecutive trials (last: {}); see {}",
@@ -491,7 +535,10 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         // Belt and braces: anything of this run that a cancelled trial could not remove.
         let _ = sandbox.sweep(&run_id).await;
     }
-    let summary = summarize(bundle, &trials, &rows);
+    let mut summary = summarize(bundle, &trials, &rows);
+    if bundle.campaign.value.model.is_some() {
+        summary.push_str(&summary::spend(&rows, model.budget.as_ref().map(|b| b.limit())));
+    }
     store::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
     if end == RunEnd::Complete {
         let missing = trials

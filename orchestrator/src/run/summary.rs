@@ -61,3 +61,24 @@ pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Row]) -> String 
     }
     out
 }
+
+/// The spend line of a run with a live model: the cost of every attempt (known costs summed,
+/// answers without one counted) and, with a spend cap, what was charged against it.
+pub fn spend(rows: &[Row], cap: Option<f64>) -> String {
+    let known: Vec<f64> = rows.iter().filter_map(|r| r.usage.cost_usd).collect();
+    let unknown: u64 = rows.iter().map(|r| r.usage.unknown_costs).sum();
+    let mut out = if known.is_empty() {
+        format!("cost: unknown over {} attempts", rows.len())
+    } else {
+        format!("cost: ${:.6} over {} attempts", known.iter().fold(0.0, |a, b| a + b), rows.len())
+    };
+    if unknown > 0 {
+        let _ = write!(out, " ({unknown} answers without a cost)");
+    }
+    if let Some(cap) = cap {
+        let charged = rows.iter().map(|r| r.usage.budget_charge_usd).fold(0.0, |a, b| a + b);
+        let _ = write!(out, "; spend cap: ${charged:.6} of ${cap:.6} charged");
+    }
+    out.push('\n');
+    out
+}

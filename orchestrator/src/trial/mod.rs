@@ -52,6 +52,8 @@ pub struct Attempt<'a> {
     pub cancel: tokio_util::sync::CancellationToken,
     /// Where canary-sink records are served to checks (when any trial needs a sink).
     pub sink_server: Option<&'a SinkServer>,
+    /// What the run's models share (connections, limits, the spend cap, fixtures).
+    pub model: &'a std::sync::Arc<crate::model::ModelContext>,
 }
 
 /// What an attempt produced.
@@ -143,6 +145,8 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             sandbox: opened.as_ref().and_then(Opened::sandbox),
             http: attempt.http,
             snapshots: &snapshots,
+            model: attempt.model,
+            trial_index: attempt.spec.index,
         };
         tokio::select! {
             biased;

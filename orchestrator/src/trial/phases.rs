@@ -72,6 +72,10 @@ pub struct PhaseContext<'a> {
     pub http: &'a HttpClient,
     /// Where snapshot files are kept.
     pub snapshots: &'a Path,
+    /// What the run's models share.
+    pub model: &'a std::sync::Arc<model::ModelContext>,
+    /// The trial's index (which recorded answers a replay uses).
+    pub trial_index: u32,
 }
 
 /// Setup, exercise, judge, verify and cleanup.
@@ -98,7 +102,7 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         if campaign.model_free {
             out.termination = Some(Termination::ModelFree);
         } else if let Some(host) = host {
-            match exercise(campaign, scenario, host, values).await {
+            match exercise(ctx, host, values).await {
                 Ok((outcome, tools)) => {
                     out.termination = outcome.termination;
                     if let Some(detail) = &outcome.provider_error {
@@ -210,13 +214,15 @@ async fn verify(
     Verification { mode: scenario.verify.mode, checks, completed }
 }
 
-/// Offer the tools, render the prompts and run the agent loop.
+/// Offer the tools, render the prompts and run the agent loop. A request the spend cap
+/// stopped ends the exercise as `budget_exhausted` (failure class `budget_exceeded`), as the
+/// original recorded it.
 async fn exercise(
-    campaign: &Campaign,
-    scenario: &Scenario,
+    ctx: PhaseContext<'_>,
     host: &dyn ToolHost,
     values: &Values,
 ) -> Result<(AgentOutcome, Vec<Value>), String> {
+    let PhaseContext { campaign, scenario, .. } = ctx;
     let listed = host.list_tools().await.map_err(|e| e.to_string())?;
     let offered: Vec<ToolInfo> = match &scenario.exercise.tools {
         ToolSelection::All => listed,
@@ -244,9 +250,13 @@ async fn exercise(
         refs::render_template(&scenario.exercise.system, &flat).map_err(|e| format!("exercise.system: {e}"))?;
     let user = refs::render_template(&scenario.exercise.user, &flat).map_err(|e| format!("exercise.user: {e}"))?;
     let agent_loop = agent::for_kind(campaign.engine)?;
-    let mut model = model::for_campaign(campaign, values.clone()).map_err(|e| e.detail)?;
+    let mut model = model::for_campaign(campaign, values.clone(), ctx.trial_index, ctx.model).map_err(|e| e.detail)?;
     let task = AgentTask { system: &system, user: &user, tools: &offered, step_budget: campaign.step_budget };
-    let outcome = agent_loop.run(model.as_mut(), host, task).await;
+    let mut outcome = agent_loop.run(model.as_mut(), host, task).await;
+    if let Some(reason) = model.budget_stop() {
+        outcome.termination = Some(Termination::BudgetExhausted);
+        outcome.provider_error = Some(reason);
+    }
     let tools = offered.iter().map(|t| t.listing.clone()).collect();
     Ok((outcome, tools))
 }

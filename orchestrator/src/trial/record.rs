@@ -2,7 +2,7 @@
 //! mean is decided by [`Outcome::decide`] in the core; this module only assembles the
 //! records.
 
-use elengtis_core::agent::Termination;
+use elengtis_core::agent::{AgentOutcome, Termination};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::records::{
     Diagnostics, Evidence, Outcome, OutcomeInputs, RESULTS_SCHEMA_VERSION, RecordedError, Row, Usage,
@@ -58,14 +58,7 @@ pub fn build(
         tool_error_count,
         errors: &errors,
     });
-    let usage = Usage {
-        input_tokens: agent.usage.input_tokens,
-        output_tokens: agent.usage.output_tokens,
-        total_tokens: agent.usage.input_tokens + agent.usage.output_tokens,
-        cost_usd: if campaign.model.is_none() { Some(0.0) } else { agent.usage.cost_usd },
-        budget_charge_usd: 0.0,
-        unknown_costs: 0,
-    };
+    let usage = usage(campaign, &agent);
     let diagnostics = Diagnostics {
         first_finish_reason: agent.first_finish_reason.clone(),
         first_native_finish_reason: agent.first_native_finish_reason.clone(),
@@ -128,4 +121,28 @@ pub fn build(
     };
     debug_assert!(termination != Termination::InfrastructureError || !row.is_complete());
     (row, evidence)
+}
+
+/// An attempt's tokens and cost. A live model's cost sums what each answered request cost
+/// (reported by the provider, else its tokens at the model's price); answers without a cost
+/// are counted in `unknown_costs` (as the original did); `budget_charge_usd` is what the spend
+/// cap was charged, failed requests included (their reservation).
+fn usage(campaign: &Campaign, agent: &AgentOutcome) -> Usage {
+    let answered: Vec<_> = agent.exchanges.iter().filter(|e| e.error.is_none()).collect();
+    let costs: Vec<f64> = answered.iter().filter_map(|e| e.usage.cost_usd).collect();
+    let live = campaign.model.is_some();
+    Usage {
+        input_tokens: agent.usage.input_tokens,
+        output_tokens: agent.usage.output_tokens,
+        total_tokens: agent.usage.input_tokens + agent.usage.output_tokens,
+        cost_usd: if !live {
+            Some(0.0)
+        } else if costs.is_empty() {
+            agent.usage.cost_usd
+        } else {
+            Some(costs.iter().fold(0.0, |a, b| a + b))
+        },
+        budget_charge_usd: agent.exchanges.iter().filter_map(|e| e.budget_charge_usd).fold(0.0, |a, b| a + b),
+        unknown_costs: if live { answered.iter().filter(|e| e.usage.cost_usd.is_none()).count() as u64 } else { 0 },
+    }
 }

@@ -13,7 +13,7 @@ use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport, SandboxChoice};
 use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode};
-use elengtis_core::format::campaign::LoopKind;
+use elengtis_core::format::campaign::{LoopKind, ProviderKind};
 use elengtis_core::format::{self};
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
@@ -105,7 +105,8 @@ enum Command {
         json: bool,
     },
     /// Measure stdio trials, isolated-container trials and the raw container lifecycle floor
-    /// (needs Docker and the bundled images: `elengtis images build`).
+    /// (needs Docker and the bundled images: `elengtis images build`), and the live-model
+    /// provider path's overhead per request against the scripted model server.
     Bench {
         /// Trials per measurement.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -120,6 +121,10 @@ enum Command {
         /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
+        /// Measure only the live-model provider path against the scripted model server
+        /// (no Docker needed).
+        #[arg(long)]
+        provider_only: bool,
     },
     /// (internal) Relay container: stay alive until stopped.
     #[command(hide = true, name = "relay-idle")]
@@ -202,6 +207,25 @@ struct RunArgs {
     /// Override `model`.
     #[arg(long)]
     model: Option<String>,
+    /// Override `provider.type`: openrouter, openai_compatible or anthropic.
+    #[arg(long, value_name = "KIND")]
+    provider: Option<ProviderKind>,
+    /// Stop the run cleanly before a model request could take the spend over USD dollars
+    /// (kept for resumes; a resume's value replaces it). Needs the model's price.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    budget_usd: Option<f64>,
+    /// Add or replace model prices from a JSON file
+    /// (`{"MODEL": {"input_per_million": USD, "output_per_million": USD}}`).
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// Write each live model request's final answer into DIR as a fixture (keyed by a hash
+    /// of provider, model, generation settings, conversation and tools).
+    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures")]
+    record_fixtures: Option<PathBuf>,
+    /// Answer every live model request from the fixtures in DIR, offline; a missing,
+    /// corrupt or other-version fixture is a provider error naming its key.
+    #[arg(long, value_name = "DIR")]
+    replay_fixtures: Option<PathBuf>,
     /// Trials run at once (isolated trials are independent; stdio trials too).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
@@ -291,7 +315,18 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
-        Command::Bench { trials, short, json, allow_vulnerable_engine } => {
+        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: true } => {
+            let trials = if short { 3 } else { trials };
+            let report = elengtis::bench::provider(elengtis::bench::provider_requests(trials)).await?;
+            if json {
+                println!("{}", json!(report));
+            } else {
+                print!("{}", elengtis::bench::render_provider(&report));
+            }
+            let _ = allow_vulnerable_engine;
+            Ok(exit_codes::SUCCESS)
+        }
+        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: false } => {
             let engine = docker::api::connect().await?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine).await?.warning() {
                 eprintln!("WARNING: {warning}");
@@ -401,9 +436,11 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         step_budget: args.step_budget,
         engine: args.engine,
         model: args.model.clone(),
+        provider: args.provider,
     };
     let terminal = Arc::new(Terminal::new(interactive() && !args.json));
-    let options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
+    let mut options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
+    options.model = model_options(&args)?;
     let result = if args.resume {
         if args.config.is_some() || !overrides.is_empty() {
             return Err(Error::Usage(
@@ -497,16 +534,28 @@ async fn example(
     // Until the run has started, the directory holds only what this command wrote: a
     // failure removes it so the same command can simply be run again.
     let prepared = async {
-        let campaign =
-            examples::write(example, &out.join("example")).map_err(Error::io("write the example into", &out))?;
+        let dir = out.join("example");
+        let campaign = examples::write(example, &dir).map_err(Error::io("write the example into", &out))?;
+        // An example with a model script talks to the scripted model server over HTTP.
+        let server = match example.model_server {
+            Some(script) => {
+                let server =
+                    examples::ScriptedModelServer::start(&dir.join(script)).await.map_err(Error::Unavailable)?;
+                let text = std::fs::read_to_string(&campaign).map_err(Error::io("read", &campaign))?;
+                let text = text.replace(examples::MODEL_SERVER_PLACEHOLDER, &server.addr);
+                std::fs::write(&campaign, text).map_err(Error::io("write", &campaign))?;
+                Some(server)
+            }
+            None => None,
+        };
         let mut bundle = load::load_campaign(&campaign, &LoadOptions::default())?;
         load::apply_overrides(&mut bundle, &Overrides { trials, ..Overrides::default() })?;
-        run::check_runnable(&bundle)?;
-        Ok::<_, Error>(bundle)
+        run::check_runnable(&bundle, &elengtis::model::ModelOptions::default())?;
+        Ok::<_, Error>((bundle, server))
     }
     .await;
-    let bundle = match prepared {
-        Ok(bundle) => bundle,
+    let (bundle, _server) = match prepared {
+        Ok(prepared) => prepared,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&out);
             return Err(e);
@@ -641,6 +690,30 @@ fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
     print!("{}", analysis.markdown);
     println!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
     Ok(exit_codes::SUCCESS)
+}
+
+/// A dollar amount: a positive, finite number.
+fn parse_usd(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!("expected a positive amount of US dollars, found `{text}`")),
+    }
+}
+
+/// The live-model options of `run`.
+fn model_options(args: &RunArgs) -> Result<elengtis::model::ModelOptions, Error> {
+    use elengtis::model::fixtures::FixtureMode;
+    use elengtis::model::pricing::PriceTable;
+    let mut prices = PriceTable::builtin();
+    if let Some(path) = &args.prices {
+        prices.extend_from_file(path).map_err(|e| Error::Usage(e.to_string()))?;
+    }
+    let fixtures = match (&args.record_fixtures, &args.replay_fixtures) {
+        (Some(dir), _) => FixtureMode::Record(dir.clone()),
+        (None, Some(dir)) => FixtureMode::Replay(dir.clone()),
+        (None, None) => FixtureMode::Off,
+    };
+    Ok(elengtis::model::ModelOptions { budget_usd: args.budget_usd, prices, fixtures })
 }
 
 /// Whether stderr is an interactive terminal (progress displays are drawn only there).
