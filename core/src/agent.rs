@@ -183,7 +183,10 @@ pub struct AgentOutcome {
     pub usage: TurnUsage,
     /// Tool errors (`isError`, a failed call, or an unknown tool).
     pub tool_errors: Vec<ToolError>,
-    /// Calls of tools that were not offered.
+    /// Calls the provider returned that could not be read as calls
+    /// ([`ModelTurn::invalid_calls`]): never executed, never judged. (A call of a tool that
+    /// was not offered is a [`ToolErrorKind::UnknownTool`] tool error instead, as in the
+    /// original, whose LangChain parsers count only unreadable calls here.)
     pub invalid_tool_calls: u32,
     /// First finish reason.
     pub first_finish_reason: Option<String>,
@@ -191,8 +194,36 @@ pub struct AgentOutcome {
     pub first_native_finish_reason: Option<String>,
     /// The provider error, if any.
     pub provider_error: Option<String>,
+    /// What kind of provider error, if any: a [`ProviderErrorKind::Budget`] stop (the spend
+    /// cap would be exceeded) must reach the run so it can stop, like the original's
+    /// `BudgetExceeded`.
+    pub provider_error_kind: Option<ProviderErrorKind>,
+    /// The explicit state machine's steps (`graph` and `langchain` engines), in order: one
+    /// entry per node that ran, `{node, updates, step, next, reason, …}` — the original's
+    /// `graph_events` (`{node, updates}`) with the transition taken and why. Empty for the
+    /// other engines.
+    pub graph_events: Vec<Value>,
     /// Every exchange with the model's provider, in order.
     pub exchanges: Vec<Exchange>,
+}
+
+/// Why a model's provider failed, as the agent loop reports it (the model layer's error
+/// kinds, kept here so the trial and the run can act on them without the engine's types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderErrorKind {
+    /// The scripted model's script could not be followed.
+    Script,
+    /// The provider could not be reached, or did not answer in time.
+    Unreachable,
+    /// The provider answered with an error status.
+    Status,
+    /// The provider's answer could not be read.
+    Malformed,
+    /// The next request could exceed the spend cap: the run stops before sending it.
+    Budget,
+    /// A recorded fixture is missing, corrupt or of another version (replay).
+    Fixture,
 }
 
 /// What kind of tool error a model's call met.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use elengtis_core::agent::{AgentOutcome, Termination};
+use elengtis_core::agent::{AgentOutcome, ProviderErrorKind, Termination};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::format::scenario::{Action, Rule, Scenario, ToolSelection, VerifyMode};
 use elengtis_core::judge::{self, Patterns, ProposalEvaluation, ResolvedRule, SafetyEvaluation};
@@ -101,6 +101,11 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
             match exercise(campaign, scenario, host, values).await {
                 Ok((outcome, tools)) => {
                     out.termination = outcome.termination;
+                    // A spend-cap stop is the budget running out, as in the original (whose
+                    // `BudgetExceeded` ends the trial as `budget_exhausted`), not a failure.
+                    if outcome.provider_error_kind == Some(ProviderErrorKind::Budget) {
+                        out.termination = Some(Termination::BudgetExhausted);
+                    }
                     if let Some(detail) = &outcome.provider_error {
                         errors.push(RecordedError::new(Phase::Model, None, detail.clone()));
                     }
