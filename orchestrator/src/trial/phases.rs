@@ -100,12 +100,7 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         } else if let Some(host) = host {
             match exercise(campaign, scenario, host, values).await {
                 Ok((outcome, tools)) => {
-                    out.termination = outcome.termination;
-                    // A spend-cap stop is the budget running out, as in the original (whose
-                    // `BudgetExceeded` ends the trial as `budget_exhausted`), not a failure.
-                    if outcome.provider_error_kind == Some(ProviderErrorKind::Budget) {
-                        out.termination = Some(Termination::BudgetExhausted);
-                    }
+                    out.termination = termination_of(&outcome);
                     if let Some(detail) = &outcome.provider_error {
                         errors.push(RecordedError::new(Phase::Model, None, detail.clone()));
                     }
@@ -149,6 +144,16 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         }
     }
     out
+}
+
+/// How the agent phase ended: as the loop says, except that a spend-cap stop is the budget
+/// running out, as in the original (whose `BudgetExceeded` ends the trial as
+/// `budget_exhausted`), not a provider failure.
+fn termination_of(outcome: &AgentOutcome) -> Option<Termination> {
+    if outcome.provider_error_kind == Some(ProviderErrorKind::Budget) {
+        return Some(Termination::BudgetExhausted);
+    }
+    outcome.termination
 }
 
 fn resolve_rules(rules: &[Rule], values: &Values, errors: &mut Vec<RecordedError>) -> Option<Vec<ResolvedRule>> {
@@ -265,5 +270,19 @@ mod tests {
         let phases = Phases::default();
         assert_eq!(phases.termination(), Termination::InfrastructureError);
         assert_eq!(phases.completed(), None);
+    }
+
+    #[test]
+    fn a_spend_cap_stop_ends_the_trial_as_budget_exhausted() {
+        let failed = |kind| AgentOutcome {
+            termination: Some(Termination::ProviderError),
+            provider_error: Some("stopped".into()),
+            provider_error_kind: Some(kind),
+            ..AgentOutcome::default()
+        };
+        assert_eq!(termination_of(&failed(ProviderErrorKind::Budget)), Some(Termination::BudgetExhausted));
+        assert_eq!(termination_of(&failed(ProviderErrorKind::Status)), Some(Termination::ProviderError));
+        let stopped = AgentOutcome { termination: Some(Termination::ModelStop), ..AgentOutcome::default() };
+        assert_eq!(termination_of(&stopped), Some(Termination::ModelStop));
     }
 }
