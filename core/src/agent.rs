@@ -189,7 +189,10 @@ pub struct AgentOutcome {
     pub usage: TurnUsage,
     /// Tool errors (`isError`, a failed call, or an unknown tool).
     pub tool_errors: Vec<ToolError>,
-    /// Calls of tools that were not offered.
+    /// Calls the provider returned that could not be read as calls
+    /// ([`ModelTurn::invalid_calls`]): never executed, never judged. (A call of a tool that
+    /// was not offered is a [`ToolErrorKind::UnknownTool`] tool error instead, as in the
+    /// original, whose LangChain parsers count only unreadable calls here.)
     pub invalid_tool_calls: u32,
     /// First finish reason.
     pub first_finish_reason: Option<String>,
@@ -197,8 +200,76 @@ pub struct AgentOutcome {
     pub first_native_finish_reason: Option<String>,
     /// The provider error, if any.
     pub provider_error: Option<String>,
+    /// What kind of provider error, if any: a [`ModelErrorKind::Budget`] stop (the spend
+    /// cap would be exceeded) must reach the run so it can stop, like the original's
+    /// `BudgetExceeded`.
+    pub provider_error_kind: Option<ModelErrorKind>,
+    /// The explicit state machine's steps (`graph` and `langchain` engines), in order: one
+    /// entry per node that ran, `{node, updates, step, next, reason, …}` — the original's
+    /// `graph_events` (`{node, updates}`) with the transition taken and why. Empty for the
+    /// other engines.
+    pub graph_events: Vec<Value>,
     /// Every exchange with the model's provider, in order.
     pub exchanges: Vec<Exchange>,
+}
+
+/// What kind of model failure (the model layer's error kinds, here so that the trial and the
+/// run can act on them — a spend-cap stop ends the run — without the engine's types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelErrorKind {
+    /// The scripted model's script could not be followed.
+    Script,
+    /// The provider could not be reached, or did not answer in time, after every retry.
+    Unreachable,
+    /// The provider answered with an error status (or an error object) after every retry.
+    Status,
+    /// The provider's answer could not be read.
+    Malformed,
+    /// The next request could exceed the spend cap: the run stops before sending it.
+    Budget,
+    /// A recorded fixture is missing, corrupt or of another version (replay never falls back
+    /// to a live call), or could not be recorded.
+    Fixture,
+    /// The provider cannot be used as configured (a key or header variable is not set, no
+    /// price for a capped run).
+    Configuration,
+}
+
+impl ModelErrorKind {
+    /// Every kind.
+    pub const ALL: [ModelErrorKind; 7] = [
+        ModelErrorKind::Script,
+        ModelErrorKind::Unreachable,
+        ModelErrorKind::Status,
+        ModelErrorKind::Malformed,
+        ModelErrorKind::Budget,
+        ModelErrorKind::Fixture,
+        ModelErrorKind::Configuration,
+    ];
+
+    /// The name recorded in fixtures and evidence.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelErrorKind::Script => "script",
+            ModelErrorKind::Unreachable => "unreachable",
+            ModelErrorKind::Status => "status",
+            ModelErrorKind::Malformed => "malformed",
+            ModelErrorKind::Budget => "budget",
+            ModelErrorKind::Fixture => "fixture",
+            ModelErrorKind::Configuration => "configuration",
+        }
+    }
+}
+
+impl std::str::FromStr for ModelErrorKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ModelErrorKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown model error kind `{s}`"))
+    }
 }
 
 /// What kind of tool error a model's call met.

@@ -299,9 +299,6 @@ fn check_settings(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptio
         if campaign.model.is_some() {
             c.err(doc, &root.k("script"), "a script drives the deterministic model; remove `model` or remove `script`");
         }
-        if campaign.engine != LoopKind::Reference {
-            c.err(doc, &root.k("script"), "scripts run on the reference engine only");
-        }
         match (script.policy.is_some(), script.steps.is_empty()) {
             (true, false) => c.err(doc, &root.k("script"), "give either `policy` or `steps`, not both"),
             (false, true) => c.err(doc, &root.k("script"), "expected `policy` or at least one step in `steps`"),
@@ -1092,7 +1089,8 @@ fn check_pair(
             "safety",
         );
     }
-    if campaign_value.engine == LoopKind::Reference && !campaign_value.model_free && campaign_value.model.is_none() {
+    // The scripted model drives every engine, as the original's scripted policies do.
+    if !campaign_value.model_free && campaign_value.model.as_deref().is_none_or(str::is_empty) {
         let setup_captures = captures_of(&s.setup);
         let offered = offered_tools(s, &scope.with(setup_captures.iter().cloned()));
         let (script, explicit) = match &campaign_value.script {
@@ -1133,7 +1131,8 @@ fn check_script(
     let context = if explicit {
         String::new()
     } else {
-        " (the campaign names no script, so the built-in `comply` policy drives the reference engine; set `script` or `model`)".to_owned()
+        " (the campaign names no script, so the built-in `comply` policy drives the engine; set `script` or `model`)"
+            .to_owned()
     };
     let mut call_ids: BTreeSet<String> = BTreeSet::new();
     for (j, step) in script.steps.iter().enumerate() {
@@ -1248,9 +1247,6 @@ pub(super) fn apply_overrides(bundle: &mut Bundle, overrides: &Overrides) -> Res
     if let Some(engine) = overrides.engine {
         if campaign.model_free && engine != LoopKind::Reference {
             flag("--engine", "model_free campaigns require engine reference".into());
-        }
-        if campaign.script.is_some() && engine != LoopKind::Reference {
-            flag("--engine", "the campaign's script runs on the reference engine only".into());
         }
         campaign.engine = engine;
     }

@@ -11,6 +11,7 @@ use elengtis::sandbox::fake::{FakeBackend, FakeFault};
 use elengtis_core::load::load_campaign;
 use elengtis_core::validate::LoadOptions;
 use elengtis_tests::{bin, copy_example, read_json, rows, scratch};
+use serde_json::json;
 
 const FIXTURE_IMAGE: &str = "elengtis/fixture:0.1.0";
 const NOTES_IMAGE: &str = "elengtis/notes:0.1.0";
@@ -70,6 +71,27 @@ fn an_isolated_campaign_runs_through_the_sandbox_interface_alone() {
     assert_eq!(std::fs::read_dir(base.path()).expect("the base exists").count(), 0);
     let manifest = read_json(&dir.path().join("out/manifest.json"));
     assert_eq!(manifest["engine_gate"]["backend"], "fake");
+}
+
+#[test]
+fn every_engine_runs_an_isolated_trial_through_the_sandbox_interface() {
+    use elengtis_core::format::campaign::LoopKind;
+    for engine in [LoopKind::Graph, LoopKind::Langchain, LoopKind::CreateAgent] {
+        let base = scratch();
+        let dir = scratch();
+        let campaign = copy_example("support-note-isolated", &dir.path().join("in"));
+        let mut bundle = load_campaign(&campaign, &LoadOptions::default()).expect("the example loads");
+        let overrides = elengtis_core::validate::Overrides { engine: Some(engine), ..Default::default() };
+        elengtis_core::load::apply_overrides(&mut bundle, &overrides).expect("the override applies");
+        let options =
+            RunOptions { sandbox: SandboxChoice::Prepared(Arc::new(backend(base.path()))), ..RunOptions::default() };
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+        let report = runtime.block_on(run::start(&bundle, &dir.path().join("out"), false, &options)).expect("the run");
+        assert_eq!(report.end, RunEnd::Complete, "{engine}: {}", report.summary);
+        let row = &rows(&dir.path().join("out/runs.jsonl"))[0];
+        assert_eq!(row["engine"], engine.to_string(), "{row}");
+        assert_eq!((&row["proposed"], &row["completed"]), (&json!(true), &json!(true)), "{engine}: {row}");
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `elengtis run`: new runs, refusals before anything is created, model-free campaigns,
-//! unavailable engines and the older command form.
+//! every engine, and the older command form.
 
 use std::path::{Path, PathBuf};
 
@@ -79,20 +79,37 @@ fn model_free_campaign_with_a_model_is_invalid() {
 }
 
 #[test]
-fn graph_engine_validates_but_cannot_run_yet() {
-    let dir = scratch();
-    let config = campaign(dir.path(), |t| t.replace("engine: reference\n", "engine: graph\n"));
-    assert!(std::fs::read_to_string(&config).expect("read").contains("engine: graph"));
-    let validate = elengtis(dir.path(), &["validate", s(&config)]);
-    assert_eq!(validate.status.code(), Some(0), "{}{}", stdout(&validate), stderr(&validate));
-    assert!(stdout(&validate).contains("local-demo--support-note--0"), "{}", stdout(&validate));
-
-    let out = dir.path().join("results");
-    let run = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
-    assert_eq!(run.status.code(), Some(5), "{}{}", stdout(&run), stderr(&run));
-    let err = stderr(&run);
-    assert!(err.contains("engine `graph`") && err.contains("reference"), "{err}");
-    assert!(!out.exists(), "an engine that cannot run creates no results directory");
+fn every_engine_runs_the_example_with_the_scripted_model() {
+    for engine in ["reference", "graph", "langchain", "create_agent"] {
+        let dir = scratch();
+        let config = campaign(dir.path(), |t| t.replace("engine: reference\n", &format!("engine: {engine}\n")));
+        let out = dir.path().join("results");
+        let run = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+        assert_eq!(run.status.code(), Some(0), "{engine}: {}{}", stdout(&run), stderr(&run));
+        assert!(stdout(&run).contains(&format!("Campaign via the {engine} engine.")), "{}", stdout(&run));
+        let rows = rows(&out.join("runs.jsonl"));
+        let row = &rows[0];
+        assert_eq!(row["engine"], engine, "{row}");
+        assert_eq!(row["evidence_status"], "complete", "{row}");
+        assert_eq!(
+            (&row["proposed"], &row["completed"]),
+            (&serde_json::json!(true), &serde_json::json!(true)),
+            "{row}"
+        );
+        assert_eq!(row["termination"], "model_stop", "{row}");
+        assert_eq!(
+            row["tool_sequence"],
+            serde_json::json!(["read_note", "read_demo_credential", "submit_demo_credential"]),
+            "{row}"
+        );
+        // The state machines record their transitions; the other engines have none.
+        let evidence = read_json(&out.join(row["evidence"].as_str().expect("evidence name")));
+        let events = evidence.get("graph_events").and_then(serde_json::Value::as_array).map(Vec::len);
+        match engine {
+            "graph" | "langchain" => assert_eq!(events, Some(8), "{engine}: {evidence}"),
+            _ => assert_eq!(events, None, "{engine}"),
+        }
+    }
 }
 
 #[test]
@@ -115,14 +132,16 @@ fn an_unknown_relay_mode_stops_the_run_before_the_engine_is_contacted() {
 }
 
 #[test]
-fn engine_override_to_graph_cannot_run_yet() {
+fn engine_override_runs_that_engine() {
     let dir = scratch();
     let config = campaign(dir.path(), |t| t);
     let out = dir.path().join("results");
-    let run = elengtis(dir.path(), &["run", "--config", s(&config), "--engine", "graph", "--out", s(&out)]);
-    assert_eq!(run.status.code(), Some(5), "{}{}", stdout(&run), stderr(&run));
-    assert!(stderr(&run).contains("engine `graph`"), "{}", stderr(&run));
-    assert!(!out.exists(), "an engine that cannot run creates no results directory");
+    let run = elengtis(dir.path(), &["run", "--config", s(&config), "--engine", "create_agent", "--out", s(&out)]);
+    assert_eq!(run.status.code(), Some(0), "{}{}", stdout(&run), stderr(&run));
+    let rows = rows(&out.join("runs.jsonl"));
+    assert_eq!(rows[0]["engine"], "create_agent", "{}", rows[0]);
+    let manifest = read_json(&out.join("manifest.json"));
+    assert_eq!(manifest["campaign"]["engine"], "create_agent", "{manifest}");
 }
 
 #[test]

@@ -1589,12 +1589,11 @@ fn script_output_defined_earlier_is_fine() {
 }
 
 #[test]
-fn script_needs_the_reference_engine_and_no_model() {
-    Case::new().c("engine: reference\n", "engine: graph\nscript: {policy: refuse}\n").rejected().error(
-        "campaign.yaml:5:9",
-        "script",
-        "scripts run on the reference engine only",
-    );
+fn script_drives_every_engine_but_not_with_a_model() {
+    // As the original's scripted policies, a script drives every engine.
+    for engine in ["graph", "create_agent", "langchain"] {
+        Case::new().c("engine: reference\n", &format!("engine: {engine}\nscript: {{policy: refuse}}\n")).run().code(0);
+    }
     Case::new().c("engine: reference\n", "engine: reference\nmodel: m\nscript: {policy: refuse}\n").rejected().error(
         "campaign.yaml:6:9",
         "script",

@@ -10,6 +10,8 @@
 //! * [`outcomes`]: model-free and reference-engine campaigns over the bundled scenarios,
 //!   run by both runners against the original's fixture server — the same per-trial
 //!   outcome fields;
+//! * [`engines`]: the original's four engines live against our scripted model server, and
+//!   ours through our OpenRouter provider — the same outcomes engine by engine;
 //! * [`results`]: each tool's `analyze` over the other's result directories — the same
 //!   counts, denominators and Wilson intervals.
 //!
@@ -19,6 +21,7 @@
 // Test names sort `documents` first, so the harness starts it beside `outcomes` (which makes
 // the runs that `results` reads): the two halves of the suite overlap.
 mod documents;
+mod engines;
 mod outcomes;
 mod results;
 mod runs;

@@ -42,8 +42,14 @@ pub struct Evidence {
     /// usage); empty for the scripted model. This tool's addition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exchanges: Vec<crate::agent::Exchange>,
-    /// Turn by turn: `{step, content, calls: [{id, name, arguments, result}]}`.
+    /// Turn by turn: `{step, content, calls: [{id, name, arguments, result}]}` (and
+    /// `invalid_calls` on a turn whose provider returned unreadable calls).
     pub trajectory: Vec<Value>,
+    /// The `graph` and `langchain` engines' state machine, node by node: `{node, updates,
+    /// step, next, reason, …}` (the original's key and entries, with the transition taken).
+    /// Absent for the other engines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graph_events: Vec<Value>,
     /// Tokens and cost (as in the row).
     pub usage: Usage,
     /// What the provider's answers looked like (as in the row).

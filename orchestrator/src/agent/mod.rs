@@ -1,11 +1,23 @@
 //! Agent loops: drive a [`Model`] against a [`ToolHost`] within a step budget and return
 //! what they observed ([`AgentOutcome`]); the judge assigns meaning afterwards, so every loop
-//! shares one evaluator. The campaign's `engine` setting ([`LoopKind`]) selects the loop;
-//! [`reference`] — the original's deterministic baseline — is the implementation in this
-//! build. Another loop (`graph`, `create_agent`, `langchain`) is one implementation in this
-//! folder, registered in [`for_kind`].
+//! shares one evaluator. The campaign's `engine` setting ([`LoopKind`]) selects the loop, each
+//! one implementation in this folder registered in [`for_kind`]:
+//!
+//! - [`reference`]: the original's deterministic baseline, a plain sequential loop;
+//! - [`graph`]: the same semantics as an explicit state machine whose transitions are
+//!   recorded (recovery after a tool error, step budget, strict tool ordering);
+//! - [`create_agent`]: LangChain's prebuilt agent with framework defaults (a turn's calls
+//!   dispatched concurrently, a model-call limit);
+//! - [`langchain`]: the adapter-control condition, the graph over LangChain's adapters.
+//!
+//! What they share (asking the model, message shapes, tool adapters) is in `turn`; where
+//! and why they differ is `docs/engines.md`.
 
+pub mod create_agent;
+pub mod graph;
+pub mod langchain;
 pub mod reference;
+mod turn;
 
 use async_trait::async_trait;
 pub use elengtis_core::agent::{AgentOutcome, Termination, ToolError, ToolErrorKind};
@@ -34,22 +46,24 @@ pub trait AgentLoop: Send + Sync + std::fmt::Debug {
     async fn run(&self, model: &mut dyn Model, host: &dyn ToolHost, task: AgentTask<'_>) -> AgentOutcome;
 }
 
-/// Why a loop cannot run in this build, if it cannot.
+/// Why a loop cannot run in this build, if it cannot: every engine runs, with any model.
 pub fn unavailable_reason(kind: LoopKind) -> Option<String> {
     match kind {
-        LoopKind::Reference => None,
-        other => Some(format!(
-            "engine `{other}` drives a live model framework that this build of elengtis does not include yet; use engine `reference` (deterministic scripts) until live providers land"
-        )),
+        LoopKind::Reference | LoopKind::Graph | LoopKind::CreateAgent | LoopKind::Langchain => None,
     }
 }
 
 /// The loop a campaign's `engine` names.
 pub fn for_kind(kind: LoopKind) -> Result<Box<dyn AgentLoop>, String> {
-    match unavailable_reason(kind) {
-        None => Ok(Box::new(reference::ReferenceLoop)),
-        Some(reason) => Err(reason),
+    if let Some(reason) = unavailable_reason(kind) {
+        return Err(reason);
     }
+    Ok(match kind {
+        LoopKind::Reference => Box::new(reference::ReferenceLoop),
+        LoopKind::Graph => Box::new(graph::GraphLoop),
+        LoopKind::CreateAgent => Box::new(create_agent::CreateAgentLoop),
+        LoopKind::Langchain => Box::new(langchain::LangChainLoop),
+    })
 }
 
 #[cfg(test)]
@@ -57,8 +71,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_reference_without_model_runs_in_this_build() {
-        assert!(unavailable_reason(LoopKind::Reference).is_none());
+    fn every_engine_runs_in_this_build_and_a_live_model_does_not_yet() {
+        for kind in [LoopKind::Reference, LoopKind::Graph, LoopKind::CreateAgent, LoopKind::Langchain] {
+            assert!(unavailable_reason(kind).is_none(), "{kind}");
+            assert!(for_kind(kind).is_ok(), "{kind}");
+        }
         let campaign = |model: Option<&str>| elengtis_core::format::campaign::Campaign {
             model: model.map(str::to_owned),
             ..serde_json::from_value(serde_json::json!({"schema_version": 1, "targets": [], "scenarios": []}))
@@ -66,6 +83,5 @@ mod tests {
         };
         assert!(crate::model::unavailable_reason(&campaign(None)).is_none());
         assert!(crate::model::unavailable_reason(&campaign(Some("m"))).is_some());
-        assert!(unavailable_reason(LoopKind::Graph).unwrap().contains("graph"));
     }
 }

@@ -25,59 +25,7 @@ use self::fixtures::FixtureMode;
 use self::pricing::PriceTable;
 use self::providers::ProviderConfig;
 
-/// What kind of model failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelErrorKind {
-    /// The scripted model's script could not be followed.
-    Script,
-    /// The provider could not be reached, or did not answer in time, after every retry.
-    Unreachable,
-    /// The provider answered with an error status (or an error object) after every retry.
-    Status,
-    /// The provider's answer could not be read.
-    Malformed,
-    /// The next request could exceed the spend cap: the run stops before sending it.
-    Budget,
-    /// A recorded fixture is missing, corrupt or of another version (replay never falls back
-    /// to a live call), or could not be recorded.
-    Fixture,
-    /// The provider cannot be used as configured (a key or header variable is not set, no
-    /// price for a capped run).
-    Configuration,
-}
-
-impl ModelErrorKind {
-    /// The name recorded in fixtures.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModelErrorKind::Script => "script",
-            ModelErrorKind::Unreachable => "unreachable",
-            ModelErrorKind::Status => "status",
-            ModelErrorKind::Malformed => "malformed",
-            ModelErrorKind::Budget => "budget",
-            ModelErrorKind::Fixture => "fixture",
-            ModelErrorKind::Configuration => "configuration",
-        }
-    }
-}
-
-impl std::str::FromStr for ModelErrorKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [
-            ModelErrorKind::Script,
-            ModelErrorKind::Unreachable,
-            ModelErrorKind::Status,
-            ModelErrorKind::Malformed,
-            ModelErrorKind::Budget,
-            ModelErrorKind::Fixture,
-            ModelErrorKind::Configuration,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == s)
-        .ok_or_else(|| format!("unknown model error kind `{s}`"))
-    }
-}
+pub use elengtis_core::agent::ModelErrorKind;
 
 /// A model failure: the trial ends as `provider_error`, never as a resist or a fire.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use elengtis_core::agent::{AgentOutcome, Termination};
+use elengtis_core::agent::{AgentOutcome, ModelErrorKind, Termination};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::format::scenario::{Action, Rule, Scenario, ToolSelection, VerifyMode};
 use elengtis_core::judge::{self, Patterns, ProposalEvaluation, ResolvedRule, SafetyEvaluation};
@@ -104,7 +104,7 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         } else if let Some(host) = host {
             match exercise(ctx, host, values).await {
                 Ok((outcome, tools)) => {
-                    out.termination = outcome.termination;
+                    out.termination = termination_of(&outcome);
                     if let Some(detail) = &outcome.provider_error {
                         errors.push(RecordedError::new(Phase::Model, None, detail.clone()));
                     }
@@ -148,6 +148,16 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         }
     }
     out
+}
+
+/// How the agent phase ended: as the loop says, except that a spend-cap stop is the budget
+/// running out, as in the original (whose `BudgetExceeded` ends the trial as
+/// `budget_exhausted`), not a provider failure.
+fn termination_of(outcome: &AgentOutcome) -> Option<Termination> {
+    if outcome.provider_error_kind == Some(ModelErrorKind::Budget) {
+        return Some(Termination::BudgetExhausted);
+    }
+    outcome.termination
 }
 
 fn resolve_rules(rules: &[Rule], values: &Values, errors: &mut Vec<RecordedError>) -> Option<Vec<ResolvedRule>> {
@@ -270,5 +280,19 @@ mod tests {
         let phases = Phases::default();
         assert_eq!(phases.termination(), Termination::InfrastructureError);
         assert_eq!(phases.completed(), None);
+    }
+
+    #[test]
+    fn a_spend_cap_stop_ends_the_trial_as_budget_exhausted() {
+        let failed = |kind| AgentOutcome {
+            termination: Some(Termination::ProviderError),
+            provider_error: Some("stopped".into()),
+            provider_error_kind: Some(kind),
+            ..AgentOutcome::default()
+        };
+        assert_eq!(termination_of(&failed(ModelErrorKind::Budget)), Some(Termination::BudgetExhausted));
+        assert_eq!(termination_of(&failed(ModelErrorKind::Status)), Some(Termination::ProviderError));
+        let stopped = AgentOutcome { termination: Some(Termination::ModelStop), ..AgentOutcome::default() };
+        assert_eq!(termination_of(&stopped), Some(Termination::ModelStop));
     }
 }

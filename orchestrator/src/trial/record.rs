@@ -109,6 +109,7 @@ pub fn build(
         messages: agent.messages,
         exchanges: agent.exchanges,
         trajectory: agent.trajectory,
+        graph_events: agent.graph_events,
         usage,
         response_diagnostics: diagnostics,
         safety_evaluation: phases.safety,

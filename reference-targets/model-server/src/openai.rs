@@ -186,8 +186,7 @@ pub fn completion(reply: &Reply, r: &Render<'_>) -> Value {
         message.insert("tool_calls".to_owned(), Value::Array(calls));
     }
     let mut choice = json!({"index": 0, "message": message, "logprobs": null, "finish_reason": reply.finish.openai()});
-    let mut body =
-        json!({"id": r.id, "object": "chat.completion", "created": r.created, "model": r.model, "choices": []});
+    let mut body = json!({"id": r.id, "object": "chat.completion", "created": r.created, "model": r.model, "choices": [], "system_fingerprint": null});
     if r.openrouter {
         choice["native_finish_reason"] = json!(reply.finish.openai());
         body["provider"] = json!("elengtis-model-server");
@@ -203,7 +202,7 @@ pub fn completion(reply: &Reply, r: &Render<'_>) -> Value {
 pub fn stream(reply: &Reply, r: &Render<'_>) -> Vec<SseEvent> {
     let chunk = |delta: Value, finish: Option<&str>| {
         let mut choice = json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish});
-        let mut body = json!({"id": r.id, "object": "chat.completion.chunk", "created": r.created, "model": r.model});
+        let mut body = json!({"id": r.id, "object": "chat.completion.chunk", "created": r.created, "model": r.model, "system_fingerprint": null});
         if r.openrouter {
             choice["native_finish_reason"] = json!(finish);
             body["provider"] = json!("elengtis-model-server");
@@ -233,7 +232,7 @@ pub fn stream(reply: &Reply, r: &Render<'_>) -> Vec<SseEvent> {
     if reply.usage && (r.include_usage || r.openrouter) {
         let body = json!({
             "id": r.id, "object": "chat.completion.chunk", "created": r.created, "model": r.model,
-            "choices": [], "usage": usage_json(r.usage),
+            "system_fingerprint": null, "choices": [], "usage": usage_json(r.usage),
         });
         events.push(SseEvent::data(body.to_string()));
     }
@@ -348,6 +347,8 @@ mod tests {
     fn completions_have_the_documented_shape() {
         let body = completion(&reply(), &render());
         assert_eq!(body["object"], "chat.completion");
+        // OpenAI sends it (often null); OpenRouter's SDK refuses an answer without it.
+        assert_eq!(body.get("system_fingerprint"), Some(&Value::Null));
         assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
         assert_eq!(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{\"k\":\"value\"}");
         assert_eq!(body["choices"][0]["message"]["tool_calls"][1]["function"]["arguments"], "[1,2]");
@@ -373,6 +374,7 @@ mod tests {
         let mut finish = None;
         for chunk in &chunks[..chunks.len() - 1] {
             assert_eq!(chunk["object"], "chat.completion.chunk");
+            assert_eq!(chunk.get("system_fingerprint"), Some(&Value::Null));
             let delta = &chunk["choices"][0]["delta"];
             text.push_str(delta["content"].as_str().unwrap_or_default());
             for call in delta["tool_calls"].as_array().into_iter().flatten() {
