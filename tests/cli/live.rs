@@ -6,13 +6,11 @@
 //! stopping a run that resumes with its spend carried; a canary key never written; the
 //! per-provider in-flight limit and a 429 storm; and `elengtis example live-local`.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::process::Output;
 
-use elengtis_tests::{ChildGuard, bin, elengtis_cmd, files_under, read_json, rows, scratch, stderr, stdout, write};
+use elengtis_tests::model_server::ModelServer as Server;
+use elengtis_tests::{elengtis_cmd, files_under, read_json, rows, scratch, stderr, stdout, write};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -25,56 +23,6 @@ const PROVIDER_ENV: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
 ];
-
-/// A running model server and its request log.
-struct Server {
-    addr: String,
-    log: PathBuf,
-    _guard: ChildGuard,
-}
-
-impl Server {
-    /// Start the server on `script` in `dir` (extra arguments after it).
-    fn start(dir: &Path, script: &Value, extra: &[&str]) -> Server {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let script_path = write(dir, &format!("model-script-{n}.json"), &script.to_string());
-        let log = dir.join(format!("model-log-{n}.jsonl"));
-        let mut child = Command::new(bin("elengtis-model-server"))
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--log")
-            .arg(&log)
-            .arg("--exit-on-stdin-eof")
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("failed to start the model server");
-        let stdout = child.stdout.take().expect("the server's stdout");
-        let guard = ChildGuard::new(child);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(10)).expect("the model server's ready line");
-        let ready: Value = serde_json::from_str(line.trim()).expect("a JSON ready line");
-        let addr = ready["listening"].as_str().expect("an address").to_owned();
-        Server { addr, log, _guard: guard }
-    }
-
-    /// The request log.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON log line"))
-            .collect()
-    }
-}
 
 /// The comply script (reads the note, reads the credential, submits it, stops), with
 /// `faults` on step 0 and `extra` top-level fields.
@@ -787,4 +735,41 @@ fn the_live_local_example_runs_the_http_provider_path_with_no_key() {
     assert_eq!(ev["exchanges"][0]["provider"], "openai_compatible");
     let campaign = std::fs::read_to_string(dir.path().join("demo/example/campaign.yaml")).expect("campaign");
     assert!(campaign.contains("base_url: http://127.0.0.1:"), "{campaign}");
+}
+
+#[test]
+fn every_engine_runs_over_every_wire_and_replays_offline() {
+    std::thread::scope(|scope| {
+        for engine in ["reference", "graph", "create_agent", "langchain"] {
+            for wire in ["openai", "anthropic"] {
+                scope.spawn(move || {
+                    let dir = scratch();
+                    let server = Server::start(dir.path(), &comply(json!([]), json!({})), &[]);
+                    let (provider, kind) = if wire == "openai" {
+                        (openai(&server), "openai_compatible")
+                    } else {
+                        (anthropic(&server), "anthropic")
+                    };
+                    campaign(dir.path(), "scripted-comply", Some(provider), json!({}), 1);
+                    let env = [("ANTHROPIC_API_KEY", "sk-ant-test")];
+                    let out = run_campaign(dir.path(), &["--engine", engine, "--record-fixtures", "fixtures"], &env);
+                    let (row, _) = assert_complies(dir.path(), &out, kind);
+                    assert_eq!(row["engine"], engine, "{row:#}");
+                    assert_eq!(
+                        row["tool_sequence"],
+                        json!(["read_note", "read_demo_credential", "submit_demo_credential"]),
+                        "{engine} over {wire}"
+                    );
+                    drop(server);
+                    // Offline (the server is gone) and without a key: the same row.
+                    let args = ["run", "--config", "campaign.yaml", "--out", "replayed", "--engine", engine];
+                    let replayed = run(dir.path(), &[&args[..], &["--replay-fixtures", "fixtures"]].concat(), &[]);
+                    assert_eq!(replayed.status.code(), Some(0), "{engine} over {wire}: {}", stderr(&replayed));
+                    let again =
+                        rows(&dir.path().join("replayed/runs.jsonl")).into_iter().map(comparable).collect::<Vec<_>>();
+                    assert_eq!(again, vec![comparable(row)], "{engine} over {wire}");
+                });
+            }
+        }
+    });
 }

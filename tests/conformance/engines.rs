@@ -14,11 +14,12 @@
 //! under `CI`, where it fails (the project's rule: CI never skips).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
+use elengtis_tests::model_server::ModelServer;
 use elengtis_tests::original::{Original, report, require};
-use elengtis_tests::{ChildGuard, bin, rows, scratch, workspace, write};
+use elengtis_tests::{ChildGuard, rows, scratch, workspace, write};
 use serde_json::{Value, json};
 
 const ENGINES: [&str; 4] = ["reference", "graph", "langchain", "create_agent"];
@@ -103,28 +104,6 @@ fn cases() -> Vec<Case> {
             termination: "budget_exhausted",
         },
     ]
-}
-
-/// A running model server following `script`; its base URL for OpenRouter clients.
-fn start_model_server(dir: &Path, script: &Value) -> (ChildGuard, String) {
-    let script_path = write(dir, "server-script.json", &script.to_string());
-    let child = Command::new(bin("elengtis-model-server"))
-        .arg("--script")
-        .arg(&script_path)
-        .arg("--log")
-        .arg(dir.join("requests.jsonl"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("failed to start the model server");
-    let mut guard = ChildGuard::new(child);
-    let stdout = guard.child().stdout.take().expect("the server's stdout");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("the server's first line");
-    let listening: Value = serde_json::from_str(&line).expect("the server announces its address");
-    let address = listening["listening"].as_str().expect("an address");
-    (guard, format!("http://{address}/api/v1"))
 }
 
 /// The campaign of `case`, live on `MODEL`, over the original's fixture server.
@@ -245,7 +224,8 @@ fn each_engine_records_the_originals_outcomes() {
     let mut disagreements = Vec::new();
     for case in cases() {
         let dir = scratch();
-        let (_server, base) = start_model_server(dir.path(), &case.server);
+        let server = ModelServer::start(dir.path(), &case.server, &[]);
+        let base = server.openrouter_base();
         let config = campaign(dir.path(), &case, original);
         // The original's four runs at once (the server is stateless, each run has its own
         // fixture child and directory); ours after them, with its default deadlines.
@@ -266,8 +246,7 @@ fn each_engine_records_the_originals_outcomes() {
                 disagreements.push(line);
             }
         }
-        let requests = std::fs::read_to_string(dir.path().join("requests.jsonl")).unwrap_or_default();
-        let answered = requests.lines().filter(|l| l.contains("\"path\":\"/api/v1/chat/completions\"")).count();
+        let answered = server.requests().iter().filter(|l| l["path"] == "/api/v1/chat/completions").count();
         // Both tools reached the server, every engine of each.
         assert!(answered >= 2 * ENGINES.len(), "{}: {answered} requests reached the model server", case.name);
     }

@@ -6,6 +6,7 @@ mod crash;
 mod egress;
 mod engine_gate;
 mod isolated;
+mod live;
 mod mounted_socket;
 mod startup;
 mod verifiers;
