@@ -1,5 +1,6 @@
-//! Bounded capture of what a target writes on its stderr: the first bytes kept for the
-//! evidence, the total counted, however much it writes.
+//! Bounded capture of what a target writes on its stderr (the first bytes kept for the
+//! evidence, the total counted, however much it writes), and an error's chain captured as one
+//! line.
 
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
@@ -60,4 +61,20 @@ pub fn capture<R: AsyncRead + Send + Unpin + 'static>(mut stream: R, limit: usiz
         }
         captured.finish()
     })
+}
+
+/// An error and its causes on one line, each cause after `: ` unless the text so far already
+/// contains it (many messages embed their source; it is not repeated).
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
 }

@@ -104,18 +104,8 @@ fn run_error_code(e: &RunError) -> i32 {
     }
 }
 
-/// The error and its causes, one per line after the first: `error: …` then `  caused by: …`,
-/// skipping a cause whose text the message already contains.
+/// The error and its causes on one line, each cause after `: ` unless the message already
+/// contains its text (see [`crate::capture::chain`]).
 pub fn render(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
+    crate::capture::chain(error)
 }

@@ -98,20 +98,6 @@ impl std::fmt::Display for TransportError {
     }
 }
 
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
-}
-
 /// One attempt: POST `body` to `url` with `headers`, the whole answer within `deadline`.
 pub async fn post(
     client: &HttpClient,
@@ -125,13 +111,13 @@ pub async fn post(
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        let response = request.send().await.map_err(|e| TransportError::Connect(chain(&e)))?;
+        let response = request.send().await.map_err(|e| TransportError::Connect(crate::capture::chain(&e)))?;
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
         let mut response = response;
         let mut bytes = Vec::new();
         while let Some(chunk) =
-            response.chunk().await.map_err(|e| TransportError::Body { status, detail: chain(&e) })?
+            response.chunk().await.map_err(|e| TransportError::Body { status, detail: crate::capture::chain(&e) })?
         {
             if bytes.len() + chunk.len() > MAX_BODY_BYTES {
                 return Err(TransportError::TooLarge { status });

@@ -186,14 +186,7 @@ enum Block {
 
 /// Read a streamed answer (`message_start` … `message_stop`).
 pub fn parse_stream(body: &str) -> Result<ModelTurn, Malformed> {
-    let events = Sse::parse(body);
-    if events.is_empty() {
-        let value = super::json_body(body)?;
-        if let Some(message) = error_message(&value) {
-            return Err(Malformed::provider(message));
-        }
-        return Err(Malformed::shape("expected an event stream, found a JSON document"));
-    }
+    let events = Sse::events(body, error_message)?;
     let mut blocks: Vec<Block> = Vec::new();
     let mut stop: Option<String> = None;
     let mut usage = TurnUsage::default();

@@ -335,6 +335,20 @@ pub struct Sse {
 }
 
 impl Sse {
+    /// The events of a streamed answer. A JSON document where a stream was asked for is the
+    /// provider's error (read by `error_message`), else an answer of the wrong shape.
+    pub fn events(body: &str, error_message: fn(&Value) -> Option<String>) -> Result<Vec<Sse>, Malformed> {
+        let events = Sse::parse(body);
+        if !events.is_empty() {
+            return Ok(events);
+        }
+        let value = json_body(body)?;
+        match error_message(&value) {
+            Some(message) => Err(Malformed::provider(message)),
+            None => Err(Malformed::shape("expected an event stream, found a JSON document")),
+        }
+    }
+
     /// The events of an event-stream body that carry data (comments and other fields skipped).
     pub fn parse(body: &str) -> Vec<Sse> {
         let mut events = Vec::new();

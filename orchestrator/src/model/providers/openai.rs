@@ -152,15 +152,7 @@ struct PartialCall {
 
 /// Read a streamed answer (`data:` events ending with `data: [DONE]`).
 pub fn parse_stream(body: &str) -> Result<ModelTurn, Malformed> {
-    let events = Sse::parse(body);
-    if events.is_empty() {
-        // A JSON document where a stream was asked for.
-        let value = super::json_body(body)?;
-        if let Some(message) = error_message(&value) {
-            return Err(Malformed::provider(message));
-        }
-        return Err(Malformed::shape("expected an event stream, found a JSON document"));
-    }
+    let events = Sse::events(body, error_message)?;
     let mut content = String::new();
     let mut refusal = String::new();
     let mut calls: Vec<PartialCall> = Vec::new();
