@@ -85,14 +85,16 @@ fn default_step_budget() -> u32 {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LoopKind {
-    /// The deterministic baseline loop (scripted or live model).
+    /// The deterministic baseline loop: sequential tool calls (see docs/engines.md).
     #[default]
     Reference,
-    /// LangGraph-style explicit workflow (needs a live model provider).
+    /// An explicit state machine (LangGraph-style): sequential dispatch, a recovery
+    /// transition after a tool error, the transitions recorded.
     Graph,
-    /// LangChain adapter-control condition (needs a live model provider).
+    /// The adapter-control condition: the graph over LangChain's MCP and message adapters.
     Langchain,
-    /// LangChain `create_agent` (needs a live model provider).
+    /// LangChain `create_agent`'s default behaviour: a turn's calls run concurrently, a model
+    /// call limit ends the run.
     CreateAgent,
 }
 
