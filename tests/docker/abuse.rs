@@ -237,7 +237,8 @@ fn resource_abuse_ends_as_recorded_outcomes_and_spares_the_other_trials() {
     assert_eq!(state["oom_killed"], true, "{}", balloon["target_execution"]);
     assert_eq!(state["end"], "oom_killed", "{state}");
     assert_eq!(state["exit_code"], 137, "{state}");
-    assert!(call_result(&balloon, 0)["error"].is_string(), "{}", balloon["trajectory"]);
+    // A call the transport could not complete is recorded as the original records it.
+    assert!(call_result(&balloon, 0)["transport_error"].is_string(), "{}", balloon["trajectory"]);
     let balloon_ms = by_target["abuse-balloon"].1["duration_ms"].as_f64().unwrap_or(f64::MAX) as u64;
     assert!(balloon_ms < 20_000, "the OOM kill took {balloon_ms} ms");
     report.push(format!("balloon: state {state}, trial {balloon_ms} ms"));
@@ -269,13 +270,13 @@ fn resource_abuse_ends_as_recorded_outcomes_and_spares_the_other_trials() {
     let flooded = call_result(&flood, 0);
     assert!(flooded["bytes_written"].as_u64().unwrap_or(0) >= 64 << 20, "{flooded}");
     let hang = call_result(&flood, 1);
-    assert!(hang["error"].is_string(), "the hang call did not end in an error: {hang}");
+    assert!(hang["transport_error"].is_string(), "the hang call did not end in an error: {hang}");
     let flood_ms = by_target["abuse-flood"].1["duration_ms"].as_f64().unwrap_or(f64::MAX) as u64;
     assert!((30_000..60_000).contains(&flood_ms), "flood/hang trial took {flood_ms} ms");
-    assert!(hang["error"].as_str().unwrap_or_default().contains("no answer within 30 s"), "{hang}");
+    assert!(hang["transport_error"].as_str().unwrap_or_default().contains("no answer within 30 s"), "{hang}");
     // After a timed-out request the runner sends nothing more on that session.
     let after = call_result(&flood, 2);
-    assert!(after["error"].as_str().unwrap_or_default().contains("session is unusable"), "{after}");
+    assert!(after["transport_error"].as_str().unwrap_or_default().contains("session is unusable"), "{after}");
     // The 64 MiB stderr flood is counted whole and kept only as a bounded tail, collected
     // after the hung container was removed.
     let captured = &flood["target_execution"]["close"]["stderr"];

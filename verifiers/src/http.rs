@@ -341,25 +341,14 @@ impl HttpClient {
         if limits.timeout.is_zero() {
             return Err(HttpClientBuildError { reason: "the timeout must be longer than zero".to_owned() });
         }
-        ensure_crypto_provider();
-        let builder = || {
+        let client = build_client(|| {
             reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .no_proxy()
                 .connect_timeout(limits.timeout)
                 .user_agent(concat!("elengtis-verifiers/", env!("CARGO_PKG_VERSION")))
-        };
-        // A host without CA certificates (a FROM-scratch image) cannot build the platform
-        // verifier; plain-http verifiers still work there, and https requests fail with a
-        // certificate error instead of every request failing.
-        let client = match builder().build() {
-            Ok(client) => client,
-            Err(platform) => {
-                builder().tls_certs_only(std::iter::empty()).build().map_err(|error| HttpClientBuildError {
-                    reason: format!("{}; without system certificates: {}", describe(&platform), describe(&error)),
-                })?
-            }
-        };
+        })
+        .map_err(|reason| HttpClientBuildError { reason })?;
         Ok(Self { client, limits })
     }
 
@@ -410,6 +399,30 @@ impl HttpClient {
             Ok(Err(kind)) => Err(fail(kind)),
             Err(_elapsed) => Err(fail(HttpErrorKind::Timeout { after: deadline })),
         }
+    }
+}
+
+/// Build a reqwest client from `make`, the one way every HTTP client of the workspace is built.
+///
+/// Installs `ring` as the process's rustls provider when none is installed yet (reqwest would
+/// panic otherwise). On a host without CA certificates (the FROM-scratch tool image without a
+/// mounted bundle) the platform verifier cannot be built; the client is then built with no
+/// trusted roots, so plain `http://` still works and an `https://` request fails with a
+/// certificate error naming its host instead of the whole run failing to start. Point
+/// `SSL_CERT_FILE` at a CA bundle (or mount one at `/etc/ssl/certs/ca-certificates.crt`) to
+/// reach `https://` there.
+///
+/// # Errors
+///
+/// reqwest failing to build the client either way, both reasons given.
+pub fn build_client(make: impl Fn() -> reqwest::ClientBuilder) -> Result<reqwest::Client, String> {
+    ensure_crypto_provider();
+    match make().build() {
+        Ok(client) => Ok(client),
+        Err(platform) => make()
+            .tls_certs_only(std::iter::empty())
+            .build()
+            .map_err(|error| format!("{}; without system certificates: {}", describe(&platform), describe(&error))),
     }
 }
 

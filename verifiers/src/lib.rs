@@ -32,6 +32,6 @@ pub mod sqlite;
 #[cfg(feature = "http")]
 pub use http::{
     HttpClient, HttpClientBuildError, HttpError, HttpErrorKind, HttpLimits, HttpRequestSpec, HttpResponseRecord,
-    Method, REDACTED, SecretValue, is_valid_header_name, redacted_input,
+    Method, REDACTED, SecretValue, build_client, is_valid_header_name, redacted_input,
 };
 pub use sqlite::{QueryRecord, SnapshotFiles, SqliteError, SqliteLimits, check_query, query_snapshot};

@@ -27,13 +27,14 @@ pub struct HttpClient(reqwest::Client);
 impl HttpClient {
     /// A client that follows no redirects (a key is never sent elsewhere).
     pub fn new() -> Result<Self, String> {
-        reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("elengtis/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map(HttpClient)
-            .map_err(|e| format!("failed to build the HTTP client for model providers: {e}"))
+        elengtis_verifiers::build_client(|| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(CONNECT_TIMEOUT)
+                .user_agent(concat!("elengtis/", env!("CARGO_PKG_VERSION")))
+        })
+        .map(HttpClient)
+        .map_err(|e| format!("failed to build the HTTP client for model providers: {e}"))
     }
 }
 

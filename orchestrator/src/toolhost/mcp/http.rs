@@ -31,13 +31,7 @@ pub async fn open_http(launch: &HttpLaunch, limits: Limits) -> Result<Session, O
         builder
     };
     // Without system CA certificates (a FROM-scratch image) plain http still works.
-    let http = match builder().build() {
-        Ok(client) => client,
-        Err(_) => builder()
-            .tls_certs_only(std::iter::empty())
-            .build()
-            .map_err(|e| fail(TargetError::Client(e.to_string())))?,
-    };
+    let http = elengtis_verifiers::build_client(builder).map_err(|e| fail(TargetError::Client(e)))?;
     let transport = StreamableHttpClientTransport::with_client(http, config);
     match tokio::time::timeout(limits.connect, client_config().serve(transport)).await {
         Ok(Ok(client)) => {
