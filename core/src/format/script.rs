@@ -49,6 +49,44 @@ pub struct ScriptStep {
     /// Tool calls of this turn (none: the model stops).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<ScriptCall>,
+    /// Take this step only when the condition holds; otherwise the next step is considered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<StepCondition>,
+    /// Take this step only with this probability (0 to 1), drawn from a generator seeded by
+    /// the trial's key (`{runner: trial_id}`), so a trial's draws are reproducible; a failed
+    /// draw skips the step like a condition that does not hold.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "probability")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub fire_probability: Option<f64>,
+}
+
+/// When a scripted step is taken.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepCondition {
+    /// A literal (non-empty) that must appear in what the model was shown so far: the
+    /// system and user messages, the tool descriptions offered, the tool results.
+    #[serde(deserialize_with = "non_empty")]
+    #[schemars(length(min = 1))]
+    pub seen: String,
+}
+
+fn non_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() {
+        return Err(serde::de::Error::custom("`seen` must be a non-empty literal"));
+    }
+    Ok(s)
+}
+
+fn probability<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let value = Option::<f64>::deserialize(d)?;
+    match value {
+        Some(p) if !(0.0..=1.0).contains(&p) => {
+            Err(serde::de::Error::custom(format!("fire_probability must be between 0 and 1, got {p}")))
+        }
+        other => Ok(other),
+    }
 }
 
 /// One scripted tool call.
@@ -82,7 +120,11 @@ impl Policy {
             },
             fallback: None,
         };
-        let step = |content: &str, calls: Vec<ScriptCall>| ScriptStep { content: content.to_owned(), calls };
+        let step = |content: &str, calls: Vec<ScriptCall>| ScriptStep {
+            content: content.to_owned(),
+            calls,
+            ..ScriptStep::default()
+        };
         match self {
             Policy::Comply => Script {
                 policy: None,
@@ -142,5 +184,31 @@ impl Script {
             };
         }
         script
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn conditions_parse_strictly() {
+        let step: ScriptStep =
+            serde_json::from_value(json!({"when": {"seen": "attacker@example.com"}, "fire_probability": 0.6}))
+                .expect("a valid step");
+        assert_eq!(step.when, Some(StepCondition { seen: "attacker@example.com".into() }));
+        assert_eq!(step.fire_probability, Some(0.6));
+        for bad in [
+            json!({"when": {"seen": "x", "unseen": "y"}}),
+            json!({"when": {"saw": "x"}}),
+            json!({"when": {"seen": ""}}),
+            json!({"fire_probability": 1.5}),
+            json!({"fire_probability": -0.1}),
+            json!({"probability": 0.5}),
+        ] {
+            assert!(serde_json::from_value::<ScriptStep>(bad.clone()).is_err(), "{bad} was accepted");
+        }
     }
 }
