@@ -70,21 +70,30 @@ impl Fetcher {
     }
 }
 
+/// Connects to the first of `addresses` that accepts.
+async fn connect(addresses: &[SocketAddr]) -> Result<(tokio::net::TcpStream, SocketAddr), String> {
+    let mut failure = "no address".to_owned();
+    for address in addresses {
+        match tokio::net::TcpStream::connect(address).await {
+            Ok(stream) => return Ok((stream, *address)),
+            Err(e) => failure = format!("failed to connect to {address}: {e}"),
+        }
+    }
+    Err(failure)
+}
+
 /// Connects to the host of `target` (an http:// URL) and reads one answer.
 async fn request(target: &Url, original_host: &str) -> Result<Fetched, String> {
     let port = target.port_or_known_default().unwrap_or(80);
-    let address = match target.host() {
-        Some(Host::Ipv4(ip)) => SocketAddr::from((ip, port)),
-        Some(Host::Ipv6(ip)) => SocketAddr::from((ip, port)),
-        Some(Host::Domain(name)) => tokio::net::lookup_host((name, port))
-            .await
-            .map_err(|e| format!("failed to resolve {name}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("failed to resolve {name}: no address"))?,
+    let addresses: Vec<SocketAddr> = match target.host() {
+        Some(Host::Ipv4(ip)) => vec![SocketAddr::from((ip, port))],
+        Some(Host::Ipv6(ip)) => vec![SocketAddr::from((ip, port))],
+        Some(Host::Domain(name)) => {
+            tokio::net::lookup_host((name, port)).await.map_err(|e| format!("failed to resolve {name}: {e}"))?.collect()
+        }
         None => return Err(format!("{target} has no host")),
     };
-    let mut stream =
-        tokio::net::TcpStream::connect(address).await.map_err(|e| format!("failed to connect to {address}: {e}"))?;
+    let (mut stream, address) = connect(&addresses).await?;
     let path = match target.query() {
         Some(query) => format!("{}?{query}", target.path()),
         None => target.path().to_owned(),
