@@ -34,7 +34,6 @@ pub enum GuardId {
 
 /// Which guards are on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(clippy::struct_excessive_bools)]
 pub struct Guards {
     /// W1: the description allowlist.
     pub w1: bool,

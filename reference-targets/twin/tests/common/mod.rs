@@ -1,7 +1,8 @@
 //! Shared by the twin's binary tests: a running `elengtis-twin` over stdio with its stderr
 //! captured and its outbox in a temporary directory, and a TCP sink counting connections.
 
-#![allow(dead_code, clippy::unwrap_used)]
+// Each test crate uses part of it.
+#![allow(dead_code)]
 
 use std::{
     net::SocketAddr,
@@ -71,7 +72,7 @@ impl Twin {
             tokio::spawn(async move {
                 let mut reader = BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = reader.next_line().await {
-                    sink.lock().unwrap().push(line);
+                    sink.lock().expect("lock").push(line);
                 }
             });
         }
@@ -114,7 +115,7 @@ impl Twin {
     /// The first stderr line starting with `prefix`, waiting up to 5 s for it.
     pub async fn stderr_line(&self, prefix: &str) -> Option<String> {
         for _ in 0..100 {
-            if let Some(line) = self.stderr.lock().unwrap().iter().find(|l| l.starts_with(prefix)) {
+            if let Some(line) = self.stderr.lock().expect("lock").iter().find(|l| l.starts_with(prefix)) {
                 return Some(line.clone());
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -122,9 +123,20 @@ impl Twin {
         None
     }
 
+    /// Waits until the twin logged that it starts serving (after any out-of-band line).
+    pub async fn started(&self) {
+        for _ in 0..100 {
+            if self.stderr.lock().expect("lock").iter().any(|l| l.contains("starting elengtis-twin")) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no start line: {:?}", self.stderr());
+    }
+
     /// Every stderr line so far.
     pub fn stderr(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.lock().expect("lock").clone()
     }
 
     /// The confirmation code the twin printed (out of band).
@@ -146,7 +158,7 @@ pub fn read_rows(db: &std::path::Path) -> Vec<(String, String, String)> {
     let Ok(mut stmt) = conn.prepare("SELECT to_addr, subject, body FROM sent_emails ORDER BY id") else {
         return Vec::new();
     };
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(|r| r.unwrap()).collect()
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).expect("query").map(|r| r.expect("row")).collect()
 }
 
 pub fn outcome(result: &CallToolResult) -> Outcome {
@@ -191,7 +203,7 @@ impl Sink {
 
     /// The request heads received.
     pub fn requests(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
+        self.requests.lock().expect("lock").clone()
     }
 }
 
@@ -208,7 +220,7 @@ async fn accept(listener: TcpListener, body: &'static str, hits: Arc<AtomicUsize
                     Ok(n) => head.extend_from_slice(&chunk[..n]),
                 }
             }
-            requests.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
+            requests.lock().expect("lock").push(String::from_utf8_lossy(&head).into_owned());
             let answer = format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
             let _ = stream.write_all(answer.as_bytes()).await;
         });
