@@ -347,6 +347,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn spellings_of_an_allowlisted_address_are_refused_without_a_request() {
+        // The default allowlist holds 127.0.0.1 and localhost: only those exact spellings pass,
+        // never an encoding a parser would normalise into them.
+        let sink = Sink::start("loopback page").await;
+        let p = sink.port;
+        for url in [
+            format!("http://2130706433:{p}/"),
+            format!("http://0x7f.1:{p}/"),
+            format!("http://0x7f000001:{p}/"),
+            format!("http://0177.0.0.1:{p}/"),
+            format!("http://127.1:{p}/"),
+            format!("http://127.000.000.001:{p}/"),
+            format!("http://[::ffff:127.0.0.1]:{p}/"),
+            format!("http://[::ffff:7f00:1]:{p}/"),
+            format!("http://127.0.0.1.:{p}/"),
+            format!("http://localhost.:{p}/"),
+            format!("http://%31%32%37.0.0.1:{p}/"),
+            format!("http://\u{ff11}27.0.0.1:{p}/"),
+            format!("http://x@127.0.0.1:{p}/"),
+        ] {
+            let twin = Twin::with(&["--build", "guarded"]).await;
+            let result = twin.call("web_fetch", json!({"url": url})).await;
+            assert!(result.refused(), "{url}: {result:?}");
+            twin.stop().await;
+        }
+        assert_eq!(sink.hits(), 0, "no refused fetch made a request");
+        // The positive control: the exact spelling reaches the same listener.
+        let twin = Twin::with(&["--build", "guarded"]).await;
+        let url = format!("http://127.0.0.1:{p}/ok");
+        assert_eq!(twin.call("web_fetch", json!({"url": url})).await.ok(), "loopback page");
+        assert_eq!(sink.hits(), 1);
+        twin.stop().await;
+    }
+
+    #[tokio::test]
     async fn failed_reads_and_refused_fetches_do_not_taint() {
         let sink = Sink::start("page").await;
         let resolve = format!("example.com={}", sink.url());
