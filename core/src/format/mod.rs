@@ -12,6 +12,7 @@ pub mod de;
 pub mod generation;
 pub mod path;
 pub mod scenario;
+pub mod seed;
 pub mod script;
 pub mod yaml;
 
