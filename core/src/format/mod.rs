@@ -12,8 +12,8 @@ pub mod de;
 pub mod generation;
 pub mod path;
 pub mod scenario;
-pub mod seed;
 pub mod script;
+pub mod seed;
 pub mod yaml;
 
 use std::fmt;

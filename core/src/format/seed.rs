@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use super::path::Path as FieldPath;
 use super::script::Script;
 use super::yaml::Node;
-use super::{Diagnostic, LoadError, Severity, check_extension, diagnostic_at, parse_document, read_limited, sha256_hex};
+use super::{
+    Diagnostic, LoadError, Severity, check_extension, diagnostic_at, parse_document, read_limited, sha256_hex,
+};
 
 /// One attack seed.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
