@@ -5,5 +5,8 @@
 //! Nothing here runs anything: the runner (`orchestrator/src/prove/`) drives the legs in
 //! containers and hands their rows and evidence to these functions.
 
+pub mod filter;
 pub mod leg;
+pub mod metamorphic;
 pub mod rewrite;
+pub mod verdict;
