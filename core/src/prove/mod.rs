@@ -8,5 +8,6 @@
 pub mod filter;
 pub mod leg;
 pub mod metamorphic;
+pub mod report;
 pub mod rewrite;
 pub mod verdict;
