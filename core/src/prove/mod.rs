@@ -10,4 +10,5 @@ pub mod leg;
 pub mod metamorphic;
 pub mod report;
 pub mod rewrite;
+pub mod sarif;
 pub mod verdict;
