@@ -26,6 +26,7 @@ pub mod jsonschema;
 pub mod judge;
 pub mod load;
 pub mod matrix;
+pub mod prove;
 pub mod records;
 pub mod refs;
 pub mod rules;

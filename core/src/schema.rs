@@ -1,5 +1,5 @@
-//! JSON Schemas (draft 2020-12) generated from the Rust types: the campaign and scenario
-//! formats, and the result records (row, evidence, manifest).
+//! JSON Schemas (draft 2020-12) generated from the Rust types: the campaign, scenario and
+//! seed formats, and the result records (row, evidence, manifest).
 //!
 //! `elengtis schema --out DIR` writes them all into one directory. The copies checked in —
 //! the formats under `scenarios/schema/`, the records under `docs/schema/` — are compared
@@ -10,6 +10,7 @@ use schemars::Schema;
 
 use crate::format::campaign::Campaign;
 use crate::format::scenario::Scenario;
+use crate::format::seed::Seed;
 use crate::records::{Evidence, Manifest, Row};
 
 pub use crate::jsonschema::schema_for;
@@ -24,6 +25,7 @@ pub fn format_schemas() -> Vec<(&'static str, String)> {
     vec![
         ("campaign.schema.json", render(&schema_for::<Campaign>())),
         ("scenario.schema.json", render(&schema_for::<Scenario>())),
+        ("seed.schema.json", render(&schema_for::<Seed>())),
     ]
 }
 
@@ -87,6 +89,7 @@ mod tests {
             [
                 "campaign.schema.json",
                 "scenario.schema.json",
+                "seed.schema.json",
                 "row.schema.json",
                 "evidence.schema.json",
                 "manifest.schema.json"

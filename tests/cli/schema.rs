@@ -5,13 +5,13 @@ use std::path::Path;
 
 use elengtis_tests::{copy_example, elengtis, files_under, read_json, rows, scratch, stderr, stdout, workspace};
 
-const REGENERATE: &str = "run `cargo run -p elengtis -- schema --out DIR`, copy campaign and scenario.schema.json \
+const REGENERATE: &str = "run `cargo run -p elengtis -- schema --out DIR`, copy campaign, scenario and seed.schema.json \
                           into scenarios/schema/ and row, evidence and manifest.schema.json into docs/schema/, \
                           and commit the result";
 
 /// Where each generated schema is checked in, with the files there.
 const CHECKED_IN: [(&str, &[&str]); 2] = [
-    ("scenarios/schema", &["campaign.schema.json", "scenario.schema.json"]),
+    ("scenarios/schema", &["campaign.schema.json", "scenario.schema.json", "seed.schema.json"]),
     ("docs/schema", &["evidence.schema.json", "manifest.schema.json", "row.schema.json"]),
 ];
 
@@ -48,7 +48,8 @@ fn checked_in_schemas_match_the_generated_ones() {
             "evidence.schema.json",
             "manifest.schema.json",
             "row.schema.json",
-            "scenario.schema.json"
+            "scenario.schema.json",
+            "seed.schema.json"
         ]
     );
     for (checked_in, names) in CHECKED_IN {

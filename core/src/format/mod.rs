@@ -13,6 +13,7 @@ pub mod generation;
 pub mod path;
 pub mod scenario;
 pub mod script;
+pub mod seed;
 pub mod yaml;
 
 use std::fmt;

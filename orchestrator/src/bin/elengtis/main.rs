@@ -57,8 +57,8 @@ enum Command {
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
     },
-    /// Write the JSON Schemas generated from this build: campaign.schema.json and
-    /// scenario.schema.json (the formats), row, evidence and manifest.schema.json (the results).
+    /// Write the JSON Schemas generated from this build: campaign, scenario and
+    /// seed.schema.json (the formats), row, evidence and manifest.schema.json (the results).
     Schema {
         /// Directory to write into (created if missing).
         #[arg(long)]

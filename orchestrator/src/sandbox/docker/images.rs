@@ -71,6 +71,10 @@ pub const HOSTILE_REPO: &str = "elengtis/hostile";
 pub const SINK_REPO: &str = "elengtis/sink";
 /// Repository of the SQLite notes server image.
 pub const NOTES_REPO: &str = "elengtis/notes";
+/// The reference twins' executable (`--build vulnerable|guarded`, for `elengtis prove`).
+pub const TWIN_BIN: &str = "elengtis-twin";
+/// Repository of the reference twins image.
+pub const TWIN_REPO: &str = "elengtis/twin";
 /// The tool executable's name, in `target/` and in the image.
 pub const TOOL_BIN: &str = "elengtis";
 /// Target triple of the static build. It must be explicit, because with `crt-static` and no
@@ -90,12 +94,13 @@ pub const IMPORT_DEADLINE: Duration = Duration::from_secs(120);
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The packages the static build compiles, and the executable each one provides.
-const PACKAGES: [(&str, &str); 5] = [
+const PACKAGES: [(&str, &str); 6] = [
     ("elengtis", TOOL_BIN),
     ("elengtis-fixture", FIXTURE_BIN),
     ("elengtis-sink", SINK_BIN),
     ("elengtis-notes", NOTES_BIN),
     ("elengtis-hostile", HOSTILE_BIN),
+    ("elengtis-twin", TWIN_BIN),
 ];
 
 /// Why building or importing an image failed.
@@ -172,10 +177,12 @@ struct Bundled {
     entrypoint: &'static str,
 }
 
-const BUNDLED: [Bundled; 5] = [
+const BUNDLED: [Bundled; 6] = [
     Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN },
     Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN },
     Bundled { name: "notes", repo: NOTES_REPO, binaries: &[NOTES_BIN], entrypoint: NOTES_BIN },
+    // The mail database goes to `/data` (`--mail-db`, a volume in the sandbox).
+    Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN },
     // Used only by the Docker tests (egress battery, resource abuse).
     Bundled { name: "hostile", repo: HOSTILE_REPO, binaries: &[HOSTILE_BIN], entrypoint: HOSTILE_BIN },
     // The fixture sits beside the tool, where `elengtis example` looks for bare `elengtis-*`.
@@ -195,6 +202,11 @@ pub fn sink_ref() -> String {
 /// `elengtis/notes:<version>`.
 pub fn notes_ref() -> String {
     format!("{NOTES_REPO}:{TAG}")
+}
+
+/// `elengtis/twin:<version>`.
+pub fn twin_ref() -> String {
+    format!("{TWIN_REPO}:{TAG}")
 }
 
 /// `elengtis/elengtis:<version>`.
