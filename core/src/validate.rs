@@ -476,9 +476,17 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                         c.err(doc, &t.k("volumes").i(i), format!("`{v}` is listed twice"));
                     }
                 }
+                let part = |v: &Value| v.is_string() || refs::as_reference(v).is_some();
                 for (i, item) in k.command.iter().enumerate() {
-                    if !item.is_string() && refs::as_reference(item).is_none() {
-                        c.err(doc, &t.k("command").i(i), format!("expected a string or a reference, found {item}"));
+                    let joined = item.as_array().is_some_and(|parts| !parts.is_empty() && parts.iter().all(part));
+                    if !part(item) && !joined {
+                        c.err(
+                            doc,
+                            &t.k("command").i(i),
+                            format!(
+                                "expected a string, a reference or a non-empty list of them (joined into one argument), found {item}"
+                            ),
+                        );
                     }
                 }
             }

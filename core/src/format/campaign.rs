@@ -321,7 +321,9 @@ pub struct ContainerTransport {
     pub gid: u64,
     /// Command (overrides the image's default arguments). elengtis addition: an item may
     /// also be a `{runner: …}` or `{binding: …}` reference, resolved per trial like stdio
-    /// arguments (for example `--credential {runner: canary}`).
+    /// arguments (for example `--credential {runner: canary}`), or a list of strings and
+    /// references joined into one argument (for example
+    /// `[attacker.example.com=, {runner: sink_url}]`).
     #[serde(default)]
     pub command: Vec<Value>,
     /// Environment for the container, from the runner's environment.

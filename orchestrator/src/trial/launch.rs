@@ -131,6 +131,22 @@ fn command_line(items: &[Value], values: &Values) -> Result<Vec<String>, String>
         .map_err(|e| format!("failed to resolve the target's command line: {e}"))
 }
 
+/// Resolve a container's command items: as [`command_line`], and a list of strings and
+/// references is one argument, its parts joined (`[attacker.example.com=, {runner: sink_url}]`).
+fn container_command(items: &[Value], values: &Values) -> Result<Vec<String>, String> {
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Array(parts) => parts
+                .iter()
+                .map(|part| values.resolve(part).map(|v| refs::python_str(&v)))
+                .collect::<Result<String, _>>(),
+            _ => values.resolve(item).map(|v| refs::python_str(&v)),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("failed to resolve the target's command line: {e}"))
+}
+
 fn env_values(env: &std::collections::BTreeMap<String, EnvRef>) -> Result<Vec<(String, String)>, String> {
     env.iter()
         .map(|(name, r)| {
@@ -270,7 +286,7 @@ async fn open_container(
             Err(e) => return fail(sandbox, e).await,
         }
     }
-    let command = match command_line(&c.command, values) {
+    let command = match container_command(&c.command, values) {
         Ok(command) => command,
         Err(e) => return fail(sandbox, SandboxError::NotReady(e)).await,
     };
@@ -380,5 +396,24 @@ pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
 pub fn reached_initialize(opened: &Opened) {
     if opened.session.is_ok() {
         crate::crashpoint::reach(CrashPoint::Initialize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_in_a_container_command_is_one_joined_argument() {
+        let mut values = Values::default();
+        values.runner.insert("sink_url".into(), json!("http://10.0.0.2:8080"));
+        let items = vec![
+            json!("--resolve"),
+            json!(["attacker.example.com=", {"runner": "sink_url"}]),
+            json!({"runner": "sink_url"}),
+        ];
+        let line = container_command(&items, &values).expect("resolves");
+        assert_eq!(line, ["--resolve", "attacker.example.com=http://10.0.0.2:8080", "http://10.0.0.2:8080"]);
+        assert!(container_command(&[json!(["x", {"runner": "nope"}])], &values).is_err());
     }
 }
