@@ -64,6 +64,9 @@ pub enum CommandError {
     /// Something this build cannot do.
     #[error("{0}")]
     Unavailable(String),
+    /// `prove` could not run (a finding that does not hold is a verdict, not this error).
+    #[error(transparent)]
+    Prove(#[from] crate::prove::ProveError),
 }
 
 impl CommandError {
@@ -85,6 +88,12 @@ impl CommandError {
             | CommandError::Unavailable(_) => exit_codes::UNAVAILABLE,
             CommandError::Store(_) | CommandError::Io { .. } | CommandError::Parse { .. } => exit_codes::IO,
             CommandError::Analyze(_) => exit_codes::INVALID_CONFIG,
+            CommandError::Prove(e) => match e {
+                crate::prove::ProveError::Load(_) => exit_codes::INVALID_CONFIG,
+                crate::prove::ProveError::Run(e) => run_error_code(e),
+                crate::prove::ProveError::Io { .. } => exit_codes::IO,
+                crate::prove::ProveError::Usage(_) => exit_codes::USAGE,
+            },
         }
     }
 }

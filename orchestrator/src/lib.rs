@@ -25,6 +25,7 @@ pub mod examples;
 pub mod exit_codes;
 pub mod model;
 pub mod preflight;
+pub mod prove;
 pub mod results;
 pub mod run;
 pub mod sandbox;

@@ -23,7 +23,7 @@ use self::render::Terminal;
 
 /// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
 #[derive(Debug, Parser)]
-#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 130 interrupted).")]
+#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 7 prove: rejected, 8 prove: only stable, not proven, 130 interrupted).")]
 struct Cli {
     /// Log filter for diagnostics on stderr (e.g. `info`, `elengtis=debug`, `warn,rmcp=warn`
     /// for the MCP library's own messages); also ELENGTIS_LOG. Default: `warn,rmcp=off`.
@@ -45,6 +45,9 @@ enum Command {
     },
     /// Run a campaign, or continue one with --resume.
     Run(RunArgs),
+    /// Prove an attack seed against the vulnerable and the guarded reference twin: repeat
+    /// filter, metamorphic rewrites, verdict (KEPT / STABLE, NOT PROVEN / REJECTED).
+    Prove(ProveArgs),
     /// Start each target as a trial would, list its tools, check the campaign's tool names, tear down.
     Preflight {
         /// The campaign file.
@@ -238,6 +241,50 @@ struct RunArgs {
     allow_vulnerable_engine: bool,
 }
 
+#[derive(Debug, clap::Args)]
+struct ProveArgs {
+    /// The seed file (`scenarios/seeds/<id>.seed.yaml`).
+    #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+    seed: Option<PathBuf>,
+    /// Prove every `*.seed.yaml` in --seeds-dir.
+    #[arg(long)]
+    all: bool,
+    /// Where the seed catalogue lives (for --all and the kill matrix).
+    #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
+    seeds_dir: PathBuf,
+    /// Iterations of the repeat filter (runs per side).
+    #[arg(long, default_value_t = elengtis::prove::DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..=100))]
+    iterations: u32,
+    /// Legs run at once (each leg in its own fresh container).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
+    /// Results root (a directory per seed; must not hold that seed's results yet).
+    /// Default: `prove-<UTC time>` in the working directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print one JSON object instead of the trust panels.
+    #[arg(long)]
+    json: bool,
+    /// Skip the metamorphic stage (the verdict then fails it: a finding needs it to be KEPT).
+    #[arg(long)]
+    no_metamorphic: bool,
+    /// Remove a guard from the guarded twin (a test build; repeatable): shows that prove
+    /// notices a broken guard.
+    #[arg(long = "disable-guard", value_name = "W1|W2|W3|W4", value_parser = parse_weakness)]
+    disable_guard: Vec<elengtis_core::format::seed::Weakness>,
+    /// Run isolated trials even on a Docker engine or runtime with known container-escape
+    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+    allow_vulnerable_engine: bool,
+}
+
+fn parse_weakness(value: &str) -> Result<elengtis_core::format::seed::Weakness, String> {
+    elengtis_core::format::seed::Weakness::ALL
+        .into_iter()
+        .find(|w| w.as_str().eq_ignore_ascii_case(value))
+        .ok_or_else(|| format!("expected W1, W2, W3 or W4, got {value:?}"))
+}
+
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // The original CLI's form `elengtis --config … --out …` means `run`.
@@ -305,6 +352,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
     match command {
         Command::Validate { campaign, json } => validate(&campaign, json),
         Command::Run(args) => run_command(args).await,
+        Command::Prove(args) => prove_command(args).await,
         Command::Preflight { campaign, json, allow_vulnerable_engine } => {
             preflight(&campaign, json, allow_vulnerable_engine).await
         }
@@ -459,6 +507,76 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
     };
     terminal.finish();
     Ok(report(&result?, args.json))
+}
+
+async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
+    use elengtis::prove::{self, ProveOptions};
+    use elengtis_core::prove::{Verdict, render_panel};
+    let seeds = match (&args.seed, args.all) {
+        (Some(seed), false) => vec![seed.clone()],
+        (None, true) => prove::seeds_in(&args.seeds_dir)?,
+        _ => return Err(Error::Usage("give --seed FILE or --all".into())),
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
+        PathBuf::from(format!("prove-{stamp}"))
+    });
+    ensure_images(args.allow_vulnerable_engine).await?;
+    let catalogue = prove::catalogue(&args.seeds_dir);
+    let terminal = Arc::new(Terminal::new(interactive() && !args.json));
+    let options = ProveOptions {
+        iterations: args.iterations,
+        jobs: args.jobs.into(),
+        out: out.clone(),
+        metamorphic: !args.no_metamorphic,
+        disabled: args.disable_guard.clone(),
+        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine)),
+        events: terminal.clone(),
+        thresholds: Default::default(),
+    };
+    let mut proven = Vec::new();
+    for seed in &seeds {
+        let result = prove::prove_seed(seed, &catalogue, &options).await;
+        match result {
+            Ok(p) => {
+                if !args.json {
+                    terminal.finish();
+                    println!("{}", render_panel(&p.report));
+                    println!("report: {}\n", p.report_path.display());
+                }
+                proven.push(p);
+            }
+            Err(e) => {
+                terminal.finish();
+                return Err(e.into());
+            }
+        }
+    }
+    terminal.finish();
+    let reports: Vec<_> = proven.iter().map(|p| p.report.clone()).collect();
+    let sarif = out.join("findings.sarif");
+    prove::outputs::write_sarif(&sarif, &reports)?;
+    let verdict = prove::overall(&reports);
+    let code = match verdict {
+        Verdict::Kept => exit_codes::SUCCESS,
+        Verdict::StableNotProven => exit_codes::NOT_PROVEN,
+        Verdict::Rejected => exit_codes::REJECTED,
+    };
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "out": out, "sarif": sarif, "verdict": verdict.label(), "exit_code": code,
+                "reports": reports,
+            })
+        );
+    } else {
+        for p in &proven {
+            println!("{:<40} {}", p.report.seed, p.report.verdict_label);
+        }
+        println!("sarif: {}", sarif.display());
+    }
+    Ok(code)
 }
 
 async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Result<i32, Error> {

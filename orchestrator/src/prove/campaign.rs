@@ -1,0 +1,107 @@
+//! The campaigns of one finding: the repeat campaign (the seed's own payload against the
+//! vulnerable and the guarded twin, `iterations` trials each) and the metamorphic campaign
+//! (one target pair per rewrite, one trial each). Each is written as a campaign file beside a
+//! copy of the seed's scenario, then loaded and checked like any campaign.
+
+use std::path::{Path, PathBuf};
+
+use elengtis_core::format::seed::{Delivery, LoadedSeed, Weakness};
+use serde_json::{Value, json};
+
+use crate::sandbox::docker::images;
+
+/// The note every twin starts with, so a read of `n1` succeeds whatever the delivery.
+pub const BENIGN_NOTE: &str = "Lunch is at noon on Friday in the small meeting room.";
+/// The note id the benign note (and, for note delivery, the payload) is planted under.
+pub const DEFAULT_NOTE_ID: &str = "n1";
+/// The host the twins resolve to the trial's canary sink.
+pub const ATTACKER_HOST: &str = "attacker.example.com";
+/// The step budget of every leg.
+pub const STEP_BUDGET: u32 = 8;
+
+/// One target of a campaign: a twin build with a payload.
+#[derive(Debug, Clone)]
+pub struct Leg {
+    /// Target id (`vulnerable`, `guarded`, `vulnerable-casing`, …).
+    pub target_id: String,
+    /// `vulnerable` or `guarded`.
+    pub build: &'static str,
+    /// The payload this leg delivers.
+    pub payload: String,
+}
+
+/// The twin's command line for one leg (contract A).
+pub fn twin_command(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[Weakness]) -> Vec<Value> {
+    let mut command = vec![json!("--build"), json!(build)];
+    let note_id = seed.seed.note_id.clone().unwrap_or_else(|| DEFAULT_NOTE_ID.to_owned());
+    match seed.seed.delivery {
+        Delivery::Note => {
+            command.extend([json!("--note"), json!(format!("{note_id}={payload}"))]);
+            if note_id != DEFAULT_NOTE_ID {
+                command.extend([json!("--note"), json!(format!("{DEFAULT_NOTE_ID}={BENIGN_NOTE}"))]);
+            }
+        }
+        Delivery::Description => {
+            command.extend([json!("--note"), json!(format!("{DEFAULT_NOTE_ID}={BENIGN_NOTE}"))]);
+            command.extend([json!("--w1-payload"), json!(payload)]);
+        }
+        Delivery::User => command.extend([json!("--note"), json!(format!("{DEFAULT_NOTE_ID}={BENIGN_NOTE}"))]),
+    }
+    // One argument: `attacker.example.com=` joined with the trial's sink URL.
+    command.extend([json!("--resolve"), json!([format!("{ATTACKER_HOST}="), {"runner": "sink_url"}])]);
+    if build == "guarded" {
+        for guard in disabled {
+            command.extend([json!("--disable-guard"), json!(guard.as_str())]);
+        }
+    }
+    command
+}
+
+/// The campaign document for `legs` of `seed`, its scenario named `scenario_file`.
+pub fn campaign(seed: &LoadedSeed, legs: &[Leg], trials: u32, disabled: &[Weakness], scenario_file: &str) -> Value {
+    let scenario_id = seed.seed.id.clone();
+    let targets: Vec<Value> = legs
+        .iter()
+        .map(|leg| {
+            json!({
+                "id": leg.target_id,
+                "transport": {
+                    "type": "isolated_container",
+                    "image": images::twin_ref(),
+                    "mcp_transport": "stdio",
+                    "uid": 65534,
+                    "gid": 65534,
+                    "volumes": ["/data"],
+                    "command": twin_command(seed, leg.build, &leg.payload, disabled),
+                },
+                "bindings": { scenario_id.clone(): { "payload": leg.payload } },
+            })
+        })
+        .collect();
+    json!({
+        "schema_version": 1,
+        "trials": trials,
+        "step_budget": STEP_BUDGET,
+        "engine": "reference",
+        "targets": targets,
+        "scenarios": [scenario_file],
+        "script": seed.seed.script,
+    })
+}
+
+/// Write `document` as `dir/campaign.yaml` (JSON is YAML) with a copy of the seed's scenario
+/// beside it; returns the campaign's path.
+pub fn write(dir: &Path, seed: &LoadedSeed, document: &Value) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let scenario = std::fs::read(&seed.scenario_path)?;
+    std::fs::write(dir.join(scenario_file_name(seed)), scenario)?;
+    let path = dir.join("campaign.yaml");
+    let text = serde_json::to_string_pretty(document).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// The scenario's file name in a campaign directory.
+pub fn scenario_file_name(seed: &LoadedSeed) -> String {
+    format!("{}.yaml", seed.seed.id)
+}

@@ -1,0 +1,29 @@
+//! The files of a prove: `validation_report.json` per seed and `findings.sarif` over all.
+
+use std::path::Path;
+
+use elengtis_core::prove::{SarifTool, ValidationReport, sarif_log};
+
+use super::ProveError;
+use crate::results::store;
+
+/// The tool as SARIF names it.
+pub const TOOL: SarifTool<'static> = SarifTool {
+    name: "elengtis",
+    version: env!("CARGO_PKG_VERSION"),
+    information_uri: "https://github.com/elengtis/elengtis",
+};
+
+fn io(path: &Path) -> impl FnOnce(store::StoreError) -> ProveError + '_ {
+    move |e| ProveError::Io { what: "write", path: path.to_owned(), detail: e.to_string() }
+}
+
+/// Write one seed's report.
+pub fn write_report(path: &Path, report: &ValidationReport) -> Result<(), ProveError> {
+    store::write_json_atomic(path, report).map_err(io(path))
+}
+
+/// Write the SARIF 2.1.0 log of `reports`.
+pub fn write_sarif(path: &Path, reports: &[ValidationReport]) -> Result<(), ProveError> {
+    store::write_json_atomic(path, &sarif_log(reports, &TOOL)).map_err(io(path))
+}
