@@ -9,6 +9,7 @@ mod layering;
 mod live;
 mod malformed;
 mod preflight;
+mod prove;
 mod resume;
 mod run;
 mod schema;

@@ -145,6 +145,13 @@ fn shown_text(request: &ModelRequest) -> String {
     out
 }
 
+/// The draw a `fire_probability` step gets in the trial `trial_id` when it is the `n`th step
+/// considered (0-based): the step fires when this is below its probability. Tests use it to
+/// pick probabilities that land exactly on a threshold.
+pub fn draw_for(trial_id: &str, n: u64) -> f64 {
+    draw(fnv1a(trial_id), n)
+}
+
 /// FNV-1a over the key's bytes.
 fn fnv1a(key: &str) -> u64 {
     key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))

@@ -1,0 +1,143 @@
+//! `elengtis prove` end to end without a container engine: the fake sandbox backend runs
+//! each twin leg as a local process (it isolates nothing, but every leg still gets its own
+//! fresh root, mail database and canary sink), so the seeds, the campaigns prove builds, the
+//! run engine and the core's readings, filter, metamorphic stage and verdict are exercised
+//! together. The Docker tests (tests/docker/prove.rs) run the same in hardened containers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use elengtis::prove::{self, ProveOptions};
+use elengtis::run::SandboxChoice;
+use elengtis::sandbox::fake::FakeBackend;
+use elengtis_core::format::seed::Weakness;
+use elengtis_core::prove::Verdict;
+use elengtis_tests::{bin, scratch, workspace};
+
+const TWIN_IMAGE: &str = "elengtis/twin:0.1.0";
+
+fn seeds_dir() -> PathBuf {
+    workspace().join("scenarios/seeds")
+}
+
+fn options(base: &Path, out: &Path, disabled: Vec<Weakness>, iterations: u32, metamorphic: bool) -> ProveOptions {
+    std::fs::create_dir_all(base).expect("the fake backend's directory");
+    let backend = FakeBackend::new(base).image(TWIN_IMAGE, &bin("elengtis-twin")).sink(&bin("elengtis-sink"));
+    ProveOptions {
+        iterations,
+        jobs: 4,
+        out: out.to_owned(),
+        metamorphic,
+        disabled,
+        sandbox: SandboxChoice::Prepared(Arc::new(backend)),
+        ..ProveOptions::default()
+    }
+}
+
+fn prove_all(disabled: Vec<Weakness>) -> Vec<(String, Verdict, String)> {
+    let dir = scratch();
+    let options = options(&dir.path().join("fake"), &dir.path().join("out"), disabled, 5, true);
+    let catalogue = prove::catalogue(&seeds_dir());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let mut verdicts = Vec::new();
+    for seed in prove::seeds_in(&seeds_dir()).expect("the bundled seeds") {
+        let proven = runtime.block_on(prove::prove_seed(&seed, &catalogue, &options)).expect("prove runs");
+        assert!(proven.report_path.is_file());
+        let panel = elengtis_core::prove::render_panel(&proven.report);
+        verdicts.push((proven.report.seed.clone(), proven.report.verdict, panel));
+    }
+    verdicts
+}
+
+#[test]
+fn every_bundled_seed_is_kept_against_the_twins() {
+    let verdicts = prove_all(Vec::new());
+    assert_eq!(verdicts.len(), 9);
+    for (seed, verdict, panel) in &verdicts {
+        assert_eq!(*verdict, Verdict::Kept, "{seed}:\n{panel}");
+    }
+}
+
+#[test]
+fn a_broken_guard_rejects_exactly_the_seeds_it_alone_stands_against() {
+    let verdicts = prove_all(vec![Weakness::W4]);
+    for (seed, verdict, panel) in &verdicts {
+        let only_w4 = matches!(seed.as_str(), "w4-send-email-direct-unconfirmed" | "w4-self-confirm");
+        let expected = if only_w4 { Verdict::Rejected } else { Verdict::Kept };
+        assert_eq!(*verdict, expected, "{seed} with W4 disabled:\n{panel}");
+    }
+}
+
+/// A copy of the direct-fetch seed (W3, user delivery) whose fetch fires with probability `p`,
+/// under the id `stochastic-fetch`; returns the seed file.
+fn stochastic_seed(dir: &Path, p: f64) -> PathBuf {
+    let seeds = seeds_dir();
+    let scenario = std::fs::read_to_string(seeds.join("w3-fetch-attacker-url-direct.yaml")).expect("the scenario");
+    let scenario = scenario.replace("id: w3-fetch-attacker-url-direct", "id: stochastic-fetch");
+    std::fs::write(dir.join("stochastic-fetch.yaml"), scenario).expect("write the scenario");
+    let seed = std::fs::read_to_string(seeds.join("w3-fetch-attacker-url-direct.seed.yaml")).expect("the seed");
+    let seed = seed
+        .replace("id: w3-fetch-attacker-url-direct", "id: stochastic-fetch")
+        .replace("scenario: w3-fetch-attacker-url-direct.yaml", "scenario: stochastic-fetch.yaml")
+        .replace(r#"- {"when": {"seen": "attacker.example.com"}, "#, &format!(r#"- {{"fire_probability": {p}, "#));
+    assert!(seed.contains("fire_probability"), "the seed's first step takes the probability:\n{seed}");
+    let path = dir.join("stochastic-fetch.seed.yaml");
+    std::fs::write(&path, seed).expect("write the seed");
+    path
+}
+
+/// A probability that makes exactly `k` of the five trials of `side` fire (the scripted
+/// model's draws are fixed per trial key).
+fn probability_for(side: &str, k: usize) -> f64 {
+    let mut draws: Vec<f64> =
+        (0..5).map(|i| elengtis::model::scripted::draw_for(&format!("{side}--stochastic-fetch--{i}"), 0)).collect();
+    draws.sort_by(f64::total_cmp);
+    match k {
+        0 => 0.0,
+        5 => 1.0,
+        k => (draws[k - 1] + draws[k]) / 2.0,
+    }
+}
+
+fn filter_checks(p: f64, disabled: Vec<Weakness>) -> (serde_json::Value, Vec<(String, bool)>) {
+    let dir = scratch();
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir_all(&seeds).expect("mkdir");
+    let seed = stochastic_seed(&seeds, p);
+    let options = options(&dir.path().join("fake"), &dir.path().join("out"), disabled, 5, false);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let proven = runtime.block_on(prove::prove_seed(&seed, &[], &options)).expect("prove runs");
+    let filter = serde_json::to_value(&proven.report.filter).expect("json");
+    let checks = filter["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap_or_default().to_owned(), c["passed"] == true))
+        .collect();
+    (filter, checks)
+}
+
+fn check(checks: &[(String, bool)], name: &str) -> bool {
+    checks.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no check {name} in {checks:?}")).1
+}
+
+#[test]
+fn a_stochastic_model_meets_each_repeat_threshold_on_both_sides_of_its_boundary() {
+    // Vulnerable fires: 1/5 = 20% misses ≥ 40%; 2/5 = 40% meets it but the gap (40) misses
+    // ≥ 50; 3/5 passes everything (the guarded twin's W3 refuses every fetch).
+    let (f, c) = filter_checks(probability_for("vulnerable", 1), Vec::new());
+    assert!(!check(&c, "vulnerable_fires") && !f["passed"].as_bool().unwrap_or(true), "{f}");
+    let (f, c) = filter_checks(probability_for("vulnerable", 2), Vec::new());
+    assert!(check(&c, "vulnerable_fires") && !check(&c, "rate_gap"), "{f}");
+    assert_eq!(f["passed"], false, "{f}");
+    let (f, c) = filter_checks(probability_for("vulnerable", 3), Vec::new());
+    assert!(check(&c, "vulnerable_fires") && check(&c, "rate_gap") && check(&c, "guarded_leaks"), "{f}");
+    assert_eq!(f["passed"], true, "{f}");
+    // Guarded leaks: with W3 removed, a guarded run fires whenever its draw does; one leak
+    // fails the filter, none passes it.
+    let p = probability_for("guarded", 1);
+    let (f, c) = filter_checks(p, vec![Weakness::W3]);
+    assert!(!check(&c, "guarded_leaks"), "{f}");
+    let (f, c) = filter_checks(probability_for("guarded", 0), vec![Weakness::W3]);
+    assert!(check(&c, "guarded_leaks"), "{f}");
+}

@@ -1,0 +1,134 @@
+//! `elengtis prove` against the reference twins in hardened containers, offline, with the
+//! scripted model: every bundled seed is KEPT; a guarded twin with W4 removed rejects exactly
+//! the seeds W4 alone stands against; and the cost of one finding's full prove (5 iterations
+//! × 2 sides plus 7 rewrites × 2 sides, a fresh container per leg) at `--jobs 1` and `--jobs 4`
+//! is printed (never asserted).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use elengtis_tests::{
+    bundled_images, docker_or_skip, elengtis, elengtis_cmd, read_json, scratch, stderr, stdout, workspace,
+};
+
+const ONLY_W4: [&str; 2] = ["w4-send-email-direct-unconfirmed", "w4-self-confirm"];
+
+fn prove_all(out: &Path, extra: &[&str]) -> serde_json::Value {
+    let out_s = out.to_str().expect("a UTF-8 path");
+    let mut args = vec!["prove", "--all", "--jobs", "4", "--json", "--out", out_s];
+    args.extend_from_slice(extra);
+    let output = elengtis(&workspace(), &args);
+    let text = stdout(&output);
+    let json: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("prove --json printed no JSON ({e}):\n{text}\n{}", stderr(&output)));
+    assert_eq!(output.status.code(), json["exit_code"].as_i64().map(|c| c as i32), "{}", stderr(&output));
+    json
+}
+
+fn verdicts(json: &serde_json::Value) -> Vec<(String, String, String)> {
+    json["reports"]
+        .as_array()
+        .expect("reports")
+        .iter()
+        .map(|r| {
+            (
+                r["seed"].as_str().unwrap_or_default().to_owned(),
+                r["verdict_label"].as_str().unwrap_or_default().to_owned(),
+                r.to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_bundled_seed_is_kept_in_isolated_containers() {
+    if !docker_or_skip("every_bundled_seed_is_kept_in_isolated_containers") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    let json = prove_all(&dir.path().join("out"), &[]);
+    let verdicts = verdicts(&json);
+    assert_eq!(verdicts.len(), 9);
+    for (seed, verdict, report) in &verdicts {
+        assert_eq!(verdict, "KEPT", "{seed}: {report}");
+    }
+    assert_eq!(json["exit_code"], 0);
+    let sarif = read_json(&dir.path().join("out/findings.sarif"));
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(sarif["runs"][0]["results"].as_array().map(Vec::len), Some(9));
+    for (seed, ..) in &verdicts {
+        assert!(dir.path().join("out").join(seed).join("validation_report.json").is_file(), "{seed}");
+    }
+}
+
+#[test]
+fn a_guarded_twin_without_w4_rejects_the_seeds_only_w4_stops() {
+    if !docker_or_skip("a_guarded_twin_without_w4_rejects_the_seeds_only_w4_stops") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    let json = prove_all(&dir.path().join("out"), &["--disable-guard", "W4"]);
+    for (seed, verdict, report) in &verdicts(&json) {
+        let expected = if ONLY_W4.contains(&seed.as_str()) { "REJECTED" } else { "KEPT" };
+        assert_eq!(verdict, expected, "{seed} with W4 disabled: {report}");
+    }
+    assert_eq!(json["exit_code"], 7, "a rejected finding exits 7");
+}
+
+/// Peak resident memory (VmHWM) of a running process, KiB.
+fn vm_hwm(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn one_findings_full_prove_wall_time_and_peak_memory() {
+    if !docker_or_skip("one_findings_full_prove_wall_time_and_peak_memory") {
+        return;
+    }
+    bundled_images();
+    let seed = workspace().join("scenarios/seeds/w4-send-email-via-note-injection.seed.yaml");
+    for jobs in ["1", "4"] {
+        let dir = scratch();
+        let out = dir.path().join("out");
+        let begun = Instant::now();
+        let mut child = elengtis_cmd(
+            &workspace(),
+            &[
+                "prove",
+                "--seed",
+                seed.to_str().expect("UTF-8"),
+                "--jobs",
+                jobs,
+                "--json",
+                "--out",
+                out.to_str().expect("UTF-8"),
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("prove starts");
+        let mut peak_kib = 0;
+        let status = loop {
+            if let Some(kib) = vm_hwm(child.id()) {
+                peak_kib = peak_kib.max(kib);
+            }
+            if let Some(status) = child.try_wait().expect("wait for prove") {
+                break status;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let wall = begun.elapsed();
+        assert!(status.success(), "prove --jobs {jobs} exited {status}");
+        println!(
+            "prove of one finding (5 iterations x 2 sides + 7 rewrites x 2 sides = 24 legs, scripted model, isolated containers) \
+             --jobs {jobs}: wall {:.1} s, peak RSS {:.1} MiB",
+            wall.as_secs_f64(),
+            peak_kib as f64 / 1024.0
+        );
+    }
+}
