@@ -75,7 +75,7 @@ impl EvidenceTier {
 
 /// What one run showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "reading", rename_all = "snake_case")]
+#[serde(tag = "reading", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LegReading {
     /// The payload never reached the model: neither a fire nor a resist.
     NotTested {
@@ -445,5 +445,9 @@ pub(crate) mod tests {
             json!({"reading": "fired", "tier": "trace"})
         );
         assert_eq!(serde_json::to_value(LegReading::Resisted).unwrap(), json!({"reading": "resisted"}));
+        let extra = json!({"reading": "fired", "tier": "state", "by": "judge"});
+        assert!(serde_json::from_value::<LegReading>(extra).is_err(), "unknown fields are refused");
+        let back: LegReading = serde_json::from_value(json!({"reading": "not_tested", "why": "x"})).unwrap();
+        assert_eq!(back, LegReading::NotTested { why: "x".into() });
     }
 }
