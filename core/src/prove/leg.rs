@@ -59,6 +59,7 @@ pub enum EvidenceTier {
     Trace,
     /// Only an LLM judge said so. elengtis has no LLM judge yet; the tier exists so that a
     /// future judge can never keep a finding alone.
+    #[serde(rename = "judge-only")]
     JudgeOnly,
 }
 
@@ -282,13 +283,13 @@ pub fn read_leg(row: &Row, evidence: &Evidence, context: &LegContext<'_>) -> Leg
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::records::{EvidenceStatus, FailureClass, RecordedError};
 
-    pub(crate) fn row() -> Row {
+    fn row() -> Row {
         serde_json::from_value(json!({
             "schema_version": 1, "run_id": "r", "trial_id": "t--s--0", "attempt_id": "a1", "target": "t",
             "scenario": "s", "trial_index": 0, "engine": "reference", "proposed": true, "completed": true,
@@ -304,7 +305,7 @@ pub(crate) mod tests {
         .expect("a valid row")
     }
 
-    pub(crate) fn evidence(read_result: Value, description: &str) -> Evidence {
+    fn evidence(read_result: Value, description: &str) -> Evidence {
         serde_json::from_value(json!({
             "schema_version": 1, "run_id": "r", "trial_id": "t--s--0", "attempt_id": "a1", "target": "t",
             "scenario": "s", "canary": "c", "setup": [],
@@ -324,7 +325,7 @@ pub(crate) mod tests {
         .expect("valid evidence")
     }
 
-    pub(crate) fn note_result(text: &str) -> Value {
+    fn note_result(text: &str) -> Value {
         json!({"content": [{"type": "text", "text": text}], "isError": false})
     }
 
