@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::Termination;
-use crate::format::seed::Delivery;
+use crate::format::scenario::Scenario;
+use crate::format::seed::{Delivery, Seed};
 use crate::records::{Evidence, Phase, Row};
 
 /// The tool whose results deliver a planted note.
@@ -139,6 +140,18 @@ pub struct LegContext<'a> {
     pub markers: &'a [String],
     /// The scenario declares verification checks (the independent verifier).
     pub has_verifiers: bool,
+}
+
+impl<'a> LegContext<'a> {
+    /// The context of a run of `seed` (with its own payload or a rewrite of it: the markers
+    /// are the same) through `scenario`.
+    pub fn new(seed: &'a Seed, scenario: &Scenario) -> Self {
+        LegContext {
+            delivery: seed.delivery,
+            markers: &seed.markers,
+            has_verifiers: !scenario.verify.checks.is_empty(),
+        }
+    }
 }
 
 /// Every string inside `value`.
