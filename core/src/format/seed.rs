@@ -375,6 +375,22 @@ guards: [W2]
     }
 
     #[test]
+    fn the_generated_schema_accepts_the_sample_and_refuses_an_unknown_field() {
+        let node = super::super::yaml::parse(SEED).expect("YAML");
+        let doc = node.to_json();
+        let schema = serde_json::to_value(crate::jsonschema::schema_for::<Seed>()).expect("schema");
+        let validator = jsonschema::validator_for(&schema).expect("compiles");
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let mut extra = doc.clone();
+        extra["extra"] = serde_json::json!(1);
+        assert!(!validator.is_valid(&extra));
+        let mut no_markers = doc;
+        no_markers["markers"] = serde_json::json!([]);
+        assert!(!validator.is_valid(&no_markers));
+    }
+
+    #[test]
     fn a_marker_missing_from_the_payload_is_named_with_file_line_and_field() {
         let text = SEED.replace("markers: [attacker@example.com]", "markers: [attacker@example.com, evil.example]");
         let found = problems(&text);
