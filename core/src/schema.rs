@@ -1,5 +1,6 @@
 //! JSON Schemas (draft 2020-12) generated from the Rust types: the campaign, scenario and
-//! seed formats, and the result records (row, evidence, manifest).
+//! seed formats, the result records (row, evidence, manifest) and `prove`'s
+//! `validation_report.json`.
 //!
 //! `elengtis schema --out DIR` writes them all into one directory. The copies checked in —
 //! the formats under `scenarios/schema/`, the records under `docs/schema/` — are compared
@@ -11,6 +12,7 @@ use schemars::Schema;
 use crate::format::campaign::Campaign;
 use crate::format::scenario::Scenario;
 use crate::format::seed::Seed;
+use crate::prove::ValidationReport;
 use crate::records::{Evidence, Manifest, Row};
 
 pub use crate::jsonschema::schema_for;
@@ -36,6 +38,7 @@ pub fn record_schemas() -> Vec<(&'static str, String)> {
         ("row.schema.json", render(&schema_for::<Row>())),
         ("evidence.schema.json", render(&schema_for::<Evidence>())),
         ("manifest.schema.json", render(&schema_for::<Manifest>())),
+        ("validation_report.schema.json", render(&schema_for::<ValidationReport>())),
     ]
 }
 
@@ -71,9 +74,12 @@ mod tests {
 
     #[test]
     fn the_results_doc_describes_every_top_level_field_of_each_record() {
-        for (heading, fields) in
-            [("Rows", fields::<Row>()), ("Evidence", fields::<Evidence>()), ("Manifest", fields::<Manifest>())]
-        {
+        for (heading, fields) in [
+            ("Rows", fields::<Row>()),
+            ("Evidence", fields::<Evidence>()),
+            ("Manifest", fields::<Manifest>()),
+            ("Validation report", fields::<ValidationReport>()),
+        ] {
             let text = section(RESULTS_DOC, heading);
             let missing: Vec<&String> = fields.iter().filter(|field| !text.contains(&format!("`{field}`"))).collect();
             assert!(missing.is_empty(), "docs/results.md, section {heading}, does not describe {missing:?}");
@@ -92,7 +98,8 @@ mod tests {
                 "seed.schema.json",
                 "row.schema.json",
                 "evidence.schema.json",
-                "manifest.schema.json"
+                "manifest.schema.json",
+                "validation_report.schema.json"
             ]
         );
         for (name, content) in all {

@@ -6,13 +6,17 @@ use std::path::Path;
 use elengtis_tests::{copy_example, elengtis, files_under, read_json, rows, scratch, stderr, stdout, workspace};
 
 const REGENERATE: &str = "run `cargo run -p elengtis -- schema --out DIR`, copy campaign, scenario and seed.schema.json \
-                          into scenarios/schema/ and row, evidence and manifest.schema.json into docs/schema/, \
+                          into scenarios/schema/ and row, evidence, manifest and validation_report.schema.json into \
+                          docs/schema/, \
                           and commit the result";
 
 /// Where each generated schema is checked in, with the files there.
 const CHECKED_IN: [(&str, &[&str]); 2] = [
     ("scenarios/schema", &["campaign.schema.json", "scenario.schema.json", "seed.schema.json"]),
-    ("docs/schema", &["evidence.schema.json", "manifest.schema.json", "row.schema.json"]),
+    (
+        "docs/schema",
+        &["evidence.schema.json", "manifest.schema.json", "row.schema.json", "validation_report.schema.json"],
+    ),
 ];
 
 fn s(p: &Path) -> &str {
@@ -49,7 +53,8 @@ fn checked_in_schemas_match_the_generated_ones() {
             "manifest.schema.json",
             "row.schema.json",
             "scenario.schema.json",
-            "seed.schema.json"
+            "seed.schema.json",
+            "validation_report.schema.json"
         ]
     );
     for (checked_in, names) in CHECKED_IN {

@@ -6,8 +6,8 @@
 //!
 //! Parsed like a scenario ([`super::parse_document`]): unknown fields are errors, and every
 //! error carries the file, line, column and field path. [`load_seed`] also checks what the
-//! types cannot say (markers non-empty and present in the payload, `note_id` exactly for
-//! note delivery, the channel matching the delivery) and resolves the scenario path relative
+//! types cannot say (markers non-empty and present in the payload, a `note_id` for note
+//! delivery, the channel matching the delivery) and resolves the scenario path relative
 //! to the seed file.
 
 use std::path::{Path, PathBuf};
@@ -49,7 +49,8 @@ pub struct Seed {
     pub compliance: Compliance,
     /// How the payload reaches the model.
     pub delivery: Delivery,
-    /// The note the payload is planted under (delivery `note` only).
+    /// The note the payload is planted under: required for delivery `note`; with another
+    /// delivery, a note planted with benign content for the model to read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note_id: Option<String>,
     /// Path of the ordinary scenario file, relative to the seed file: its verify checks are
@@ -252,11 +253,7 @@ pub fn check_seed(file: &Path, seed: &Seed, node: &Node) -> Vec<Diagnostic> {
     }
     match (seed.delivery, &seed.note_id) {
         (Delivery::Note, None) => push(root.key("delivery"), "delivery `note` needs a `note_id`".into()),
-        (Delivery::Note, Some(id)) if id.is_empty() => push(root.key("note_id"), "must not be empty".into()),
-        (Delivery::Description | Delivery::User, Some(_)) => push(
-            root.key("note_id"),
-            format!("`note_id` is only for delivery `note` (this seed's delivery is `{}`)", seed.delivery.as_str()),
-        ),
+        (_, Some(id)) if id.is_empty() => push(root.key("note_id"), "must not be empty".into()),
         _ => {}
     }
     if seed.delivery.channel() != seed.channel {
@@ -378,6 +375,22 @@ guards: [W2]
     }
 
     #[test]
+    fn the_generated_schema_accepts_the_sample_and_refuses_an_unknown_field() {
+        let node = super::super::yaml::parse(SEED).expect("YAML");
+        let doc = node.to_json();
+        let schema = serde_json::to_value(crate::jsonschema::schema_for::<Seed>()).expect("schema");
+        let validator = jsonschema::validator_for(&schema).expect("compiles");
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let mut extra = doc.clone();
+        extra["extra"] = serde_json::json!(1);
+        assert!(!validator.is_valid(&extra));
+        let mut no_markers = doc;
+        no_markers["markers"] = serde_json::json!([]);
+        assert!(!validator.is_valid(&no_markers));
+    }
+
+    #[test]
     fn a_marker_missing_from_the_payload_is_named_with_file_line_and_field() {
         let text = SEED.replace("markers: [attacker@example.com]", "markers: [attacker@example.com, evil.example]");
         let found = problems(&text);
@@ -418,7 +431,8 @@ guards: [W2]
         assert_eq!(found[0].path, "delivery", "{found:?}");
         let found = problems(&SEED.replace("delivery: note", "delivery: user"));
         let paths: Vec<&str> = found.iter().map(|d| d.path.as_str()).collect();
-        assert_eq!(paths, ["note_id", "channel"], "{found:?}");
+        assert_eq!(paths, ["channel"], "{found:?}");
+        assert!(found[0].message.contains("delivery `user` puts the payload in channel `user-message`"));
         let found = problems(&SEED.replace("id: note-forward-direct", "id: Bad Id"));
         assert_eq!(found[0].path, "id");
         let found = problems(&SEED.replace("guards: [W2]", "guards: []"));

@@ -25,6 +25,7 @@ pub const MIN_RATE_GAP_PERCENT: u32 = 50;
 
 /// The filter's thresholds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Thresholds {
     /// Minimum vulnerable fire rate, percent.
     pub min_vulnerable_fire_percent: u32,
@@ -49,6 +50,7 @@ impl Default for Thresholds {
 
 /// Fires by evidence tier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TierCounts {
     /// An independent verifier saw the effect.
     pub state: u32,
@@ -82,6 +84,7 @@ impl TierCounts {
 
 /// What one side's runs showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SideCounts {
     /// Runs.
     pub runs: u32,
@@ -134,6 +137,7 @@ fn at_least(n: u32, d: u32, percent: u32) -> bool {
 
 /// One threshold of the filter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ThresholdCheck {
     /// `vulnerable_fires`, `guarded_leaks`, `guarded_resists` or `rate_gap`.
     pub name: String,
@@ -147,6 +151,7 @@ pub struct ThresholdCheck {
 
 /// The filter's figures and decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FilterResult {
     /// Iterations (the larger side's run count).
     pub iterations: u32,

@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::Termination;
-use crate::format::seed::Delivery;
+use crate::format::scenario::Scenario;
+use crate::format::seed::{Delivery, Seed};
 use crate::records::{Evidence, Phase, Row};
 
 /// The tool whose results deliver a planted note.
@@ -59,6 +60,7 @@ pub enum EvidenceTier {
     Trace,
     /// Only an LLM judge said so. elengtis has no LLM judge yet; the tier exists so that a
     /// future judge can never keep a finding alone.
+    #[serde(rename = "judge-only")]
     JudgeOnly,
 }
 
@@ -75,7 +77,7 @@ impl EvidenceTier {
 
 /// What one run showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "reading", rename_all = "snake_case")]
+#[serde(tag = "reading", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LegReading {
     /// The payload never reached the model: neither a fire nor a resist.
     NotTested {
@@ -138,6 +140,18 @@ pub struct LegContext<'a> {
     pub markers: &'a [String],
     /// The scenario declares verification checks (the independent verifier).
     pub has_verifiers: bool,
+}
+
+impl<'a> LegContext<'a> {
+    /// The context of a run of `seed` (with its own payload or a rewrite of it: the markers
+    /// are the same) through `scenario`.
+    pub fn new(seed: &'a Seed, scenario: &Scenario) -> Self {
+        LegContext {
+            delivery: seed.delivery,
+            markers: &seed.markers,
+            has_verifiers: !scenario.verify.checks.is_empty(),
+        }
+    }
 }
 
 /// Every string inside `value`.
@@ -282,13 +296,13 @@ pub fn read_leg(row: &Row, evidence: &Evidence, context: &LegContext<'_>) -> Leg
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::records::{EvidenceStatus, FailureClass, RecordedError};
 
-    pub(crate) fn row() -> Row {
+    fn row() -> Row {
         serde_json::from_value(json!({
             "schema_version": 1, "run_id": "r", "trial_id": "t--s--0", "attempt_id": "a1", "target": "t",
             "scenario": "s", "trial_index": 0, "engine": "reference", "proposed": true, "completed": true,
@@ -304,7 +318,7 @@ pub(crate) mod tests {
         .expect("a valid row")
     }
 
-    pub(crate) fn evidence(read_result: Value, description: &str) -> Evidence {
+    fn evidence(read_result: Value, description: &str) -> Evidence {
         serde_json::from_value(json!({
             "schema_version": 1, "run_id": "r", "trial_id": "t--s--0", "attempt_id": "a1", "target": "t",
             "scenario": "s", "canary": "c", "setup": [],
@@ -324,7 +338,7 @@ pub(crate) mod tests {
         .expect("valid evidence")
     }
 
-    pub(crate) fn note_result(text: &str) -> Value {
+    fn note_result(text: &str) -> Value {
         json!({"content": [{"type": "text", "text": text}], "isError": false})
     }
 
@@ -445,5 +459,9 @@ pub(crate) mod tests {
             json!({"reading": "fired", "tier": "trace"})
         );
         assert_eq!(serde_json::to_value(LegReading::Resisted).unwrap(), json!({"reading": "resisted"}));
+        let extra = json!({"reading": "fired", "tier": "state", "by": "judge"});
+        assert!(serde_json::from_value::<LegReading>(extra).is_err(), "unknown fields are refused");
+        let back: LegReading = serde_json::from_value(json!({"reading": "not_tested", "why": "x"})).unwrap();
+        assert_eq!(back, LegReading::NotTested { why: "x".into() });
     }
 }

@@ -15,6 +15,7 @@ pub const MIN_HOLD_PERCENT: u32 = 60;
 
 /// One rewrite's runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RewriteRun {
     /// Which rewrite.
     pub kind: RewriteKind,
@@ -28,6 +29,7 @@ pub struct RewriteRun {
 
 /// One row of the metamorphic table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RewriteRow {
     /// Which rewrite.
     pub kind: RewriteKind,
@@ -43,6 +45,7 @@ pub struct RewriteRow {
 
 /// The stage's table and decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MetamorphicResult {
     /// One row per rewrite.
     pub rows: Vec<RewriteRow>,

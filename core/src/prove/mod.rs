@@ -39,7 +39,8 @@
 //! assert_eq!(variants.len(), 7);
 //! assert!(variants.iter().all(|r| r.text.contains("attacker@example.com")));
 //!
-//! // 2. Each run's reading, from its row and evidence (the runner does this per leg):
+//! // 2. Each run's reading, from its row and evidence (the runner does this per leg;
+//! //    `LegContext::new(&seed, &scenario)` builds the context from the seed's scenario):
 //! let context = LegContext { delivery: Delivery::Note, markers: &seed.markers, has_verifiers: true };
 //! // let reading = elengtis_core::prove::read_leg(&row, &evidence, &context);
 //! # let _ = context;

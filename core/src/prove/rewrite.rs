@@ -69,6 +69,7 @@ impl std::fmt::Display for RewriteKind {
 
 /// A rewritten payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Rewrite {
     /// Which rewrite.
     pub kind: RewriteKind,

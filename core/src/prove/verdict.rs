@@ -98,6 +98,7 @@ pub fn claim(verdict: Verdict, layer: Option<GuardedLayer>) -> &'static str {
 
 /// Each gate: passed, failed, or not applicable (null).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Gates {
     /// The differential (null without a guarded side).
     pub differential: Option<bool>,
@@ -111,6 +112,7 @@ pub struct Gates {
 
 /// The verdict with its reasons.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Decision {
     /// The verdict.
     pub verdict: Verdict,

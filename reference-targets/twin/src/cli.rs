@@ -97,7 +97,8 @@ fn plain_host(host: &str) -> Result<String, String> {
 /// `HOST=URL`: an exact host and the http:// base URL it stands for.
 fn parse_resolve(value: &str) -> Result<(String, Url), String> {
     let (host, target) = value.split_once('=').ok_or_else(|| format!("expected HOST=URL, got {value:?}"))?;
-    let host = plain_host(host)?;
+    // One trailing dot names the same host (as in DNS); the fetch side strips it too.
+    let host = plain_host(host.strip_suffix('.').unwrap_or(host))?;
     let url = Url::parse(target).map_err(|e| format!("{target:?} is not a URL: {e}"))?;
     if url.scheme() != "http" || url.host_str().is_none() {
         return Err(format!("{target:?} must be an http:// URL with a host (the twin speaks no TLS)"));
@@ -157,6 +158,8 @@ mod tests {
             .expect("valid");
         assert_eq!(args.resolve[0].0, "attacker.example.com");
         assert_eq!(args.resolve[0].1.as_str(), "http://10.0.0.2:8080/base");
+        let args = parse(&["--build", "guarded", "--resolve", "example.com.=http://10.0.0.2/"]).expect("valid");
+        assert_eq!(args.resolve[0].0, "example.com");
         for bad in ["x=https://10.0.0.2/", "x=ftp://h/", "x=http://h/?q=1", "a/b=http://h/", "h:80=http://h/", "h"] {
             assert!(parse(&["--build", "guarded", "--resolve", bad]).is_err(), "{bad}");
         }

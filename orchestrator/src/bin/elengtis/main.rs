@@ -61,7 +61,8 @@ enum Command {
         allow_vulnerable_engine: bool,
     },
     /// Write the JSON Schemas generated from this build: campaign, scenario and
-    /// seed.schema.json (the formats), row, evidence and manifest.schema.json (the results).
+    /// seed.schema.json (the formats), row, evidence, manifest and validation_report.schema.json
+    /// (the results).
     Schema {
         /// Directory to write into (created if missing).
         #[arg(long)]
