@@ -1623,6 +1623,10 @@ fn every_shipped_campaign_validates() {
     let root = workspace().join("scenarios");
     let mut files = Vec::new();
     yaml_files(&root, &mut files);
+    // Attack seeds and their scenarios have no campaign beside them: `prove` builds the
+    // campaigns (checked for every bundled seed by the unit test
+    // `prove::tests::every_bundled_seed_builds_valid_campaigns`).
+    files.retain(|p| !p.starts_with(root.join("seeds")));
     let is_campaign = |text: &str| text.lines().any(|l| l.starts_with("targets:") || l.starts_with("\"targets\":"));
     let mut campaigns = Vec::new();
     let mut scenarios = Vec::new();
