@@ -13,7 +13,7 @@ pub const USAGE: i32 = 2;
 pub const INVALID_CONFIG: i32 = 3;
 /// The results directory cannot be used (exists, locked, corrupt, or from another version).
 pub const RESULTS_DIR: i32 = 4;
-/// The campaign is valid but cannot run in this build (an engine or transport not available).
+/// The campaign is valid but cannot run here (a key, price, fixture directory, engine or image missing; an engine the gate refuses).
 pub const UNAVAILABLE: i32 = 5;
 /// Writing results failed (for example the disk is full); earlier records are intact.
 pub const IO: i32 = 6;
