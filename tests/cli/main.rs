@@ -12,4 +12,5 @@ mod preflight;
 mod resume;
 mod run;
 mod schema;
+mod shim;
 mod validate;

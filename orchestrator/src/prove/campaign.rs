@@ -28,6 +28,20 @@ pub struct Leg {
     pub build: &'static str,
     /// The payload this leg delivers.
     pub payload: String,
+    /// The target's `control_shim` (the guarded side as a stand-in at the MCP boundary).
+    pub shim: Option<Value>,
+}
+
+/// The control shim of the guarded side under `--guarded-side shim`: the vulnerable twin
+/// behind the controls of the seed's weakness class and the guards the seed lists against it
+/// (defence in depth written down, as for the guarded twin), in block mode with the deny-all
+/// approval policy — the original's target-file default.
+pub fn shim_config(seed: &LoadedSeed) -> Value {
+    let mut controls: Vec<Weakness> = seed.seed.guards.clone();
+    controls.push(seed.seed.weakness);
+    controls.sort();
+    controls.dedup();
+    json!({"controls": controls, "enforcement_mode": "block", "approval_policy": "deny_all"})
 }
 
 /// The twin's command line for one leg (contract A).
@@ -63,7 +77,7 @@ pub fn campaign(seed: &LoadedSeed, legs: &[Leg], trials: u32, disabled: &[Weakne
     let targets: Vec<Value> = legs
         .iter()
         .map(|leg| {
-            json!({
+            let mut target = json!({
                 "id": leg.target_id,
                 "transport": {
                     "type": "isolated_container",
@@ -75,7 +89,11 @@ pub fn campaign(seed: &LoadedSeed, legs: &[Leg], trials: u32, disabled: &[Weakne
                     "command": twin_command(seed, leg.build, &leg.payload, disabled),
                 },
                 "bindings": { scenario_id.clone(): { "payload": leg.payload } },
-            })
+            });
+            if let Some(shim) = &leg.shim {
+                target["control_shim"] = shim.clone();
+            }
+            target
         })
         .collect();
     json!({
