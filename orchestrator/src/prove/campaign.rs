@@ -61,6 +61,9 @@ pub fn twin_command(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[W
         }
         Delivery::User => command.extend([json!("--note"), json!(format!("{DEFAULT_NOTE_ID}={BENIGN_NOTE}"))]),
     }
+    // The twin's default, written out: a sandbox that relocates absolute paths (the fake
+    // backend of the tests) then relocates the mail database too.
+    command.extend([json!("--mail-db"), json!("/data/mail.db")]);
     // One argument: `attacker.example.com=` joined with the trial's sink URL.
     command.extend([json!("--resolve"), json!([format!("{ATTACKER_HOST}="), {"runner": "sink_url"}])]);
     if build == "guarded" {
