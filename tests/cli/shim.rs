@@ -130,7 +130,7 @@ fn a_w2_note_injection_fires_on_the_raw_twin_and_is_refused_behind_the_shim() {
 
 /// `prove --guarded-side shim` through the whole chain (campaigns, runs, evidence, readings,
 /// report) on the fake sandbox backend (local processes, no engine): the guarded side is the
-/// vulnerable twin behind the shim, and a KEPT verdict carries the boundary claim.
+/// vulnerable twin behind the shim, and every bundled seed is KEPT with the boundary claim.
 #[test]
 fn prove_with_the_shim_as_guarded_side_keeps_with_the_boundary_claim() {
     use std::sync::Arc;
@@ -156,8 +156,11 @@ fn prove_with_the_shim_as_guarded_side_keeps_with_the_boundary_claim() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     let seeds = workspace().join("scenarios/seeds");
     let catalogue = elengtis::prove::catalogue(&seeds);
-    for seed in ["w3-fetch-attacker-url-direct", "w2-note-body-direct"] {
-        let path = seeds.join(format!("{seed}.seed.yaml"));
+    let paths = elengtis::prove::seeds_in(&seeds).expect("the bundled seeds");
+    assert_eq!(paths.len(), 9);
+    for path in paths {
+        let seed =
+            path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".seed.yaml")).expect("a seed");
         let proven = runtime.block_on(prove_seed(&path, &catalogue, &options)).expect("prove runs");
         let report = &proven.report;
         assert_eq!(report.verdict, Verdict::Kept, "{seed}: {:?}", report.reasons);
