@@ -8,6 +8,7 @@ mod engine_gate;
 mod isolated;
 mod live;
 mod mounted_socket;
+mod prove_shim;
 mod startup;
 mod verifiers;
 
