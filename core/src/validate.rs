@@ -401,6 +401,38 @@ fn check_env_map<T>(
     }
 }
 
+/// A target's control shim: at least one control, pins that are SHA-256 hex digests, and an
+/// allowlist of plain host names (docs/shim.md).
+fn check_control_shim(c: &mut Checker, doc: &Document<Campaign>, at: &At, shim: &crate::format::campaign::ControlShim) {
+    if shim.controls.is_empty() {
+        c.err(doc, &at.k("controls"), "must list at least one control (W1, W2, W3, W4)");
+    }
+    for (tool, pin) in &shim.description_pins {
+        if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+            c.err(
+                doc,
+                &at.k("description_pins").k(tool),
+                format!("expected the SHA-256 of the raw description as 64 hex digits, found `{pin}`"),
+            );
+        }
+    }
+    for (i, host) in shim.fetch_allowlist.iter().flatten().enumerate() {
+        let plain = url::Url::parse(&format!("http://{host}/"))
+            .ok()
+            .and_then(|u| {
+                u.host_str().map(|h| h.eq_ignore_ascii_case(host) && u.port().is_none() && u.username().is_empty())
+            })
+            .unwrap_or(false);
+        if !plain {
+            c.err(
+                doc,
+                &at.k("fetch_allowlist").i(i),
+                format!("expected a plain host name or address as a URL parser writes it, found `{host}`"),
+            );
+        }
+    }
+}
+
 fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptions) {
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     for (i, target) in doc.value.targets.iter().enumerate() {
@@ -409,6 +441,9 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
             c.err(doc, &at.k("id"), format!("target IDs must match ^[a-z0-9][a-z0-9_-]*$, found `{}`", target.id));
         } else if !seen.insert(&target.id) {
             c.err(doc, &at.k("id"), format!("target IDs must be unique: `{}` appears twice", target.id));
+        }
+        if let Some(shim) = &target.control_shim {
+            check_control_shim(c, doc, &at.k("control_shim"), shim);
         }
         let t = at.k("transport");
         match &target.transport {
@@ -1363,6 +1398,23 @@ cleanup: []
 ";
 
     const SUPPORT_NOTE_BINDINGS: &str = "{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential, verify_collector: read_collector}";
+
+    #[test]
+    fn a_control_shim_needs_controls_hex_pins_and_plain_hosts() {
+        let with = |shim: &str| format!("{SUPPORT_NOTE_BINDINGS}\n    control_shim: {shim}");
+        let good = with("{controls: [W2, W3], fetch_allowlist: [example.com, 127.0.0.1], enforcement_mode: observe}");
+        let bundle = load_pair(&good, SUPPORT_NOTE, false).unwrap_or_else(|e| panic!("{e}"));
+        let shim = bundle.campaign.value.targets[0].control_shim.as_ref().expect("the shim");
+        assert_eq!(shim.enforcement_mode, crate::format::campaign::EnforcementMode::Observe);
+        let bad = with("{controls: [], description_pins: {read_note: abc}, fetch_allowlist: [\"Example.com:80\"]}");
+        let e = load_pair(&bad, SUPPORT_NOTE, false).expect_err("invalid shim");
+        let text = e.to_string();
+        assert!(text.contains("targets[0].control_shim.controls: must list at least one control"), "{text}");
+        assert!(text.contains("control_shim.description_pins.read_note: expected the SHA-256"), "{text}");
+        assert!(text.contains("control_shim.fetch_allowlist[0]: expected a plain host"), "{text}");
+        let unknown = with("{controls: [W1], mode: block}");
+        assert!(load_pair(&unknown, SUPPORT_NOTE, false).is_err(), "unknown fields are refused");
+    }
 
     #[test]
     fn example_arguments_resolve_references_as_in_the_original() {

@@ -13,4 +13,5 @@ mod prove;
 mod resume;
 mod run;
 mod schema;
+mod shim;
 mod validate;

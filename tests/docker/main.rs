@@ -9,6 +9,7 @@ mod isolated;
 mod live;
 mod mounted_socket;
 mod prove;
+mod prove_shim;
 mod startup;
 mod verifiers;
 

@@ -51,6 +51,8 @@ pub fn bin_dir() -> &'static Path {
             "elengtis-sink",
             "-p",
             "elengtis-notes",
+            "-p",
+            "elengtis-twin",
             "--bins",
         ]);
         // The model server in a build of its own: built together, its dependencies would

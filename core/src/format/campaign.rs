@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::script::Script;
+use super::seed::Weakness;
 
 /// A campaign: targets × scenarios × trials.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -224,6 +225,112 @@ pub struct Target {
     pub transport: Transport,
     /// For each scenario id, the concrete values of the scenario's logical bindings.
     pub bindings: BTreeMap<String, Map<String, Value>>,
+    /// This tool's addition: a control shim at the MCP boundary between the model and this
+    /// target (a synthesised guarded side for a single-build target, see docs/shim.md). Only
+    /// the model's view passes it: setup, verify and cleanup actions and the target's own
+    /// start-up arguments (the plant) bypass it by construction. Absent: no shim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_shim: Option<ControlShim>,
+}
+
+/// The control shim of a target (docs/shim.md). Each tool is classified per axis (read,
+/// egress, consequential, destructive) in this order: a declared list below (final for its
+/// axis when present), MCP annotations (`readOnlyHint`, `destructiveHint`, `openWorldHint`),
+/// for egress a destination-shaped argument, whole-word name-token hints, and otherwise
+/// guarded (fail-closed, with a note suggesting a declaration).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ControlShim {
+    /// The controls applied: W1 description pinning and sanitising, W2 information-flow gate,
+    /// W3 egress allowlist, W4 confirm gate.
+    pub controls: Vec<Weakness>,
+    /// The egress tools (W3; W2 sinks); when given, final: no other tool is egress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_tools: Option<Vec<String>>,
+    /// The argument holding an egress tool's destination; without it every argument is
+    /// searched for URLs, host names and addresses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_url_param: Option<String>,
+    /// The hosts an egress tool may reach (exact, case-insensitive). Default: `localhost`,
+    /// `127.0.0.1`, `example.com`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_allowlist: Option<Vec<String>>,
+    /// The consequential tools (W4; W2 sinks); when given, final.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consequential_tools: Option<Vec<String>>,
+    /// The tools whose results are untrusted content (W2 sources); when given, final.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_tool_names: Option<Vec<String>>,
+    /// Sinks that may run after untrusted content was read (W2), unless the session holds
+    /// private content.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepts_untrusted_tools: Vec<String>,
+    /// Tools whose results are private (W2: no sink may run after one was read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub private_tools: Vec<String>,
+    /// Literal strings that make a result private (W2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub private_markers: Vec<String>,
+    /// The destructive tools (W2 sinks); when given, final.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_tools: Option<Vec<String>>,
+    /// Tool name → SHA-256 (hex) of its raw description (W1): a listed description that does
+    /// not match makes every call of that tool refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub description_pins: BTreeMap<String, String>,
+    /// What a control does with a call it would refuse: `block` (refuse, the default),
+    /// `approve` (ask the approval policy) or `observe` (let it through and record it).
+    #[serde(default)]
+    pub enforcement_mode: EnforcementMode,
+    /// Who approves in `approve` mode: `deny_all` (the default) or `approve_when_trusted`
+    /// (approve while the session holds no untrusted content).
+    #[serde(default)]
+    pub approval_policy: ApprovalPolicy,
+}
+
+/// What a shim control does with a call it would refuse.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EnforcementMode {
+    /// Refuse it.
+    #[default]
+    Block,
+    /// Ask the approval policy.
+    Approve,
+    /// Let it through and record what would have been refused.
+    Observe,
+}
+
+impl EnforcementMode {
+    /// `block`, `approve` or `observe`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnforcementMode::Block => "block",
+            EnforcementMode::Approve => "approve",
+            EnforcementMode::Observe => "observe",
+        }
+    }
+}
+
+/// Who approves a call in `approve` mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalPolicy {
+    /// Nobody: every request is denied.
+    #[default]
+    DenyAll,
+    /// Approved while the session has read no untrusted content.
+    ApproveWhenTrusted,
+}
+
+impl ApprovalPolicy {
+    /// `deny_all` or `approve_when_trusted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalPolicy::DenyAll => "deny_all",
+            ApprovalPolicy::ApproveWhenTrusted => "approve_when_trusted",
+        }
+    }
 }
 
 /// How the runner reaches a target, chosen by `type`.

@@ -70,6 +70,10 @@ pub struct Evidence {
     pub termination: Termination,
     /// Every error (as in the row).
     pub errors: Vec<RecordedError>,
+    /// What the target's control shim at the MCP boundary classified and decided, call by
+    /// call (docs/shim.md). This tool's addition; absent without a shim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shim: Option<super::shim::ShimRecord>,
 }
 
 /// The verification phase.

@@ -19,11 +19,13 @@ pub mod original;
 pub mod outcome;
 pub mod read;
 pub mod row;
+pub mod shim;
 
 pub use evidence::{CheckRecord, Evidence, Verification};
 pub use manifest::{Manifest, ResumeRecord, ScenarioDump};
 pub use outcome::{Outcome, OutcomeInputs};
 pub use row::{Diagnostics, EvidenceStatus, FailureClass, Phase, RecordedError, Row, Usage};
+pub use shim::{Classified, ClassifiedBy, ShimAction, ShimCall, ShimDecision, ShimRecord, ShimTool, ShimVerdict};
 
 /// Version of the row and evidence formats written by this build.
 pub const RESULTS_SCHEMA_VERSION: u64 = 1;

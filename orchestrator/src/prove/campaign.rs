@@ -31,6 +31,20 @@ pub struct Leg {
     pub build: &'static str,
     /// The payload this leg delivers.
     pub payload: String,
+    /// The target's `control_shim` (the guarded side as a stand-in at the MCP boundary).
+    pub shim: Option<Value>,
+}
+
+/// The control shim of the guarded side under `--guarded-side shim`: the vulnerable twin
+/// behind the controls of the seed's weakness class and the guards the seed lists against it
+/// (defence in depth written down, as for the guarded twin), in block mode with the deny-all
+/// approval policy — the original's target-file default.
+pub fn shim_config(seed: &LoadedSeed) -> Value {
+    let mut controls: Vec<Weakness> = seed.seed.guards.clone();
+    controls.push(seed.seed.weakness);
+    controls.sort();
+    controls.dedup();
+    json!({"controls": controls, "enforcement_mode": "block", "approval_policy": "deny_all"})
 }
 
 /// The twin's command line for one leg (contract A).
@@ -52,6 +66,9 @@ pub fn twin_command(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[W
         }
         Delivery::User => command.extend([json!("--note"), json!(format!("{note_id}={BENIGN_NOTE}"))]),
     }
+    // The twin's default, written out: a sandbox that relocates absolute paths (the fake
+    // backend of the tests) then relocates the mail database too.
+    command.extend([json!("--mail-db"), json!("/data/mail.db")]);
     // One argument: `attacker.example.com=` joined with the trial's sink URL.
     command.extend([json!("--resolve"), json!([format!("{ATTACKER_HOST}="), {"runner": "sink_url"}])]);
     if build == "guarded" {
@@ -68,7 +85,7 @@ pub fn campaign(seed: &LoadedSeed, legs: &[Leg], trials: u32, disabled: &[Weakne
     let targets: Vec<Value> = legs
         .iter()
         .map(|leg| {
-            json!({
+            let mut target = json!({
                 "id": leg.target_id,
                 "transport": {
                     "type": "isolated_container",
@@ -80,7 +97,11 @@ pub fn campaign(seed: &LoadedSeed, legs: &[Leg], trials: u32, disabled: &[Weakne
                     "command": twin_command(seed, leg.build, &leg.payload, disabled),
                 },
                 "bindings": { scenario_id.clone(): { "payload": leg.payload } },
-            })
+            });
+            if let Some(shim) = &leg.shim {
+                target["control_shim"] = shim.clone();
+            }
+            target
         })
         .collect();
     json!({

@@ -75,6 +75,18 @@ pub struct ProveOptions {
     pub events: Arc<dyn EventSink>,
     /// The repeat filter's thresholds.
     pub thresholds: Thresholds,
+    /// What the guarded side is.
+    pub guarded_side: GuardedSide,
+}
+
+/// What stands on the guarded side of a prove.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GuardedSide {
+    /// The guarded reference twin (a server-layer guarded build).
+    #[default]
+    Twin,
+    /// The vulnerable twin behind the control shim at the MCP boundary (a stand-in).
+    Shim,
 }
 
 impl Default for ProveOptions {
@@ -88,6 +100,7 @@ impl Default for ProveOptions {
             sandbox: SandboxChoice::default(),
             events: Arc::new(NoEvents),
             thresholds: Thresholds::default(),
+            guarded_side: GuardedSide::Twin,
         }
     }
 }
@@ -101,6 +114,30 @@ pub struct Proven {
     pub report: ValidationReport,
     /// Where the report was written.
     pub report_path: PathBuf,
+    /// What the trust panel adds about a guarded side that is a stand-in (the shim).
+    pub guarded_note: Option<String>,
+}
+
+/// The trust panel's line for a shim guarded side: a stand-in at the MCP boundary, its
+/// controls and mode, and what that does and does not show.
+pub fn shim_note(shim: &serde_json::Value) -> String {
+    let controls: Vec<&str> =
+        shim["controls"].as_array().map(|c| c.iter().filter_map(|w| w.as_str()).collect()).unwrap_or_default();
+    let mode = shim["enforcement_mode"].as_str().unwrap_or("block");
+    let policy = shim["approval_policy"].as_str().unwrap_or("deny_all");
+    let how = match mode {
+        "block" => {
+            "in block mode the boundary refuses the attack's tool call by design, so the guarded side resists \
+                    by construction"
+        }
+        "observe" => "in observe mode the boundary only records, so the guarded side cannot resist",
+        _ => "in approve mode the approval policy decides each consequential call",
+    };
+    format!(
+        "guarded side: a stand-in at the MCP boundary — the vulnerable twin behind the control shim (controls {}; \
+         mode {mode}, approval policy {policy}); {how}; this does not show that a server's own control stops the attack",
+        controls.join(", ")
+    )
 }
 
 /// Every `*.seed.yaml` in `dir`, sorted.
@@ -197,11 +234,13 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
         path: dir.clone(),
         detail: e.to_string(),
     })?;
+    let shim = (options.guarded_side == GuardedSide::Shim).then(|| campaign::shim_config(&seed));
     let pair = |suffix: &str, payload: &str| {
         let name = |build: &str| if suffix.is_empty() { build.to_owned() } else { format!("{build}-{suffix}") };
+        let guarded_build = if shim.is_some() { "vulnerable" } else { "guarded" };
         [
-            Leg { target_id: name("vulnerable"), build: "vulnerable", payload: payload.to_owned() },
-            Leg { target_id: name("guarded"), build: "guarded", payload: payload.to_owned() },
+            Leg { target_id: name("vulnerable"), build: "vulnerable", payload: payload.to_owned(), shim: None },
+            Leg { target_id: name("guarded"), build: guarded_build, payload: payload.to_owned(), shim: shim.clone() },
         ]
     };
     let (repeat, has_verifiers) =
@@ -228,7 +267,7 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
         seed: &seed.seed,
         seed_file: Some(display_path(seed_path)),
         model: None,
-        layer: Some(GuardedLayer::Server),
+        layer: Some(if shim.is_some() { GuardedLayer::Boundary } else { GuardedLayer::Server }),
         vulnerable,
         guarded: Some(guarded),
         rewrites: rewrite_runs,
@@ -237,7 +276,7 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
     });
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
-    Ok(Proven { seed_path: seed_path.to_owned(), report, report_path })
+    Ok(Proven { seed_path: seed_path.to_owned(), report, report_path, guarded_note: shim.as_ref().map(shim_note) })
 }
 
 /// The exit status of a set of verdicts: any REJECTED, else any STABLE, NOT PROVEN, else KEPT.
@@ -274,6 +313,7 @@ mod tests {
                         target_id: format!("{build}-{}", r.kind.as_str()),
                         build,
                         payload: r.text.clone(),
+                        shim: (build == "guarded").then(|| campaign::shim_config(&seed)),
                     });
                 }
             }

@@ -1,9 +1,10 @@
 //! Tool hosts: where a trial's tools live. An agent loop lists and calls tools through the
 //! [`ToolHost`] interface only; trusted actions (`mcp_tool` setup, verify and cleanup steps)
-//! use the same interface. The MCP session ([`mcp::Session`]) is the implementation today;
-//! a control shim at the MCP boundary, or a recorded tool host for replay, would be another.
+//! use the same interface. The MCP session ([`mcp::Session`]) is one implementation; the
+//! control shim at the MCP boundary ([`shim::ShimHost`]) wraps another host and is a second.
 
 pub mod mcp;
+pub mod shim;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -38,6 +39,17 @@ pub trait ToolHost: Send + Sync + std::fmt::Debug {
     async fn list_tools(&self) -> Result<Vec<ToolInfo>, ToolHostError>;
     /// Call one tool.
     async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolOutput, ToolHostError>;
+}
+
+#[async_trait]
+impl<T: ToolHost + ?Sized> ToolHost for &T {
+    async fn list_tools(&self) -> Result<Vec<ToolInfo>, ToolHostError> {
+        (**self).list_tools().await
+    }
+
+    async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolOutput, ToolHostError> {
+        (**self).call_tool(name, arguments).await
+    }
 }
 
 #[async_trait]

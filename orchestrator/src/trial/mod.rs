@@ -142,6 +142,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             campaign,
             scenario,
             host: opened.as_ref().and_then(|o| o.session.as_ref().ok()).map(|s| s as &dyn ToolHost),
+            shim: target.control_shim.as_ref(),
             sandbox: opened.as_ref().and_then(Opened::sandbox),
             http: attempt.http,
             snapshots: &snapshots,

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use elengtis_core::agent::{AgentOutcome, ModelErrorKind, Termination};
-use elengtis_core::format::campaign::Campaign;
+use elengtis_core::format::campaign::{Campaign, ControlShim};
 use elengtis_core::format::scenario::{Action, Rule, Scenario, ToolSelection, VerifyMode};
 use elengtis_core::judge::{self, Patterns, ProposalEvaluation, ResolvedRule, SafetyEvaluation};
-use elengtis_core::records::{CheckRecord, Phase, RecordedError, Verification};
+use elengtis_core::records::{CheckRecord, Phase, RecordedError, ShimRecord, Verification};
 use elengtis_core::refs::{self, Values};
 use elengtis_verifiers::HttpClient;
 use serde_json::Value;
@@ -20,6 +20,7 @@ use crate::agent::{self, AgentTask};
 use crate::crashpoint::CrashPoint;
 use crate::model;
 use crate::sandbox::TrialSandbox;
+use crate::toolhost::shim::ShimHost;
 use crate::toolhost::{ToolHost, ToolInfo};
 
 /// What the phases produced.
@@ -43,6 +44,8 @@ pub struct Phases {
     pub verification: Option<Verification>,
     /// Cleanup action records.
     pub cleanup_records: Vec<Value>,
+    /// What the control shim classified and decided (targets with a `control_shim`).
+    pub shim: Option<ShimRecord>,
 }
 
 impl Phases {
@@ -66,6 +69,9 @@ pub struct PhaseContext<'a> {
     pub scenario: &'a Scenario,
     /// The target's tools (absent when the target could not be opened).
     pub host: Option<&'a dyn ToolHost>,
+    /// The target's control shim: wraps `host` for the agent loop only (setup, verify and
+    /// cleanup actions bypass it).
+    pub shim: Option<&'a ControlShim>,
     /// The target's sandbox (isolated targets).
     pub sandbox: Option<&'a dyn TrialSandbox>,
     /// The runner's HTTP client.
@@ -102,7 +108,14 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         if campaign.model_free {
             out.termination = Some(Termination::ModelFree);
         } else if let Some(host) = host {
-            match exercise(ctx, host, values).await {
+            let shim = ctx.shim.map(|config| ShimHost::new(host, config.clone()));
+            let agent_host: &dyn ToolHost = match &shim {
+                Some(shim) => shim,
+                None => host,
+            };
+            let exercised = exercise(ctx, agent_host, values).await;
+            out.shim = shim.map(|s| s.record());
+            match exercised {
                 Ok((outcome, tools)) => {
                     out.termination = termination_of(&outcome);
                     if let Some(detail) = &outcome.provider_error {

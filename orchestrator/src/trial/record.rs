@@ -119,6 +119,7 @@ pub fn build(
         target_execution,
         termination,
         errors,
+        shim: phases.shim,
     };
     debug_assert!(termination != Termination::InfrastructureError || !row.is_complete());
     (row, evidence)

@@ -273,10 +273,23 @@ struct ProveArgs {
     /// notices a broken guard.
     #[arg(long = "disable-guard", value_name = "W1|W2|W3|W4", value_parser = parse_weakness)]
     disable_guard: Vec<elengtis_core::format::seed::Weakness>,
+    /// What stands on the guarded side: `twin` (the guarded reference twin, a server-layer
+    /// guard) or `shim` (the vulnerable twin behind the control shim at the MCP boundary, a
+    /// stand-in; see docs/shim.md).
+    #[arg(long, value_name = "twin|shim", default_value = "twin", value_parser = parse_guarded_side)]
+    guarded_side: elengtis::prove::GuardedSide,
     /// Run isolated trials even on a Docker engine or runtime with known container-escape
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     allow_vulnerable_engine: bool,
+}
+
+fn parse_guarded_side(value: &str) -> Result<elengtis::prove::GuardedSide, String> {
+    match value {
+        "twin" => Ok(elengtis::prove::GuardedSide::Twin),
+        "shim" => Ok(elengtis::prove::GuardedSide::Shim),
+        other => Err(format!("expected twin or shim, got {other:?}")),
+    }
 }
 
 fn parse_weakness(value: &str) -> Result<elengtis_core::format::seed::Weakness, String> {
@@ -518,6 +531,11 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
+    if args.guarded_side == prove::GuardedSide::Shim && !args.disable_guard.is_empty() {
+        return Err(Error::Usage(
+            "--disable-guard removes a guard of the guarded twin; it does not apply to --guarded-side shim".into(),
+        ));
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
         PathBuf::from(format!("prove-{stamp}"))
@@ -534,6 +552,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine)),
         events: terminal.clone(),
         thresholds: Default::default(),
+        guarded_side: args.guarded_side,
     };
     let mut proven = Vec::new();
     for seed in &seeds {
@@ -543,6 +562,9 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
                 if !args.json {
                     terminal.finish();
                     println!("{}", render_panel(&p.report));
+                    if let Some(note) = &p.guarded_note {
+                        println!("{note}");
+                    }
                     println!("report: {}\n", p.report_path.display());
                 }
                 proven.push(p);
@@ -569,6 +591,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
             json!({
                 "out": out, "sarif": sarif, "verdict": verdict.label(), "exit_code": code,
                 "reports": reports,
+                "guarded_notes": proven.iter().map(|p| p.guarded_note.clone()).collect::<Vec<_>>(),
             })
         );
     } else {
