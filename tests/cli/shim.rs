@@ -157,12 +157,20 @@ fn prove_with_the_shim_as_guarded_side_keeps_with_the_boundary_claim() {
     let seeds = workspace().join("scenarios/seeds");
     let catalogue = elengtis::prove::catalogue(&seeds);
     let paths = elengtis::prove::seeds_in(&seeds).expect("the bundled seeds");
-    assert_eq!(paths.len(), 9);
+    assert_eq!(paths.len(), 11);
     for path in paths {
         let seed =
             path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".seed.yaml")).expect("a seed");
         let proven = runtime.block_on(prove_seed(&path, &catalogue, &options)).expect("prove runs");
         let report = &proven.report;
+        if seed == "w1-description-allowlisted-exfil" {
+            // The boundary W1 control's documented gap (docs/shim.md): plain steering prose
+            // is not a smuggle form the sanitiser strips, and the fetch goes to an allowlisted
+            // host. The guarded twin's own description allowlist stops it; the stand-in leaks.
+            assert_eq!(report.verdict, Verdict::Rejected, "{seed}: {:?}", report.reasons);
+            assert!(report.reasons.iter().any(|r| r.contains("leak")), "{seed}: {:?}", report.reasons);
+            continue;
+        }
         assert_eq!(report.verdict, Verdict::Kept, "{seed}: {:?}", report.reasons);
         assert_eq!(report.guarded_twin_layer, Some(GuardedLayer::Boundary));
         assert_eq!(report.claim, BOUNDARY_CLAIM);

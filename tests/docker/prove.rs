@@ -49,14 +49,14 @@ fn every_bundled_seed_is_kept_in_isolated_containers() {
     let dir = scratch();
     let json = prove_all(&dir.path().join("out"), &[]);
     let verdicts = verdicts(&json);
-    assert_eq!(verdicts.len(), 9);
+    assert_eq!(verdicts.len(), 11);
     for (seed, verdict, report) in &verdicts {
         assert_eq!(verdict, "KEPT", "{seed}: {report}");
     }
     assert_eq!(json["exit_code"], 0);
     let sarif = read_json(&dir.path().join("out/findings.sarif"));
     assert_eq!(sarif["version"], "2.1.0");
-    assert_eq!(sarif["runs"][0]["results"].as_array().map(Vec::len), Some(9));
+    assert_eq!(sarif["runs"][0]["results"].as_array().map(Vec::len), Some(11));
     for (seed, ..) in &verdicts {
         assert!(dir.path().join("out").join(seed).join("validation_report.json").is_file(), "{seed}");
     }
