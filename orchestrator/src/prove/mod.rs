@@ -140,6 +140,33 @@ pub fn shim_note(shim: &serde_json::Value) -> String {
     )
 }
 
+/// Forwards every event, but each distinct warning once: a prove makes several runs, and
+/// each would repeat the engine gate's warning.
+#[derive(Debug)]
+pub struct WarnOnce {
+    inner: Arc<dyn EventSink>,
+    seen: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl WarnOnce {
+    /// Wrap `inner`.
+    pub fn new(inner: Arc<dyn EventSink>) -> Self {
+        WarnOnce { inner, seen: std::sync::Mutex::default() }
+    }
+}
+
+impl EventSink for WarnOnce {
+    fn emit(&self, event: &elengtis_core::events::Event) {
+        if let elengtis_core::events::Event::Warning { message } = event {
+            let fresh = self.seen.lock().map(|mut seen| seen.insert(message.clone())).unwrap_or(true);
+            if !fresh {
+                return;
+            }
+        }
+        self.inner.emit(event);
+    }
+}
+
 /// Every `*.seed.yaml` in `dir`, sorted.
 pub fn seeds_in(dir: &Path) -> Result<Vec<PathBuf>, ProveError> {
     let entries = std::fs::read_dir(dir).map_err(|e| ProveError::Io {

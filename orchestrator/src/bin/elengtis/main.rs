@@ -550,7 +550,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         metamorphic: !args.no_metamorphic,
         disabled: args.disable_guard.clone(),
         sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine)),
-        events: terminal.clone(),
+        events: Arc::new(prove::WarnOnce::new(terminal.clone())),
         thresholds: Default::default(),
         guarded_side: args.guarded_side,
     };
