@@ -220,20 +220,9 @@ pub fn key(material: &Value) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Compact JSON with object keys sorted at every level.
+/// Compact JSON with object keys sorted at every level (the core's canonical form).
 pub fn canonical(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
+    String::from_utf8_lossy(&elengtis_core::format::canonical_json(value)).into_owned()
 }
 
 /// The file of `key` in `dir`.

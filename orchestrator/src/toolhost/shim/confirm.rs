@@ -50,18 +50,6 @@ impl Default for ConfirmGate {
     }
 }
 
-fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
-}
-
 fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
     let mut block = [0u8; 64];
     block[..32].copy_from_slice(key);
@@ -87,7 +75,10 @@ impl ConfirmGate {
     pub fn token(&self, tool: &str, arguments: &Map<String, Value>) -> String {
         let mut args = arguments.clone();
         args.remove(TOKEN_PARAM);
-        let message = format!("{tool}\n{}", sorted(&Value::Object(args)));
+        let message = format!(
+            "{tool}\n{}",
+            String::from_utf8_lossy(&elengtis_core::format::canonical_json(&Value::Object(args)))
+        );
         hmac_sha256(&self.secret, message.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
     }
 
