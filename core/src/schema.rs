@@ -1,5 +1,5 @@
 //! JSON Schemas (draft 2020-12) generated from the Rust types: the campaign, scenario and
-//! seed formats, the result records (row, evidence, manifest) and `prove`'s
+//! seed and gate formats, the result records (row, evidence, manifest) and `prove`'s
 //! `validation_report.json`.
 //!
 //! `elengtis schema --out DIR` writes them all into one directory. The copies checked in —
@@ -10,6 +10,7 @@
 use schemars::Schema;
 
 use crate::format::campaign::Campaign;
+use crate::format::gate::GateFile;
 use crate::format::scenario::Scenario;
 use crate::format::seed::Seed;
 use crate::prove::ValidationReport;
@@ -28,6 +29,7 @@ pub fn format_schemas() -> Vec<(&'static str, String)> {
         ("campaign.schema.json", render(&schema_for::<Campaign>())),
         ("scenario.schema.json", render(&schema_for::<Scenario>())),
         ("seed.schema.json", render(&schema_for::<Seed>())),
+        ("gate.schema.json", render(&schema_for::<GateFile>())),
     ]
 }
 
@@ -96,6 +98,7 @@ mod tests {
                 "campaign.schema.json",
                 "scenario.schema.json",
                 "seed.schema.json",
+                "gate.schema.json",
                 "row.schema.json",
                 "evidence.schema.json",
                 "manifest.schema.json",

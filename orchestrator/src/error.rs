@@ -67,6 +67,9 @@ pub enum CommandError {
     /// `prove` could not run (a finding that does not hold is a verdict, not this error).
     #[error(transparent)]
     Prove(#[from] crate::prove::ProveError),
+    /// `gate` could not run (a finding that fails is an outcome, not this error).
+    #[error(transparent)]
+    Gate(#[from] crate::gate::GateError),
 }
 
 impl CommandError {
@@ -88,12 +91,21 @@ impl CommandError {
             | CommandError::Unavailable(_) => exit_codes::UNAVAILABLE,
             CommandError::Store(_) | CommandError::Io { .. } | CommandError::Parse { .. } => exit_codes::IO,
             CommandError::Analyze(_) => exit_codes::INVALID_CONFIG,
-            CommandError::Prove(e) => match e {
-                crate::prove::ProveError::Load(_) => exit_codes::INVALID_CONFIG,
-                crate::prove::ProveError::Run(e) => run_error_code(e),
-                crate::prove::ProveError::Io { .. } => exit_codes::IO,
-                crate::prove::ProveError::Usage(_) => exit_codes::USAGE,
+            CommandError::Prove(e) => CommandError::exit_code_of_prove(e),
+            CommandError::Gate(e) => match e {
+                crate::gate::GateError::Selection(_) => exit_codes::USAGE,
+                crate::gate::GateError::Record(_) => exit_codes::UNAVAILABLE,
+                crate::gate::GateError::Prove(e) => CommandError::exit_code_of_prove(e),
             },
+        }
+    }
+
+    fn exit_code_of_prove(e: &crate::prove::ProveError) -> i32 {
+        match e {
+            crate::prove::ProveError::Load(_) => exit_codes::INVALID_CONFIG,
+            crate::prove::ProveError::Run(e) => run_error_code(e),
+            crate::prove::ProveError::Io { .. } => exit_codes::IO,
+            crate::prove::ProveError::Usage(_) => exit_codes::USAGE,
         }
     }
 }

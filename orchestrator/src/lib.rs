@@ -23,6 +23,7 @@ pub mod crashpoint;
 pub mod error;
 pub mod examples;
 pub mod exit_codes;
+pub mod gate;
 pub mod model;
 pub mod preflight;
 pub mod prove;

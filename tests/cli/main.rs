@@ -4,6 +4,7 @@ mod deadlines;
 mod engine_gate;
 mod example;
 mod fake_backend;
+mod gate;
 mod http;
 mod layering;
 mod live;

@@ -5,6 +5,7 @@ mod abuse;
 mod crash;
 mod egress;
 mod engine_gate;
+mod gate;
 mod isolated;
 mod live;
 mod mounted_socket;

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 pub mod crash;
 pub mod fake_engine;
+pub mod gate;
 pub mod model_server;
 pub mod original;
 

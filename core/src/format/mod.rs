@@ -9,6 +9,7 @@
 
 pub mod campaign;
 pub mod de;
+pub mod gate;
 pub mod generation;
 pub mod path;
 pub mod scenario;

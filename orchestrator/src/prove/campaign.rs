@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{Delivery, LoadedSeed, Weakness};
 use serde_json::{Value, json};
 
@@ -37,6 +38,9 @@ pub struct Leg {
     pub payload: String,
     /// The target's `control_shim` (the guarded side as a stand-in at the MCP boundary).
     pub shim: Option<Value>,
+    /// A target of the user's own (a campaign target) instead of a twin: its transport is
+    /// used as written and the payload reaches it through the scenario's `payload` binding.
+    pub custom: Option<Value>,
 }
 
 /// The control shim of the guarded side under `--guarded-side shim`: the vulnerable twin
@@ -82,12 +86,40 @@ pub fn twin_command(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[W
     command
 }
 
-/// The campaign document for `legs` of `seed`, its scenario named `scenario_file`.
-pub fn campaign(seed: &LoadedSeed, legs: &[Leg], trials: u32, disabled: &[Weakness], scenario_file: &str) -> Value {
+/// The campaign document for `legs` of `seed`, its scenario named `scenario_file`; with
+/// `live`, the agent is that live model instead of the seed's script.
+pub fn campaign(
+    seed: &LoadedSeed,
+    legs: &[Leg],
+    trials: u32,
+    disabled: &[Weakness],
+    scenario_file: &str,
+    live: Option<&LiveModel>,
+) -> Value {
     let scenario_id = seed.seed.id.clone();
     let targets: Vec<Value> = legs
         .iter()
         .map(|leg| {
+            if let Some(custom) = &leg.custom {
+                let mut target = custom.clone();
+                target["id"] = json!(leg.target_id);
+                if !target["bindings"].is_object() {
+                    target["bindings"] = json!({});
+                }
+                if !target["bindings"][&scenario_id].is_object() {
+                    target["bindings"][&scenario_id] = json!({});
+                }
+                target["bindings"][&scenario_id]["payload"] = json!(leg.payload);
+                match &leg.shim {
+                    Some(shim) => target["control_shim"] = shim.clone(),
+                    None => {
+                        if let Some(map) = target.as_object_mut() {
+                            map.remove("control_shim");
+                        }
+                    }
+                }
+                return target;
+            }
             let mut target = json!({
                 "id": leg.target_id,
                 "transport": {
@@ -107,15 +139,20 @@ pub fn campaign(seed: &LoadedSeed, legs: &[Leg], trials: u32, disabled: &[Weakne
             target
         })
         .collect();
-    json!({
+    let mut document = json!({
         "schema_version": 1,
         "trials": trials,
         "step_budget": STEP_BUDGET,
         "engine": "reference",
         "targets": targets,
         "scenarios": [scenario_file],
-        "script": seed.seed.script,
-    })
+    });
+    match (live, document.as_object_mut()) {
+        (Some(live), Some(map)) => map.extend(live.campaign_fields()),
+        (None, _) => document["script"] = json!(seed.seed.script),
+        (Some(_), None) => {}
+    }
+    document
 }
 
 /// Write `document` as `dir/campaign.yaml` (JSON is YAML) with a copy of the seed's scenario

@@ -18,14 +18,17 @@ use std::sync::Arc;
 
 use elengtis_core::events::{EventSink, NoEvents};
 use elengtis_core::format::LoadError;
+use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
 use elengtis_core::load;
 use elengtis_core::prove::{
-    GuardedLayer, LegReading, ReportInput, RewriteRun, Thresholds, ValidationReport, Verdict, build_report, rewrites,
+    GuardedLayer, LegReading, ReportInput, RewriteRun, Side, Thresholds, ValidationReport, Verdict, build_report,
+    rewrites,
 };
 use elengtis_core::validate::LoadOptions;
 
 use self::campaign::Leg;
+use crate::model::ModelOptions;
 use crate::run::{self, RunError, RunOptions, SandboxChoice};
 use crate::toolhost::mcp::Limits;
 
@@ -77,6 +80,13 @@ pub struct ProveOptions {
     pub thresholds: Thresholds,
     /// What the guarded side is.
     pub guarded_side: GuardedSide,
+    /// The agent: a live model (the campaign's model fields), or the seed's script when absent.
+    pub live: Option<LiveModel>,
+    /// Live models: recording or replaying fixtures, the spend cap.
+    pub model: ModelOptions,
+    /// A target of the user's own instead of the reference twins (a campaign target): the
+    /// vulnerable side as written, the guarded side behind the control shim (or none).
+    pub target: Option<serde_json::Value>,
 }
 
 /// What stands on the guarded side of a prove.
@@ -87,6 +97,8 @@ pub enum GuardedSide {
     Twin,
     /// The vulnerable twin behind the control shim at the MCP boundary (a stand-in).
     Shim,
+    /// No guarded side: reproduction only (the verdict is at best STABLE, NOT PROVEN).
+    None,
 }
 
 impl Default for ProveOptions {
@@ -101,6 +113,9 @@ impl Default for ProveOptions {
             events: Arc::new(NoEvents),
             thresholds: Thresholds::default(),
             guarded_side: GuardedSide::Twin,
+            live: None,
+            model: ModelOptions::default(),
+            target: None,
         }
     }
 }
@@ -116,6 +131,9 @@ pub struct Proven {
     pub report_path: PathBuf,
     /// What the trust panel adds about a guarded side that is a stand-in (the shim).
     pub guarded_note: Option<String>,
+    /// Every leg that decided nothing (not tested, or no verdict), with why: `side` or
+    /// `side/rewrite`, then the reason. A gate refuses to pass over any.
+    pub undecided: Vec<String>,
 }
 
 /// The trust panel's line for a shim guarded side: a stand-in at the MCP boundary, its
@@ -208,7 +226,14 @@ async fn run_campaign(
     trials: u32,
     options: &ProveOptions,
 ) -> Result<(std::collections::BTreeMap<String, Vec<legs::Recorded>>, bool), ProveError> {
-    let document = campaign::campaign(seed, legs, trials, &options.disabled, &campaign::scenario_file_name(seed));
+    let document = campaign::campaign(
+        seed,
+        legs,
+        trials,
+        &options.disabled,
+        &campaign::scenario_file_name(seed),
+        options.live.as_ref(),
+    );
     let path = campaign::write(&dir.join("campaign"), seed, &document).map_err(|e| ProveError::Io {
         what: "write the campaign in",
         path: dir.to_owned(),
@@ -221,7 +246,7 @@ async fn run_campaign(
         jobs: options.jobs.max(1),
         sandbox: options.sandbox.clone(),
         events: options.events.clone(),
-        model: Default::default(),
+        model: options.model.clone(),
     };
     let results = dir.join("results");
     run::start(&bundle, &results, false, &run_options).await?;
@@ -262,48 +287,92 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
         detail: e.to_string(),
     })?;
     let shim = (options.guarded_side == GuardedSide::Shim).then(|| campaign::shim_config(&seed));
+    let with_guarded = options.guarded_side != GuardedSide::None;
     let pair = |suffix: &str, payload: &str| {
         let name = |build: &str| if suffix.is_empty() { build.to_owned() } else { format!("{build}-{suffix}") };
         let guarded_build = if shim.is_some() { "vulnerable" } else { "guarded" };
-        [
-            Leg { target_id: name("vulnerable"), build: "vulnerable", payload: payload.to_owned(), shim: None },
-            Leg { target_id: name("guarded"), build: guarded_build, payload: payload.to_owned(), shim: shim.clone() },
-        ]
+        let mut legs = vec![Leg {
+            target_id: name("vulnerable"),
+            build: "vulnerable",
+            payload: payload.to_owned(),
+            shim: None,
+            custom: options.target.clone(),
+        }];
+        if with_guarded {
+            legs.push(Leg {
+                target_id: name("guarded"),
+                build: guarded_build,
+                payload: payload.to_owned(),
+                shim: shim.clone(),
+                custom: options.target.clone(),
+            });
+        }
+        legs
+    };
+    let mut undecided = Vec::new();
+    let mut note_undecided = |place: String, readings: &[LegReading]| {
+        for (i, r) in readings.iter().enumerate() {
+            if let Some(why) = r.why() {
+                let side = if place.starts_with("guarded") { Side::Guarded } else { Side::Vulnerable };
+                undecided.push(format!("{place} #{}: {}: {why}", i + 1, r.label(side)));
+            }
+        }
     };
     let (repeat, has_verifiers) =
         run_campaign(&seed, &dir.join("repeat"), &pair("", &seed.seed.payload), options.iterations, options).await?;
     let vulnerable = readings_of(&seed, &repeat, "vulnerable", false, options.iterations, has_verifiers);
-    let guarded = readings_of(&seed, &repeat, "guarded", true, options.iterations, has_verifiers);
+    note_undecided("vulnerable".into(), &vulnerable);
+    let guarded = with_guarded.then(|| readings_of(&seed, &repeat, "guarded", true, options.iterations, has_verifiers));
+    if let Some(g) = &guarded {
+        note_undecided("guarded".into(), g);
+    }
     let mut rewrite_runs = Vec::new();
     if options.metamorphic {
         let variants = rewrites(&seed.seed.payload, &seed.seed.markers);
         let legs: Vec<Leg> = variants.iter().flat_map(|r| pair(r.kind.as_str(), &r.text)).collect();
         let (results, _) = run_campaign(&seed, &dir.join("metamorphic"), &legs, 1, options).await?;
         for r in &variants {
-            let v = readings_of(&seed, &results, &format!("vulnerable-{}", r.kind.as_str()), false, 1, has_verifiers);
-            let g = readings_of(&seed, &results, &format!("guarded-{}", r.kind.as_str()), true, 1, has_verifiers);
+            let kind = r.kind.as_str();
+            let v = readings_of(&seed, &results, &format!("vulnerable-{kind}"), false, 1, has_verifiers);
+            note_undecided(format!("vulnerable/{kind}"), &v);
+            let g =
+                with_guarded.then(|| readings_of(&seed, &results, &format!("guarded-{kind}"), true, 1, has_verifiers));
+            if let Some(g) = &g {
+                note_undecided(format!("guarded/{kind}"), g);
+            }
             rewrite_runs.push(RewriteRun {
                 kind: r.kind,
                 unchanged: r.unchanged,
                 vulnerable: v.into_iter().next().unwrap_or(LegReading::NoVerdict { why: "no attempt".into() }),
-                guarded: g.into_iter().next(),
+                guarded: g.and_then(|g| g.into_iter().next()),
             });
         }
     }
+    let layer = match options.guarded_side {
+        GuardedSide::Twin => Some(GuardedLayer::Server),
+        GuardedSide::Shim => Some(GuardedLayer::Boundary),
+        GuardedSide::None => None,
+    };
     let report = build_report(&ReportInput {
         seed: &seed.seed,
         seed_file: Some(display_path(seed_path)),
-        model: None,
-        layer: Some(if shim.is_some() { GuardedLayer::Boundary } else { GuardedLayer::Server }),
+        model: options.live.as_ref().map(|l| l.model_id.clone().unwrap_or_else(|| l.model.clone())),
+        layer,
         vulnerable,
-        guarded: Some(guarded),
+        guarded,
         rewrites: rewrite_runs,
         catalogue,
         thresholds: options.thresholds,
     });
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
-    Ok(Proven { seed_path: seed_path.to_owned(), report, report_path, guarded_note: shim.as_ref().map(shim_note) })
+    Ok(Proven {
+        seed_path: seed_path.to_owned(),
+        report,
+        report_path,
+        guarded_note: shim.as_ref().map(shim_note),
+        undecided,
+    })
 }
 
 /// The exit status of a set of verdicts: any REJECTED, else any STABLE, NOT PROVEN, else KEPT.
@@ -341,10 +410,12 @@ mod tests {
                         build,
                         payload: r.text.clone(),
                         shim: (build == "guarded").then(|| campaign::shim_config(&seed)),
+                        custom: None,
                     });
                 }
             }
-            let document = campaign::campaign(&seed, &legs, 1, &[Weakness::W4], &campaign::scenario_file_name(&seed));
+            let document =
+                campaign::campaign(&seed, &legs, 1, &[Weakness::W4], &campaign::scenario_file_name(&seed), None);
             let written =
                 campaign::write(&dir.path().join(&seed.seed.id), &seed, &document).expect("write the campaign");
             let bundle = load::load_campaign(&written, &LoadOptions::default())

@@ -55,6 +55,9 @@ pub fn parse(body: &Value, version: Option<&str>, validate: bool) -> Result<Chat
     if let Some(tools) = object.get("tools") {
         let tools = tools.as_array().ok_or("tools: Input should be a valid list")?;
         for (i, tool) in tools.iter().enumerate() {
+            if let Some(description) = tool.get("description").and_then(Value::as_str) {
+                conversation.tool_descriptions.push(description.to_owned());
+            }
             match tool.get("name").and_then(Value::as_str) {
                 Some(name) => conversation.offered_tools.push(name.to_owned()),
                 None if validate => return Err(format!("tools.{i}.name: Field required")),

@@ -32,6 +32,8 @@ pub struct Conversation {
     pub first_user_text: String,
     /// Names of the tools the request offers, in order.
     pub offered_tools: Vec<String>,
+    /// Descriptions of the offered tools (where they have one), in order.
+    pub tool_descriptions: Vec<String>,
     /// The request forbids tool calls (`tool_choice: "none"`).
     pub tools_forbidden: bool,
     /// `max_tokens` / `max_completion_tokens` of the request.
@@ -58,6 +60,12 @@ impl Conversation {
     /// The step index: how many assistant turns the request already holds.
     pub fn step(&self) -> usize {
         self.assistant_turns.len()
+    }
+
+    /// Whether `text` occurs in the request: a text, a tool result, an offered tool's
+    /// description.
+    pub fn shows(&self, text: &str) -> bool {
+        self.texts.iter().chain(&self.tool_descriptions).any(|t| t.contains(text))
     }
 
     /// The text of the last tool result.

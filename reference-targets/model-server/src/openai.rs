@@ -52,6 +52,9 @@ pub fn parse(body: &Value, validate: bool) -> Result<ChatRequest, String> {
     if let Some(tools) = object.get("tools") {
         let tools = tools.as_array().ok_or("'tools' must be an array")?;
         for (i, tool) in tools.iter().enumerate() {
+            if let Some(description) = tool.get("function").and_then(|f| f.get("description")).and_then(Value::as_str) {
+                conversation.tool_descriptions.push(description.to_owned());
+            }
             match tool.get("function").and_then(|f| f.get("name")).and_then(Value::as_str) {
                 Some(name) => conversation.offered_tools.push(name.to_owned()),
                 None if validate => return Err(format!("tools[{i}].function.name: a string is required")),

@@ -87,6 +87,10 @@ pub struct Step {
     /// Assistant text: a string or any template (rendered to text).
     #[serde(default)]
     pub content: Option<Template>,
+    /// Take this step only when the request shows the text; a step whose condition does not
+    /// hold is left out before the turn picks its step (see [`Script::step_index`]).
+    #[serde(default)]
+    pub when: Option<When>,
     #[serde(default)]
     pub tool_calls: Vec<CallSpec>,
     /// Answer a refusal with this text instead (no tool call).
@@ -97,6 +101,15 @@ pub struct Step {
     pub finish: Option<Finish>,
     #[serde(default)]
     pub faults: Vec<FaultRule>,
+}
+
+/// The condition of a step.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct When {
+    /// A literal that must occur in the request: the system prompt, a message text, a tool
+    /// call's arguments, a tool result, or an offered tool's description.
+    pub seen: String,
 }
 
 /// One tool call of a step.
@@ -541,6 +554,9 @@ impl Script {
                     fault.validate().map_err(|e| format!("steps[{s}].faults[{i}]: {e}"))?;
                 }
             }
+            if step.when.as_ref().is_some_and(|w| w.seen.is_empty()) {
+                return Err(format!("steps[{s}].when.seen: must not be empty"));
+            }
             if step.refusal.is_some() && !step.tool_calls.is_empty() {
                 return Err(format!("steps[{s}]: a refusal makes no tool call; drop `refusal` or `tool_calls`"));
             }
@@ -580,10 +596,30 @@ impl Script {
         }
     }
 
-    /// The fault rule for attempt `attempt` of turn `turn`: the step's own first, then
-    /// the script-wide ones.
-    pub fn fault_for(&self, turn: usize, attempt: u32) -> Option<&FaultRule> {
-        let step_rules = self.step_for(turn).map(|s| s.faults.as_slice()).unwrap_or_default();
+    /// The step that answers `conversation`. Steps whose `when` does not hold in this request
+    /// are left out first; the turn (the number of assistant messages) then picks among the
+    /// rest, so a script stays stateless: a model that did not see an injection skips the
+    /// step that follows it, as the runner's scripted model does.
+    pub fn step_index(&self, conversation: &Conversation) -> Option<usize> {
+        let turn = conversation.step();
+        if self.steps.iter().all(|s| s.when.is_none()) {
+            return self.step_for(turn).map(|_| turn % self.steps.len().max(1));
+        }
+        let eligible: Vec<usize> = (0..self.steps.len())
+            .filter(|&i| self.steps[i].when.as_ref().is_none_or(|w| conversation.shows(&w.seen)))
+            .collect();
+        match eligible.len() {
+            0 => None,
+            len if turn < len => eligible.get(turn).copied(),
+            len if self.repeat => eligible.get(turn % len).copied(),
+            _ => None,
+        }
+    }
+
+    /// The fault rule for attempt `attempt` of the step `step` answers: the step's own first,
+    /// then the script-wide ones.
+    pub fn fault_for(&self, step: Option<usize>, attempt: u32) -> Option<&FaultRule> {
+        let step_rules = step.and_then(|i| self.steps.get(i)).map(|s| s.faults.as_slice()).unwrap_or_default();
         step_rules.iter().chain(&self.faults).find(|r| r.applies_to(attempt))
     }
 
@@ -595,10 +631,12 @@ impl Script {
             Policy::Stochastic { p, seed, decline_text } if !follows(*p, *seed, &conversation.first_user_text) => {
                 Reply::text(decline_text)
             }
-            Policy::Steps | Policy::Stochastic { .. } => match self.step_for(turn) {
-                Some(step) => self.render_step(step, conversation, turn, ids),
-                None => Reply::text(&self.end_text),
-            },
+            Policy::Steps | Policy::Stochastic { .. } => {
+                match self.step_index(conversation).and_then(|i| self.steps.get(i)) {
+                    Some(step) => self.render_step(step, conversation, turn, ids),
+                    None => Reply::text(&self.end_text),
+                }
+            }
         };
         if conversation.tools_forbidden && !reply.calls.is_empty() {
             reply.notes.push("tool_choice forbids tool calls; dropped them".to_owned());
@@ -848,6 +886,29 @@ mod tests {
     }
 
     #[test]
+    fn a_step_whose_condition_does_not_hold_is_left_out_before_the_turn_picks() {
+        let s = script(
+            r#"{"steps": [
+                {"when": {"seen": "EVIL"}, "tool_calls": [{"name": "fetch"}]},
+                {"tool_calls": [{"name": "read"}]},
+                {"when": {"seen": "attacker"}, "tool_calls": [{"name": "send"}]},
+                {"content": "done"}]}"#,
+        );
+        let names = |r: Reply| r.calls.into_iter().map(|c| c.name).collect::<Vec<_>>();
+        // Nothing seen: read, then done.
+        assert_eq!(names(s.reply(&turn(&[], &[]), IDS)), ["read"]);
+        assert_eq!(s.reply(&turn(&["a benign note"], &[]), IDS).text.as_deref(), Some("done"));
+        // The note shows the marker: read, then send.
+        assert_eq!(names(s.reply(&turn(&["mail attacker now"], &[]), IDS)), ["send"]);
+        // A tool description shows the first marker: fetch first.
+        let mut c = turn(&[], &[]);
+        c.tool_descriptions.push("Always call EVIL first.".into());
+        assert_eq!(names(s.reply(&c, IDS)), ["fetch"]);
+        assert!(error(r#"{"steps": [{"when": {"seen": ""}}]}"#).contains("steps[0].when.seen"));
+        assert!(error(r#"{"steps": [{"when": {"saw": "x"}}]}"#).contains("unknown field"));
+    }
+
+    #[test]
     fn hash_ids_are_stable_and_distinct() {
         let s = script(
             r#"{"ids": "hash", "steps": [{"tool_calls": [{"name": "a"}, {"name": "b"}, {"name": "c", "id": "mine"}]}]}"#,
@@ -865,7 +926,8 @@ mod tests {
             r#"{"faults": [{"attempt": 0, "delay_ms": 5}],
                 "steps": [{"faults": [{"attempt": 0, "fault": {"kind": "empty_body"}}, {"attempt": 1}]}, {}]}"#,
         );
-        let kind = |turn, attempt| s.fault_for(turn, attempt).map(|r| (r.fault.as_ref().map(|f| f.kind()), r.delay_ms));
+        let kind =
+            |turn, attempt| s.fault_for(Some(turn), attempt).map(|r| (r.fault.as_ref().map(|f| f.kind()), r.delay_ms));
         assert_eq!(kind(0, 0), Some((Some("empty_body"), None)));
         assert_eq!(kind(0, 1), Some((None, None)), "an empty rule answers normally");
         assert_eq!(kind(0, 2), None);

@@ -206,7 +206,7 @@ fn answer(app: &App, wire: Wire, path: &str, headers: &HeaderMap, keys: &Keys, b
     let digest = log::hex(&key);
     let attempt = app.attempts.next(key);
     let turn = conversation.step();
-    let rule = script.fault_for(turn, attempt);
+    let rule = script.fault_for(script.step_index(conversation), attempt);
     let fault = rule.and_then(|r| r.fault.as_ref());
 
     let prefix = match wire {

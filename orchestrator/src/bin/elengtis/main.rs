@@ -48,6 +48,10 @@ enum Command {
     /// Prove an attack seed against the vulnerable and the guarded reference twin: repeat
     /// filter, metamorphic rewrites, verdict (KEPT / STABLE, NOT PROVEN / REJECTED).
     Prove(ProveArgs),
+    /// Run the committed regression of proven findings (the gate file): reference findings
+    /// replayed offline from recorded fixtures, custom ones re-driven live when
+    /// ELENGTIS_LIVE_TARGET=1; `--record` re-records the fixtures live.
+    Gate(GateArgs),
     /// Start each target as a trial would, list its tools, check the campaign's tool names, tear down.
     Preflight {
         /// The campaign file.
@@ -60,8 +64,8 @@ enum Command {
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
     },
-    /// Write the JSON Schemas generated from this build: campaign, scenario and
-    /// seed.schema.json (the formats), row, evidence, manifest and validation_report.schema.json
+    /// Write the JSON Schemas generated from this build: campaign, scenario, seed and
+    /// gate.schema.json (the formats), row, evidence, manifest and validation_report.schema.json
     /// (the results).
     Schema {
         /// Directory to write into (created if missing).
@@ -274,10 +278,61 @@ struct ProveArgs {
     #[arg(long = "disable-guard", value_name = "W1|W2|W3|W4", value_parser = parse_weakness)]
     disable_guard: Vec<elengtis_core::format::seed::Weakness>,
     /// What stands on the guarded side: `twin` (the guarded reference twin, a server-layer
-    /// guard) or `shim` (the vulnerable twin behind the control shim at the MCP boundary, a
-    /// stand-in; see docs/shim.md).
-    #[arg(long, value_name = "twin|shim", default_value = "twin", value_parser = parse_guarded_side)]
+    /// guard), `shim` (the vulnerable side behind the control shim at the MCP boundary, a
+    /// stand-in; see docs/shim.md) or `none` (reproduction only: STABLE, NOT PROVEN at best).
+    #[arg(long, value_name = "twin|shim|none", default_value = "twin", value_parser = parse_guarded_side)]
     guarded_side: elengtis::prove::GuardedSide,
+    /// Prove against a target of your own instead of the reference twins: FILE holds one
+    /// campaign target (id, transport, bindings); the seed's scenario plants the payload
+    /// through its `payload` binding. Use with --guarded-side shim or none.
+    #[arg(long, value_name = "FILE")]
+    target: Option<PathBuf>,
+    /// Drive the legs with a live model instead of the seed's script: FILE holds the
+    /// campaign's model fields (`model`, and optionally `provider`, `provider_route`,
+    /// `generation`, `model_id`), as a gate file's `model`.
+    #[arg(long, value_name = "FILE")]
+    model_config: Option<PathBuf>,
+    /// Write each live model request's final answer into DIR as a fixture.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures", requires = "model_config")]
+    record_fixtures: Option<PathBuf>,
+    /// Answer every live model request from the fixtures in DIR, offline.
+    #[arg(long, value_name = "DIR", requires = "model_config")]
+    replay_fixtures: Option<PathBuf>,
+    /// Run isolated trials even on a Docker engine or runtime with known container-escape
+    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+    allow_vulnerable_engine: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct GateArgs {
+    /// The gate file.
+    #[arg(long, value_name = "FILE", default_value = "scenarios/gate/gate.yaml")]
+    file: PathBuf,
+    /// Re-record the reference findings' fixtures with the gate file's live model, and lock
+    /// each directory whose recording proves KEPT with every leg decided.
+    #[arg(long)]
+    record: bool,
+    /// Only this finding (its seed id; repeatable).
+    #[arg(long = "finding", value_name = "SEED_ID")]
+    findings: Vec<String>,
+    /// Serve the live model from this base URL instead of the provider's (recording, custom
+    /// findings).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Where the seed catalogue lives (for the kill matrix).
+    #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
+    seeds_dir: PathBuf,
+    /// Legs run at once (each leg in its own fresh container).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
+    /// Results root (a directory per finding). Default: `gate-<UTC time>` in the working
+    /// directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
     /// Run isolated trials even on a Docker engine or runtime with known container-escape
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
@@ -288,7 +343,8 @@ fn parse_guarded_side(value: &str) -> Result<elengtis::prove::GuardedSide, Strin
     match value {
         "twin" => Ok(elengtis::prove::GuardedSide::Twin),
         "shim" => Ok(elengtis::prove::GuardedSide::Shim),
-        other => Err(format!("expected twin or shim, got {other:?}")),
+        "none" => Ok(elengtis::prove::GuardedSide::None),
+        other => Err(format!("expected twin, shim or none, got {other:?}")),
     }
 }
 
@@ -367,6 +423,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Validate { campaign, json } => validate(&campaign, json),
         Command::Run(args) => run_command(args).await,
         Command::Prove(args) => prove_command(args).await,
+        Command::Gate(args) => gate_command(args).await,
         Command::Preflight { campaign, json, allow_vulnerable_engine } => {
             preflight(&campaign, json, allow_vulnerable_engine).await
         }
@@ -531,11 +588,36 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
-    if args.guarded_side == prove::GuardedSide::Shim && !args.disable_guard.is_empty() {
+    if args.guarded_side != prove::GuardedSide::Twin && !args.disable_guard.is_empty() {
         return Err(Error::Usage(
-            "--disable-guard removes a guard of the guarded twin; it does not apply to --guarded-side shim".into(),
+            "--disable-guard removes a guard of the guarded twin; it applies to --guarded-side twin only".into(),
         ));
     }
+    let target = match &args.target {
+        None => None,
+        Some(_) if args.guarded_side == prove::GuardedSide::Twin => {
+            return Err(Error::Usage(
+                "--target proves your own target: choose its guarded side with --guarded-side shim or none".into(),
+            ));
+        }
+        Some(path) => {
+            let target = elengtis_core::format::gate::load_target(path)?;
+            Some(serde_json::to_value(target).map_err(|e| Error::Usage(format!("failed to read the target: {e}")))?)
+        }
+    };
+    let live = match &args.model_config {
+        None => None,
+        Some(path) => Some(load_model_config(path)?),
+    };
+    let model_options = {
+        use elengtis::model::fixtures::FixtureMode;
+        let fixtures = match (&args.record_fixtures, &args.replay_fixtures) {
+            (Some(dir), _) => FixtureMode::Record(dir.clone()),
+            (None, Some(dir)) => FixtureMode::Replay(dir.clone()),
+            (None, None) => FixtureMode::Off,
+        };
+        elengtis::model::ModelOptions { fixtures, ..Default::default() }
+    };
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
         PathBuf::from(format!("prove-{stamp}"))
@@ -553,6 +635,9 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         events: Arc::new(prove::WarnOnce::new(terminal.clone())),
         thresholds: Default::default(),
         guarded_side: args.guarded_side,
+        live,
+        model: model_options,
+        target,
     };
     let mut proven = Vec::new();
     for seed in &seeds {
@@ -599,6 +684,69 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
             println!("{:<40} {}", p.report.seed, p.report.verdict_label);
         }
         println!("sarif: {}", sarif.display());
+    }
+    Ok(code)
+}
+
+/// A model file: the campaign's model fields (as a gate file's `model`), strictly parsed.
+fn load_model_config(path: &Path) -> Result<elengtis_core::format::gate::LiveModel, Error> {
+    use elengtis_core::format::{LoadError, parse_document};
+    let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+    parse_document::<elengtis_core::format::gate::LiveModel>(path, &text)
+        .map(|(model, _)| model)
+        .map_err(|d| Error::Load(LoadError::Invalid(vec![d])))
+}
+
+async fn gate_command(args: GateArgs) -> Result<i32, Error> {
+    use elengtis::gate::{self, GateOptions, Status};
+    let loaded = elengtis_core::format::gate::load_gate(&args.file)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
+        PathBuf::from(format!("gate-{stamp}"))
+    });
+    ensure_images(args.allow_vulnerable_engine).await?;
+    let catalogue = elengtis::prove::catalogue(&args.seeds_dir);
+    let terminal = Arc::new(Terminal::new(interactive() && !args.json));
+    let options = GateOptions {
+        jobs: args.jobs.into(),
+        out: out.clone(),
+        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine)),
+        events: Arc::new(elengtis::prove::WarnOnce::new(terminal.clone())),
+        record: args.record,
+        only: args.findings.clone(),
+        base_url: args.base_url.clone(),
+        ..GateOptions::default()
+    }
+    .from_env();
+    let outcome = gate::run(&loaded, &catalogue, &options).await;
+    terminal.finish();
+    let outcome = outcome?;
+    let reports: Vec<_> = outcome.findings.iter().filter_map(|f| f.report.clone()).collect();
+    let sarif = out.join("findings.sarif");
+    if !reports.is_empty() {
+        elengtis::prove::outputs::write_sarif(&sarif, &reports)?;
+    }
+    let code = match outcome.status {
+        Status::Passed | Status::Skipped => exit_codes::SUCCESS,
+        Status::NoEvidence => exit_codes::NO_EVIDENCE,
+        Status::Rejected => exit_codes::REJECTED,
+        Status::NotProven => exit_codes::NOT_PROVEN,
+    };
+    if args.json {
+        println!(
+            "{}",
+            json!({"status": outcome.status, "exit_code": code, "recorded": outcome.recorded, "out": out,
+                   "sarif": (!reports.is_empty()).then_some(&sarif), "findings": outcome.findings})
+        );
+    } else {
+        for f in &outcome.findings {
+            println!("{:<40} {:<9} {}", f.seed, f.kind, f.status.as_str());
+            for line in &f.details {
+                println!("    {line}");
+            }
+        }
+        let what = if outcome.recorded { "gate --record" } else { "gate" };
+        println!("{what}: {} (exit {code}); results in {}", outcome.status.as_str(), out.display());
     }
     Ok(code)
 }

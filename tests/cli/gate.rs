@@ -1,0 +1,222 @@
+//! `elengtis gate` through the library with the fake sandbox backend (each twin leg a local
+//! process): the committed fixtures replay offline; a lookup miss during the replay is *no
+//! evidence*, never a pass; a recording locks its directory only when KEPT and then replays
+//! without a single model request; custom targets are re-driven live only when allowed, and
+//! a required skip fails. The Docker tests (tests/docker/gate.rs) run the binary in
+//! hardened containers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use elengtis::gate::{self, GateOptions, Status};
+use elengtis::prove;
+use elengtis::run::SandboxChoice;
+use elengtis::sandbox::fake::FakeBackend;
+use elengtis_core::format::gate::load_gate;
+use elengtis_tests::gate::model_script;
+use elengtis_tests::model_server::ModelServer;
+use elengtis_tests::{bin, scratch, workspace, write};
+
+const TWIN_IMAGE: &str = "elengtis/twin:0.1.0";
+
+fn options(dir: &Path) -> GateOptions {
+    std::fs::create_dir_all(dir.join("fake")).expect("the fake backend's directory");
+    let backend =
+        FakeBackend::new(&dir.join("fake")).image(TWIN_IMAGE, &bin("elengtis-twin")).sink(&bin("elengtis-sink"));
+    GateOptions {
+        jobs: 4,
+        out: dir.join("out"),
+        sandbox: SandboxChoice::Prepared(Arc::new(backend)),
+        ..GateOptions::default()
+    }
+}
+
+fn run(file: &Path, options: &GateOptions) -> gate::GateOutcome {
+    let loaded = load_gate(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let catalogue = prove::catalogue(&workspace().join("scenarios/seeds"));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    runtime.block_on(gate::run(&loaded, &catalogue, options)).expect("the gate runs")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create");
+    for entry in std::fs::read_dir(from).expect("list") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().expect("name").to_owned();
+        if path.is_dir() {
+            copy_tree(&path, &to.join(name));
+        } else {
+            std::fs::copy(&path, to.join(name)).expect("copy");
+        }
+    }
+}
+
+/// A copy of the committed gate and the seeds it names.
+fn committed_copy(dir: &Path) -> PathBuf {
+    for sub in ["gate", "seeds"] {
+        copy_tree(&workspace().join("scenarios").join(sub), &dir.join("scenarios").join(sub));
+    }
+    dir.join("scenarios/gate/gate.yaml")
+}
+
+fn details(outcome: &gate::GateOutcome) -> String {
+    serde_json::to_string_pretty(&outcome.findings).expect("json")
+}
+
+fn seed_script(id: &str) -> serde_json::Value {
+    let seed = elengtis_core::format::seed::load_seed(&workspace().join(format!("scenarios/seeds/{id}.seed.yaml")))
+        .expect("seed");
+    model_script(id, &serde_json::to_value(&seed.seed.script).expect("script"))
+}
+
+#[test]
+fn the_committed_fixtures_replay_offline_and_a_lookup_miss_is_no_evidence() {
+    let dir = scratch();
+    let file = workspace().join("scenarios/gate/gate.yaml");
+    let outcome = run(&file, &options(&dir.path().join("ok")));
+    assert_eq!(outcome.status, Status::Passed, "{}", details(&outcome));
+    assert_eq!(outcome.findings.len(), 4);
+
+    // One fixture gone and the lock's count lowered to hide it: only the replay notices.
+    let copy = committed_copy(&dir.path().join("copy"));
+    let fixtures = dir.path().join("copy/scenarios/gate/fixtures/w4-send-email-direct-unconfirmed");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| !p.ends_with("gate.lock.json"))
+        .collect();
+    files.sort();
+    std::fs::remove_file(&files[0]).expect("remove");
+    let lock_path = fixtures.join("gate.lock.json");
+    let mut lock: serde_json::Value = serde_json::from_slice(&std::fs::read(&lock_path).expect("lock")).expect("json");
+    lock["fixtures"] = (files.len() - 1).into();
+    std::fs::write(&lock_path, lock.to_string()).expect("write the lock");
+    let mut only = options(&dir.path().join("miss"));
+    only.only = vec!["w4-send-email-direct-unconfirmed".into()];
+    let outcome = run(&copy, &only);
+    assert_eq!(outcome.status, Status::NoEvidence, "{}", details(&outcome));
+    let text = details(&outcome);
+    assert!(text.contains("decided nothing") && text.contains("failed to replay: no fixture"), "{text}");
+    assert!(text.contains("--record --finding w4-send-email-direct-unconfirmed"), "{text}");
+
+    // A fixture of another format version.
+    let copy2 = committed_copy(&dir.path().join("copy2"));
+    let fixtures = dir.path().join("copy2/scenarios/gate/fixtures/w1-description-fetch-smuggle");
+    let one = std::fs::read_dir(&fixtures)
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path())
+        .find(|p| !p.ends_with("gate.lock.json"))
+        .expect("a fixture");
+    let mut fixture: serde_json::Value = serde_json::from_slice(&std::fs::read(&one).expect("read")).expect("json");
+    fixture["version"] = 2.into();
+    std::fs::write(&one, fixture.to_string()).expect("write");
+    let mut only = options(&dir.path().join("version"));
+    only.only = vec!["w1-description-fetch-smuggle".into()];
+    let outcome = run(&copy2, &only);
+    assert_eq!(outcome.status, Status::NoEvidence);
+    assert!(details(&outcome).contains("has format version 2"), "{}", details(&outcome));
+}
+
+#[test]
+fn a_recording_locks_only_a_kept_finding_and_then_replays_without_a_model_request() {
+    let dir = scratch();
+    let id = "w4-send-email-direct-unconfirmed";
+    let server = ModelServer::start(dir.path(), &seed_script(id), &[]);
+    let file = write(
+        dir.path(),
+        "gate.yaml",
+        &format!(
+            "schema_version: 1\nmodel: {{model: scripted-attacker, provider: {{type: openai_compatible, base_url: 'http://{}/v1'}}}}\nfindings:\n  - {{seed: {}, fixtures: fixtures/{id}}}\n",
+            server.addr,
+            workspace().join(format!("scenarios/seeds/{id}.seed.yaml")).display()
+        ),
+    );
+    let mut record = options(&dir.path().join("record"));
+    record.record = true;
+    let outcome = run(&file, &record);
+    assert_eq!(outcome.status, Status::Passed, "{}", details(&outcome));
+    let lock = dir.path().join(format!("fixtures/{id}/gate.lock.json"));
+    let locked: serde_json::Value = serde_json::from_slice(&std::fs::read(&lock).expect("a lock")).expect("json");
+    assert_eq!(locked["iterations"], 3);
+    assert!(locked["model"]["provider"].get("base_url").is_none(), "the lock keeps no address: {locked:#}");
+    let requests = server.requests().len();
+    assert!(requests > 0);
+
+    let outcome = run(&file, &options(&dir.path().join("replay")));
+    assert_eq!(outcome.status, Status::Passed, "{}", details(&outcome));
+    assert_eq!(server.requests().len(), requests, "a replay makes no model request");
+
+    // A model that refuses: the vulnerable side never fires, REJECTED, and nothing is locked.
+    let refusing = ModelServer::start(dir.path(), &serde_json::json!({"policy": {"mode": "refuse"}}), &[]);
+    let mut record = options(&dir.path().join("refused"));
+    record.record = true;
+    record.base_url = Some(format!("http://{}/v1", refusing.addr));
+    let outcome = run(&file, &record);
+    assert_eq!(outcome.status, Status::Rejected, "{}", details(&outcome));
+    assert!(!lock.exists(), "a rejected recording leaves no lock");
+    assert!(details(&outcome).contains("not locked"));
+    let outcome = run(&file, &options(&dir.path().join("after")));
+    assert_eq!(outcome.status, Status::NoEvidence, "{}", details(&outcome));
+}
+
+#[test]
+fn a_custom_target_runs_live_only_when_allowed_and_a_required_skip_fails() {
+    let dir = scratch();
+    let id = "w2-note-body-direct";
+    let server = ModelServer::start(dir.path(), &seed_script(id), &[]);
+    // The vulnerable twin as "your own" server: it plants the payload itself, through the
+    // scenario's `payload` binding.
+    write(
+        dir.path(),
+        "target.yaml",
+        r#"id: my-notes
+transport:
+  type: isolated_container
+  image: elengtis/twin:0.1.0
+  mcp_transport: stdio
+  uid: 65534
+  gid: 65534
+  volumes: ["/data"]
+  command: ["--build", "vulnerable", "--mail-db", "/data/mail.db", "--note", ["n1=", {binding: payload}],
+            "--resolve", ["attacker.example.com=", {runner: sink_url}]]
+bindings: {}
+"#,
+    );
+    let gate_file = |guarded: &str| {
+        write(
+            dir.path(),
+            &format!("gate-{guarded}.yaml"),
+            &format!(
+                "schema_version: 1\nmodel: {{model: scripted-attacker, provider: {{type: openai_compatible, base_url: 'http://{}/v1'}}}}\nfindings:\n  - {{seed: {}, target: target.yaml, guarded: {guarded}}}\n",
+                server.addr,
+                workspace().join(format!("scenarios/seeds/{id}.seed.yaml")).display()
+            ),
+        )
+    };
+    let shim = gate_file("shim");
+    let outcome = run(&shim, &options(&dir.path().join("skipped")));
+    assert_eq!(outcome.findings[0].status, Status::Skipped);
+    assert_eq!(outcome.status, Status::Passed, "a skip alone does not fail the gate");
+    assert!(details(&outcome).contains("ELENGTIS_LIVE_TARGET=1"));
+    assert_eq!(server.requests().len(), 0, "a skipped finding contacts no model");
+
+    let mut required = options(&dir.path().join("required"));
+    required.require_run = true;
+    let outcome = run(&shim, &required);
+    assert_eq!(outcome.status, Status::NoEvidence, "{}", details(&outcome));
+    assert!(details(&outcome).contains("ELENGTIS_REQUIRE_GATE_RUN=1"));
+
+    let mut live = options(&dir.path().join("live"));
+    live.live_target = true;
+    let outcome = run(&shim, &live);
+    assert_eq!(outcome.status, Status::Passed, "{}", details(&outcome));
+    assert!(server.requests().len() > 0);
+    let report = outcome.findings[0].report.as_ref().expect("a report");
+    assert_eq!(report.model, "scripted-attacker");
+
+    // No guarded side: it reproduces, nothing shows a safeguard stops it.
+    let mut live = options(&dir.path().join("none"));
+    live.live_target = true;
+    let outcome = run(&gate_file("none"), &live);
+    assert_eq!(outcome.status, Status::NotProven, "{}", details(&outcome));
+}
