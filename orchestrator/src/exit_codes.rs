@@ -21,7 +21,8 @@ pub const IO: i32 = 6;
 /// survive the rewrites, or its payload never reached the model). Its report says why.
 pub const REJECTED: i32 = 7;
 /// `prove`: nothing was rejected, but at least one finding is only STABLE, NOT PROVEN (it
-/// reproduces, and nothing showed that a safeguard stops it).
+/// reproduces, and nothing showed that a safeguard stops it, or the metamorphic stage was
+/// skipped so nothing showed it survives rewrites).
 pub const NOT_PROVEN: i32 = 8;
 /// Interrupted by Ctrl-C or SIGTERM; the current trial was not recorded. Resume continues.
 pub const INTERRUPTED: i32 = 130;
