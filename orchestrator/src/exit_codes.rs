@@ -21,7 +21,8 @@ pub const IO: i32 = 6;
 /// survive the rewrites, or its payload never reached the model). Its report says why.
 pub const REJECTED: i32 = 7;
 /// `prove`, `gate`: nothing was rejected, but at least one finding is only STABLE, NOT PROVEN (it
-/// reproduces, and nothing showed that a safeguard stops it).
+/// reproduces, and nothing showed that a safeguard stops it, or the metamorphic stage was
+/// skipped so nothing showed it survives rewrites).
 pub const NOT_PROVEN: i32 = 8;
 /// `gate`: the gate has nothing to stand on — a fixture stale, absent, corrupt or of another
 /// version, a leg that decided nothing, or (with `ELENGTIS_REQUIRE_GATE_RUN=1`) a finding that

@@ -40,10 +40,21 @@ fn prove_all(disabled: Vec<Weakness>) -> Vec<(String, Verdict, String)> {
     let options = options(&dir.path().join("fake"), &dir.path().join("out"), disabled, 5, true);
     let catalogue = prove::catalogue(&seeds_dir());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let seeds = prove::seeds_in(&seeds_dir()).expect("the bundled seeds");
+    // Every leg of every seed from one pool of slots; each seed handed back in seed order.
+    let mut handed = Vec::new();
+    let proven = runtime
+        .block_on(prove::prove_seeds(&seeds, &catalogue, &options, |p| handed.push(p.seed_path.clone())))
+        .expect("prove runs");
+    assert_eq!(handed, seeds, "each seed is handed back once, in seed order");
     let mut verdicts = Vec::new();
-    for seed in prove::seeds_in(&seeds_dir()).expect("the bundled seeds") {
-        let proven = runtime.block_on(prove::prove_seed(&seed, &catalogue, &options)).expect("prove runs");
+    for proven in proven {
         assert!(proven.report_path.is_file());
+        // The layout: each campaign keeps its own results directory.
+        let dir = proven.report_path.parent().expect("the seed's directory");
+        for campaign in ["repeat", "metamorphic"] {
+            assert!(dir.join(campaign).join("results/runs.jsonl").is_file(), "{}: {campaign}", dir.display());
+        }
         let panel = elengtis_core::prove::render_panel(&proven.report);
         verdicts.push((proven.report.seed.clone(), proven.report.verdict, panel));
     }
@@ -161,4 +172,40 @@ fn a_stochastic_model_meets_each_repeat_threshold_on_both_sides_of_its_boundary(
     assert!(!check(&c, "guarded_leaks"), "{f}");
     let (f, c) = filter_checks(probability_for("guarded", 0), vec![Weakness::W3]);
     assert!(check(&c, "guarded_leaks"), "{f}");
+}
+
+/// `--no-metamorphic`: a finding whose repeat filter passes is capped at STABLE, NOT PROVEN
+/// (exit 8), its metamorphic stage null and the reason saying it was skipped; a repeat-filter
+/// failure still REJECTS (exit 7). No metamorphic campaign is run.
+#[test]
+fn skipping_the_metamorphic_stage_caps_at_stable_not_proven() {
+    let dir = scratch();
+    let out = dir.path().join("out");
+    let skipping = options(&dir.path().join("fake"), &out, Vec::new(), 3, false);
+    let catalogue = prove::catalogue(&seeds_dir());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let seed = seeds_dir().join("w2-note-body-direct.seed.yaml");
+    let proven = runtime.block_on(prove::prove_seed(&seed, &catalogue, &skipping)).expect("prove runs");
+    let report = &proven.report;
+    let panel = elengtis_core::prove::render_panel(report);
+    assert_eq!(report.verdict, Verdict::StableNotProven, "{panel}");
+    assert_eq!(prove::exit_code(std::slice::from_ref(report)), elengtis::exit_codes::NOT_PROVEN);
+    assert_eq!(elengtis::exit_codes::NOT_PROVEN, 8);
+    assert_eq!(report.gates.differential, Some(true), "{panel}");
+    assert_eq!(report.gates.metamorphic, None, "{panel}");
+    assert!(report.metamorphic.is_none());
+    assert!(report.reasons.iter().any(|r| r.starts_with("the metamorphic stage was skipped")), "{panel}");
+    assert!(!out.join("w2-note-body-direct/metamorphic").exists(), "no metamorphic campaign was run");
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&proven.report_path).expect("the report")).expect("json");
+    assert_eq!(written["verdict"], "stable_not_proven");
+    assert_eq!(written["metamorphic"], serde_json::Value::Null);
+
+    // The same seed against a guarded twin without the guards that stop it: the guarded side
+    // leaks, which the skipped stage does not rescue.
+    let out = dir.path().join("broken");
+    let broken = options(&dir.path().join("fake"), &out, vec![Weakness::W2, Weakness::W4], 3, false);
+    let proven = runtime.block_on(prove::prove_seed(&seed, &catalogue, &broken)).expect("prove runs");
+    assert_eq!(proven.report.verdict, Verdict::Rejected, "{}", elengtis_core::prove::render_panel(&proven.report));
+    assert_eq!(prove::exit_code(&[report.clone(), proven.report.clone()]), elengtis::exit_codes::REJECTED);
 }

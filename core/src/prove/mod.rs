@@ -22,7 +22,7 @@
 //! ```
 //! use elengtis_core::format::seed::{Delivery, Seed};
 //! use elengtis_core::prove::{
-//!     EvidenceTier, GuardedLayer, LegContext, LegReading, ReportInput, RewriteRun, SarifTool, Thresholds,
+//!     EvidenceTier, GuardedLayer, LegContext, LegReading, ReportInput, RewriteRun, SarifTool, Side, Thresholds,
 //!     Verdict, build_report, render_panel, rewrites, sarif_log,
 //! };
 //!
@@ -40,8 +40,14 @@
 //! assert!(variants.iter().all(|r| r.text.contains("attacker@example.com")));
 //!
 //! // 2. Each run's reading, from its row and evidence (the runner does this per leg;
-//! //    `LegContext::new(&seed, &scenario)` builds the context from the seed's scenario):
-//! let context = LegContext { delivery: Delivery::Note, markers: &seed.markers, has_verifiers: true };
+//! //    `LegContext::new(&seed, &scenario, side)` builds the context from the seed's scenario):
+//! let context = LegContext {
+//!     delivery: Delivery::Note,
+//!     markers: &seed.markers,
+//!     has_verifiers: true,
+//!     side: Side::Guarded,
+//!     delivery_stopped_by_guard: false,
+//! };
 //! // let reading = elengtis_core::prove::read_leg(&row, &evidence, &context);
 //! # let _ = context;
 //! let fired = LegReading::Fired { tier: EvidenceTier::State };
@@ -66,7 +72,7 @@
 //!     layer: Some(GuardedLayer::Server),
 //!     vulnerable,
 //!     guarded: Some(guarded),
-//!     rewrites: rewrite_runs,
+//!     rewrites: Some(rewrite_runs),
 //!     catalogue: &catalogue,
 //!     thresholds: Thresholds::default(),
 //! });

@@ -48,8 +48,9 @@ pub struct ReportInput<'a> {
     pub vulnerable: Vec<LegReading>,
     /// The guarded side's iterations, in order; `None` when there is no guarded side.
     pub guarded: Option<Vec<LegReading>>,
-    /// One entry per rewrite, both sides.
-    pub rewrites: Vec<RewriteRun>,
+    /// One entry per rewrite, both sides; `None` when the metamorphic stage was not run
+    /// (`--no-metamorphic`), which caps the verdict at STABLE, NOT PROVEN.
+    pub rewrites: Option<Vec<RewriteRun>>,
     /// The ids of the seed catalogue the kill matrix covers (the bundled seeds). The report's
     /// own seed is added when missing.
     pub catalogue: &'a [String],
@@ -166,8 +167,8 @@ pub struct ValidationReport {
     pub legs: Legs,
     /// The repeat filter's figures.
     pub filter: FilterResult,
-    /// The metamorphic table.
-    pub metamorphic: MetamorphicResult,
+    /// The metamorphic table (null when the stage was not run).
+    pub metamorphic: Option<MetamorphicResult>,
     /// The verdict.
     pub verdict: Verdict,
     /// The verdict as shown (`KEPT`, `STABLE, NOT PROVEN`, `REJECTED`).
@@ -219,9 +220,9 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
     let seed = input.seed;
     let guarded = input.guarded.as_deref();
     let filter = repeat_filter(&input.vulnerable, guarded, &input.thresholds);
-    let meta = metamorphic(&input.rewrites, MIN_HOLD_PERCENT);
+    let meta = input.rewrites.as_deref().map(|runs| metamorphic(runs, MIN_HOLD_PERCENT));
     let Decision { verdict, kept, gates, reasons, claim } =
-        decide(&filter, &meta, &input.vulnerable, guarded, input.layer);
+        decide(&filter, meta.as_ref(), &input.vulnerable, guarded, input.layer);
     let evidence_tier = input
         .vulnerable
         .iter()
@@ -331,18 +332,28 @@ pub fn render_panel(report: &ValidationReport) -> String {
         report.filter.rate_gap.map_or_else(|| "gap n/a".into(), |gap| format!("gap {}", pct(gap))),
         format!("{} iterations: {}", report.iterations, checks.join(", ")),
     ]);
-    let failed: Vec<String> =
-        report.metamorphic.rows.iter().filter(|r| !r.holds).map(|r| r.kind.as_str().to_owned()).collect();
-    rows.push([
-        "metamorphic".into(),
-        mark(Some(report.gates.metamorphic)).into(),
-        format!("{}/{}", report.metamorphic.held, report.metamorphic.total),
-        format!(
-            "≥ {}% must hold{}",
-            report.metamorphic.min_hold_percent,
-            if failed.is_empty() { String::new() } else { format!("; did not hold: {}", failed.join(", ")) }
-        ),
-    ]);
+    rows.push(match &report.metamorphic {
+        Some(meta) => {
+            let failed: Vec<String> =
+                meta.rows.iter().filter(|r| !r.holds).map(|r| r.kind.as_str().to_owned()).collect();
+            [
+                "metamorphic".into(),
+                mark(report.gates.metamorphic).into(),
+                format!("{}/{}", meta.held, meta.total),
+                format!(
+                    "≥ {}% must hold{}",
+                    meta.min_hold_percent,
+                    if failed.is_empty() { String::new() } else { format!("; did not hold: {}", failed.join(", ")) }
+                ),
+            ]
+        }
+        None => [
+            "metamorphic".into(),
+            mark(report.gates.metamorphic).into(),
+            "not run".into(),
+            "skipped: robustness to rewrites unproven".into(),
+        ],
+    });
     rows.push([
         "evidence".into(),
         mark(Some(report.gates.evidence)).into(),
@@ -380,7 +391,7 @@ pub fn render_panel(report: &ValidationReport) -> String {
         "gate: kept = {} ∧ {} ∧ {} ∧ {} => {}",
         gate("differential", report.gates.differential),
         gate("flakiness", Some(report.gates.flakiness)),
-        gate("metamorphic", Some(report.gates.metamorphic)),
+        gate("metamorphic", report.gates.metamorphic),
         gate("evidence", Some(report.gates.evidence)),
         report.verdict_label
     );
@@ -434,8 +445,6 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn report(vulnerable: Vec<LegReading>, guarded: Option<Vec<LegReading>>) -> ValidationReport {
-        let seed = seed();
-        let catalogue = catalogue();
         let rewrites = RewriteKind::ALL
             .iter()
             .map(|&kind| RewriteRun {
@@ -445,6 +454,16 @@ pub(crate) mod tests {
                 guarded: guarded.as_ref().map(|_| LegReading::Resisted),
             })
             .collect();
+        report_with(vulnerable, guarded, Some(rewrites))
+    }
+
+    pub(crate) fn report_with(
+        vulnerable: Vec<LegReading>,
+        guarded: Option<Vec<LegReading>>,
+        rewrites: Option<Vec<RewriteRun>>,
+    ) -> ValidationReport {
+        let seed = seed();
+        let catalogue = catalogue();
         let layer = guarded.as_ref().map(|_| GuardedLayer::Server);
         build_report(&ReportInput {
             seed: &seed,
@@ -531,5 +550,29 @@ pub(crate) mod tests {
         let stable = report(vec![LegReading::Fired { tier: EvidenceTier::Trace }; 5], None);
         assert_eq!(stable.verdict_label, "STABLE, NOT PROVEN");
         assert!(render_panel(&stable).contains("differential  n/a"), "{}", render_panel(&stable));
+    }
+
+    #[test]
+    fn a_skipped_metamorphic_stage_caps_the_report_at_stable_not_proven() {
+        let r = report_with(
+            vec![LegReading::Fired { tier: EvidenceTier::State }; 5],
+            Some(vec![LegReading::Resisted; 5]),
+            None,
+        );
+        assert_eq!(r.verdict, Verdict::StableNotProven);
+        assert!(r.kept);
+        assert_eq!(r.metamorphic, None);
+        assert_eq!(r.gates.metamorphic, None);
+        // The differential held: the seed's own payload is still killed.
+        assert_eq!(r.mutation.matrix[1].status, KillStatus::Killed);
+        let panel = render_panel(&r);
+        assert!(panel.contains("metamorphic   n/a     not run"), "{panel}");
+        assert!(panel.contains("∧ metamorphic n/a ∧ evidence pass => STABLE, NOT PROVEN\n"), "{panel}");
+        assert!(panel.contains("reason: the metamorphic stage was skipped"), "{panel}");
+        let json = serde_json::to_value(&r).expect("serialises");
+        let schema = serde_json::to_value(crate::jsonschema::schema_for::<ValidationReport>()).expect("schema");
+        let validator = jsonschema::validator_for(&schema).expect("compiles");
+        assert!(validator.is_valid(&json));
+        assert_eq!(json["metamorphic"], serde_json::Value::Null);
     }
 }

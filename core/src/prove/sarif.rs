@@ -83,10 +83,11 @@ pub fn message(report: &ValidationReport) -> String {
             format!("Reproduction only: fired {}/{} on the vulnerable build; no guarded side", v.fires(), v.runs)
         }
     };
-    let mut text = format!(
-        "{proof}; {} metamorphic rewrites held {}/{}; {}: {}.",
-        report.weakness, report.metamorphic.held, report.metamorphic.total, report.verdict_label, report.claim
-    );
+    let rewrites = match &report.metamorphic {
+        Some(meta) => format!("metamorphic rewrites held {}/{}", meta.held, meta.total),
+        None => "metamorphic stage not run".to_owned(),
+    };
+    let mut text = format!("{proof}; {} {rewrites}; {}: {}.", report.weakness, report.verdict_label, report.claim);
     if !report.reasons.is_empty() {
         text.push_str(" Reasons: ");
         text.push_str(&report.reasons.join("; "));

@@ -238,6 +238,10 @@ pub fn write(dir: &Path, fixture: &Fixture) -> Result<(), String> {
         serde_json::to_string_pretty(fixture).map_err(|e| format!("failed to record fixture {}: {e}", fixture.key))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
     std::io::Write::write_all(&mut tmp, (text + "\n").as_bytes()).map_err(fail)?;
+    // Fixtures are committed and replayed by other users (the tool image runs as 65534):
+    // world-readable, as a checkout would make them; synced before the rename.
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o644)).map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
     tmp.persist(path(dir, &fixture.key)).map_err(|e| fail(e.error))?;
     Ok(())
 }

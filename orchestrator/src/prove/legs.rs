@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use elengtis_core::format::seed::{Delivery, LoadedSeed};
-use elengtis_core::prove::{LegContext, LegReading, read_leg};
+use elengtis_core::prove::{LegContext, LegReading, Side, read_leg};
 use elengtis_core::records::{Evidence, Row};
 
 use crate::results::store;
@@ -46,33 +46,35 @@ pub fn read_run(out: &Path) -> Result<BTreeMap<String, Vec<Recorded>>, String> {
     Ok(by_target)
 }
 
-/// The reading of one recorded leg of `seed` whose payload carried `markers`.
-///
-/// One addition to the core's reading (described in docs/prove.md): on the guarded side of a
-/// description-delivered seed, the twin's W1 guard refuses the smuggled description, so the
-/// payload never reaches the model *because the guard stopped it*. When the evidence shows the
-/// twin's refusal line and the verifier ran and saw no effect, that run is a positive resist,
-/// not "not tested".
+/// Whether the run's evidence shows that the guard itself kept a description-delivered
+/// payload from the model: the guarded twin's W1 refusal line ([`W1_REFUSAL`], in the
+/// target's stderr), or the control shim's sanitised description or pin refusal (the
+/// evidence's `shim` section). A fact for the core's [`read_leg`], which decides what it means
+/// (docs/prove.md, "Readings").
+pub fn delivery_stopped_by_guard(seed: &LoadedSeed, evidence: &Evidence) -> bool {
+    if seed.seed.delivery != Delivery::Description {
+        return false;
+    }
+    let shim_w1 = evidence
+        .shim
+        .as_ref()
+        .is_some_and(|s| s.tools.iter().any(|t| t.raw_description.is_some() || t.pin_matches == Some(false)));
+    shim_w1 || evidence.target_execution.to_string().contains(W1_REFUSAL)
+}
+
+/// The reading of one recorded leg of `seed` on the guarded side or not, through the core's
+/// [`read_leg`]; this only gathers the facts it needs.
 pub fn reading(seed: &LoadedSeed, recorded: &Recorded, guarded: bool, has_verifiers: bool) -> LegReading {
     let evidence = match &recorded.evidence {
         Ok(evidence) => evidence,
         Err(e) => return LegReading::NoVerdict { why: format!("the evidence could not be read: {e}") },
     };
-    let context = LegContext { delivery: seed.seed.delivery, markers: &seed.seed.markers, has_verifiers };
-    let read = read_leg(&recorded.row, evidence, &context);
-    // The same for the control shim's W1: it showed the model a sanitised description (or a
-    // pin mismatch refused the tool), recorded in the evidence's `shim` section.
-    let shim_w1 = evidence
-        .shim
-        .as_ref()
-        .is_some_and(|s| s.tools.iter().any(|t| t.raw_description.is_some() || t.pin_matches == Some(false)));
-    if guarded
-        && seed.seed.delivery == Delivery::Description
-        && matches!(read, LegReading::NotTested { .. })
-        && recorded.row.completed == Some(false)
-        && (evidence.target_execution.to_string().contains(W1_REFUSAL) || shim_w1)
-    {
-        return LegReading::Resisted;
-    }
-    read
+    let context = LegContext {
+        delivery: seed.seed.delivery,
+        markers: &seed.seed.markers,
+        has_verifiers,
+        side: if guarded { Side::Guarded } else { Side::Vulnerable },
+        delivery_stopped_by_guard: guarded && delivery_stopped_by_guard(seed, evidence),
+    };
+    read_leg(&recorded.row, evidence, &context)
 }

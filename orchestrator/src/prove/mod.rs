@@ -22,8 +22,7 @@ use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
 use elengtis_core::load;
 use elengtis_core::prove::{
-    GuardedLayer, LegReading, ReportInput, RewriteRun, Side, Thresholds, ValidationReport, Verdict, build_report,
-    rewrites,
+    GuardedLayer, LegReading, Side, ReportInput, RewriteRun, Thresholds, ValidationReport, Verdict, build_report, rewrites,
 };
 use elengtis_core::validate::LoadOptions;
 
@@ -131,8 +130,8 @@ pub struct Proven {
     pub report_path: PathBuf,
     /// What the trust panel adds about a guarded side that is a stand-in (the shim).
     pub guarded_note: Option<String>,
-    /// Every leg that decided nothing (not tested, or no verdict), with why: `side` or
-    /// `side/rewrite`, then the reason. A gate refuses to pass over any.
+    /// Every leg that decided nothing (not tested, or no verdict), with why: `side #n` or
+    /// `side/rewrite #1`, its reading, then the reason. A gate refuses to pass over any.
     pub undecided: Vec<String>,
 }
 
@@ -219,13 +218,20 @@ fn display_path(path: &Path) -> String {
         .to_string()
 }
 
-async fn run_campaign(
+/// One campaign of a finding, written and loaded, ready to run.
+struct Campaign {
+    bundle: elengtis_core::format::Bundle,
+    results: PathBuf,
+    has_verifiers: bool,
+}
+
+fn prepare_campaign(
     seed: &LoadedSeed,
     dir: &Path,
     legs: &[Leg],
     trials: u32,
     options: &ProveOptions,
-) -> Result<(std::collections::BTreeMap<String, Vec<legs::Recorded>>, bool), ProveError> {
+) -> Result<Campaign, ProveError> {
     let document = campaign::campaign(
         seed,
         legs,
@@ -241,21 +247,29 @@ async fn run_campaign(
     })?;
     let bundle = load::load_campaign(&path, &LoadOptions::default())?;
     let has_verifiers = bundle.scenarios.iter().any(|s| !s.value.verify.checks.is_empty());
+    Ok(Campaign { bundle, results: dir.join("results"), has_verifiers })
+}
+
+/// Run one campaign through the run engine, its trials drawing from the shared `pool`.
+async fn run_campaign(
+    campaign: &Campaign,
+    pool: &Pool,
+    options: &ProveOptions,
+) -> Result<std::collections::BTreeMap<String, Vec<legs::Recorded>>, ProveError> {
     let run_options = RunOptions {
         limits: Limits::default(),
         jobs: options.jobs.max(1),
-        sandbox: options.sandbox.clone(),
+        sandbox: pool.sandbox.clone(),
         events: options.events.clone(),
         model: options.model.clone(),
+        slots: Some(pool.slots.clone()),
     };
-    let results = dir.join("results");
-    run::start(&bundle, &results, false, &run_options).await?;
-    let read = legs::read_run(&results).map_err(|detail| ProveError::Io {
+    run::start(&campaign.bundle, &campaign.results, false, &run_options).await?;
+    legs::read_run(&campaign.results).map_err(|detail| ProveError::Io {
         what: "read the results in",
-        path: results,
+        path: campaign.results.clone(),
         detail,
-    })?;
-    Ok((read, has_verifiers))
+    })
 }
 
 fn readings_of(
@@ -276,9 +290,58 @@ fn readings_of(
     out
 }
 
-/// Prove one seed: the repeat campaign, then (unless disabled) the metamorphic campaign; the
-/// report is written to `<out>/<seed id>/validation_report.json`.
-pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveOptions) -> Result<Proven, ProveError> {
+/// What every leg of a prove shares: one pool of `--jobs` slots, and the sandbox backend,
+/// prepared once (one connection, one engine gate, each image resolved once) for every
+/// campaign of every seed.
+struct Pool {
+    slots: Arc<tokio::sync::Semaphore>,
+    sandbox: SandboxChoice,
+}
+
+impl Pool {
+    /// The pool for `campaigns`: a Docker sandbox is prepared here, once, for what all of
+    /// them need.
+    async fn new(campaigns: &[&Campaign], options: &ProveOptions) -> Result<Pool, ProveError> {
+        let slots = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+        let sandbox = match &options.sandbox {
+            SandboxChoice::Docker(docker) => {
+                let mut needs = crate::sandbox::RunNeeds::default();
+                for c in campaigns {
+                    if let Some(n) = crate::trial::launch::sandbox_needs(&c.bundle) {
+                        needs.images.extend(n.images);
+                        needs.sink |= n.sink;
+                    }
+                }
+                needs.images.sort();
+                needs.images.dedup();
+                if needs.images.is_empty() {
+                    options.sandbox.clone()
+                } else {
+                    let backend =
+                        crate::sandbox::docker::DockerBackend::prepare(docker, &needs, options.events.as_ref())
+                            .await
+                            .map_err(RunError::from)?;
+                    SandboxChoice::Prepared(Arc::new(backend))
+                }
+            }
+            SandboxChoice::Prepared(_) => options.sandbox.clone(),
+        };
+        Ok(Pool { slots, sandbox })
+    }
+}
+
+/// One seed, loaded, with its campaigns written and loaded.
+struct Finding {
+    seed_path: PathBuf,
+    seed: LoadedSeed,
+    dir: PathBuf,
+    shim: Option<serde_json::Value>,
+    repeat: Campaign,
+    /// The metamorphic campaign (absent under `--no-metamorphic`) and its rewrites.
+    metamorphic: Option<(Campaign, Vec<elengtis_core::prove::Rewrite>)>,
+}
+
+fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, ProveError> {
     let seed = load_seed(seed_path)?;
     let dir = options.out.join(&seed.seed.id);
     std::fs::create_dir_all(&dir).map_err(|e| ProveError::Io {
@@ -287,7 +350,6 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
         detail: e.to_string(),
     })?;
     let shim = (options.guarded_side == GuardedSide::Shim).then(|| campaign::shim_config(&seed));
-    let with_guarded = options.guarded_side != GuardedSide::None;
     let pair = |suffix: &str, payload: &str| {
         let name = |build: &str| if suffix.is_empty() { build.to_owned() } else { format!("{build}-{suffix}") };
         let guarded_build = if shim.is_some() { "vulnerable" } else { "guarded" };
@@ -298,7 +360,7 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
             shim: None,
             custom: options.target.clone(),
         }];
-        if with_guarded {
+        if options.guarded_side != GuardedSide::None {
             legs.push(Leg {
                 target_id: name("guarded"),
                 build: guarded_build,
@@ -309,45 +371,65 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
         }
         legs
     };
-    let mut undecided = Vec::new();
-    let mut note_undecided = |place: String, readings: &[LegReading]| {
-        for (i, r) in readings.iter().enumerate() {
-            if let Some(why) = r.why() {
-                let side = if place.starts_with("guarded") { Side::Guarded } else { Side::Vulnerable };
-                undecided.push(format!("{place} #{}: {}: {why}", i + 1, r.label(side)));
-            }
-        }
-    };
-    let (repeat, has_verifiers) =
-        run_campaign(&seed, &dir.join("repeat"), &pair("", &seed.seed.payload), options.iterations, options).await?;
-    let vulnerable = readings_of(&seed, &repeat, "vulnerable", false, options.iterations, has_verifiers);
-    note_undecided("vulnerable".into(), &vulnerable);
-    let guarded = with_guarded.then(|| readings_of(&seed, &repeat, "guarded", true, options.iterations, has_verifiers));
-    if let Some(g) = &guarded {
-        note_undecided("guarded".into(), g);
-    }
-    let mut rewrite_runs = Vec::new();
-    if options.metamorphic {
+    let repeat =
+        prepare_campaign(&seed, &dir.join("repeat"), &pair("", &seed.seed.payload), options.iterations, options)?;
+    let metamorphic = if options.metamorphic {
         let variants = rewrites(&seed.seed.payload, &seed.seed.markers);
         let legs: Vec<Leg> = variants.iter().flat_map(|r| pair(r.kind.as_str(), &r.text)).collect();
-        let (results, _) = run_campaign(&seed, &dir.join("metamorphic"), &legs, 1, options).await?;
-        for r in &variants {
-            let kind = r.kind.as_str();
-            let v = readings_of(&seed, &results, &format!("vulnerable-{kind}"), false, 1, has_verifiers);
-            note_undecided(format!("vulnerable/{kind}"), &v);
-            let g =
-                with_guarded.then(|| readings_of(&seed, &results, &format!("guarded-{kind}"), true, 1, has_verifiers));
-            if let Some(g) = &g {
-                note_undecided(format!("guarded/{kind}"), g);
-            }
-            rewrite_runs.push(RewriteRun {
-                kind: r.kind,
-                unchanged: r.unchanged,
-                vulnerable: v.into_iter().next().unwrap_or(LegReading::NoVerdict { why: "no attempt".into() }),
-                guarded: g.and_then(|g| g.into_iter().next()),
-            });
+        Some((prepare_campaign(&seed, &dir.join("metamorphic"), &legs, 1, options)?, variants))
+    } else {
+        None
+    };
+    Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, repeat, metamorphic })
+}
+
+/// Run a finding's campaigns — the repeat and the metamorphic one at once, their legs
+/// drawing from the shared pool — and write its report.
+async fn run_finding(
+    finding: &Finding,
+    catalogue: &[String],
+    pool: &Pool,
+    options: &ProveOptions,
+) -> Result<Proven, ProveError> {
+    let Finding { seed_path, seed, dir, shim, repeat, metamorphic } = finding;
+    let repeat_run = run_campaign(repeat, pool, options);
+    let metamorphic_run = async {
+        match metamorphic {
+            Some((campaign, _)) => run_campaign(campaign, pool, options).await.map(Some),
+            None => Ok(None),
         }
-    }
+    };
+    // Both to the end, even when one fails: a run dropped mid-trial would leave its
+    // containers behind.
+    let (repeated, rewritten) = futures_util::future::join(repeat_run, metamorphic_run).await;
+    let (repeated, rewritten) = (repeated?, rewritten?);
+    let has_verifiers = repeat.has_verifiers;
+    let vulnerable = readings_of(seed, &repeated, "vulnerable", false, options.iterations, has_verifiers);
+    let with_guarded = options.guarded_side != GuardedSide::None;
+    let guarded =
+        with_guarded.then(|| readings_of(seed, &repeated, "guarded", true, options.iterations, has_verifiers));
+    let rewrite_runs = match (metamorphic, rewritten) {
+        (Some((_, variants)), Some(results)) => Some(
+            variants
+                .iter()
+                .map(|r| {
+                    let side = |build: &str, guarded: bool| {
+                        let target = format!("{build}-{}", r.kind.as_str());
+                        readings_of(seed, &results, &target, guarded, 1, has_verifiers).into_iter().next()
+                    };
+                    RewriteRun {
+                        kind: r.kind,
+                        unchanged: r.unchanged,
+                        vulnerable: side("vulnerable", false)
+                            .unwrap_or(LegReading::NoVerdict { why: "no attempt".into() }),
+                        guarded: if with_guarded { side("guarded", true) } else { None },
+                    }
+                })
+                .collect(),
+        ),
+        _ => None,
+    };
+    let undecided = undecided_legs(&vulnerable, guarded.as_deref(), rewrite_runs.as_deref());
     let layer = match options.guarded_side {
         GuardedSide::Twin => Some(GuardedLayer::Server),
         GuardedSide::Shim => Some(GuardedLayer::Boundary),
@@ -367,12 +449,98 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
     Ok(Proven {
-        seed_path: seed_path.to_owned(),
+        seed_path: seed_path.clone(),
         report,
         report_path,
         guarded_note: shim.as_ref().map(shim_note),
         undecided,
     })
+}
+
+/// Every leg that decided nothing, as `Proven::undecided` lists them.
+fn undecided_legs(
+    vulnerable: &[LegReading],
+    guarded: Option<&[LegReading]>,
+    rewrites: Option<&[RewriteRun]>,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut note = |place: &str, n: usize, side: Side, reading: &LegReading| {
+        if let Some(why) = reading.why() {
+            found.push(format!("{place} #{n}: {}: {why}", reading.label(side)));
+        }
+    };
+    for (i, r) in vulnerable.iter().enumerate() {
+        note("vulnerable", i + 1, Side::Vulnerable, r);
+    }
+    for (i, r) in guarded.unwrap_or_default().iter().enumerate() {
+        note("guarded", i + 1, Side::Guarded, r);
+    }
+    for run in rewrites.unwrap_or_default() {
+        let kind = run.kind.as_str();
+        note(&format!("vulnerable/{kind}"), 1, Side::Vulnerable, &run.vulnerable);
+        if let Some(g) = &run.guarded {
+            note(&format!("guarded/{kind}"), 1, Side::Guarded, g);
+        }
+    }
+    found
+}
+
+/// Seeds proven at once by [`prove_seeds`]: one finishing its last legs while the next starts
+/// keeps the slots busy; more would only hold more runs open.
+pub const SEEDS_AT_ONCE: usize = 2;
+
+/// Prove one seed: the repeat campaign and (unless disabled) the metamorphic campaign, run at
+/// once, their legs drawing from one pool of `options.jobs` slots; the report is written to
+/// `<out>/<seed id>/validation_report.json`.
+pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveOptions) -> Result<Proven, ProveError> {
+    let mut proven = prove_seeds(&[seed_path.to_owned()], catalogue, options, |_| {}).await?;
+    proven.pop().ok_or_else(|| ProveError::Usage("failed to prove the seed: nothing was proven".into()))
+}
+
+/// Prove `seed_paths` in order, every leg of every seed drawing from one pool of
+/// `options.jobs` slots (up to [`SEEDS_AT_ONCE`] seeds at once, so the pool stays busy across
+/// seeds), with the sandbox prepared once. `each` gets every seed's result in seed order as
+/// soon as it and those before it are done. Every seed and campaign is loaded before any leg
+/// runs; after a failure no further seed starts, and the seeds in flight finish (their
+/// containers torn down) before the first error is returned.
+pub async fn prove_seeds(
+    seed_paths: &[PathBuf],
+    catalogue: &[String],
+    options: &ProveOptions,
+    mut each: impl FnMut(&Proven),
+) -> Result<Vec<Proven>, ProveError> {
+    let findings: Vec<Finding> = seed_paths.iter().map(|p| prepare_finding(p, options)).collect::<Result<_, _>>()?;
+    let campaigns: Vec<&Campaign> = findings
+        .iter()
+        .flat_map(|f| std::iter::once(&f.repeat).chain(f.metamorphic.as_ref().map(|(c, _)| c)))
+        .collect();
+    let pool = Pool::new(&campaigns, options).await?;
+    let mut queue = findings.iter();
+    let mut in_flight = futures_util::stream::FuturesOrdered::new();
+    let mut proven = Vec::with_capacity(findings.len());
+    let mut failed = None;
+    loop {
+        while failed.is_none() && in_flight.len() < SEEDS_AT_ONCE {
+            let Some(finding) = queue.next() else { break };
+            in_flight.push_back(run_finding(finding, catalogue, &pool, options));
+        }
+        let Some(result) = futures_util::StreamExt::next(&mut in_flight).await else { break };
+        match result {
+            Ok(p) => {
+                if failed.is_none() {
+                    each(&p);
+                }
+                proven.push(p);
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(proven),
+    }
 }
 
 /// The exit status of a set of verdicts: any REJECTED, else any STABLE, NOT PROVEN, else KEPT.
@@ -383,6 +551,18 @@ pub fn overall(reports: &[ValidationReport]) -> Verdict {
         Verdict::StableNotProven
     } else {
         Verdict::Kept
+    }
+}
+
+/// The exit status of `elengtis prove` over `reports` ([`overall`]): 0 when every finding is
+/// KEPT, [`exit_codes::NOT_PROVEN`](crate::exit_codes::NOT_PROVEN) (8) when the worst is
+/// STABLE, NOT PROVEN, [`exit_codes::REJECTED`](crate::exit_codes::REJECTED) (7) when any is
+/// REJECTED.
+pub fn exit_code(reports: &[ValidationReport]) -> i32 {
+    match overall(reports) {
+        Verdict::Kept => crate::exit_codes::SUCCESS,
+        Verdict::StableNotProven => crate::exit_codes::NOT_PROVEN,
+        Verdict::Rejected => crate::exit_codes::REJECTED,
     }
 }
 
@@ -414,8 +594,7 @@ mod tests {
                     });
                 }
             }
-            let document =
-                campaign::campaign(&seed, &legs, 1, &[Weakness::W4], &campaign::scenario_file_name(&seed), None);
+            let document = campaign::campaign(&seed, &legs, 1, &[Weakness::W4], &campaign::scenario_file_name(&seed), None);
             let written =
                 campaign::write(&dir.path().join(&seed.seed.id), &seed, &document).expect("write the campaign");
             let bundle = load::load_campaign(&written, &LoadOptions::default())

@@ -160,6 +160,12 @@ pub struct RunOptions {
     pub events: Arc<dyn EventSink>,
     /// Live models: the spend cap, prices, recording or replaying fixtures.
     pub model: ModelOptions,
+    /// A pool of trial slots shared with other runs (`None`: this run's own `jobs` alone).
+    /// Each trial holds one of its permits from its start to its end, so runs that share it
+    /// never run more trials at once between them than it has permits, and one run's idle
+    /// slots are taken by the others' trials (`elengtis prove` runs its campaigns this way).
+    /// `jobs` still bounds this run's own trials in flight.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Default for RunOptions {
@@ -170,6 +176,7 @@ impl Default for RunOptions {
             sandbox: SandboxChoice::default(),
             events: Arc::new(NoEvents),
             model: ModelOptions::default(),
+            slots: None,
         }
     }
 }
@@ -432,7 +439,9 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             let Some(spec) = queue.next() else { break };
             let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
             let attempt_id = uuid::Uuid::new_v4().to_string();
-            events.emit(&Event::TrialStarted { trial_id: spec.trial_id.clone(), attempt_id: attempt_id.clone() });
+            let started = Event::TrialStarted { trial_id: spec.trial_id.clone(), attempt_id: attempt_id.clone() };
+            let slots = options.slots.clone();
+            let waiting = cancel.clone();
             let attempt = Attempt {
                 bundle,
                 spec,
@@ -447,7 +456,20 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 sink_server: sink_server.as_ref(),
                 model: &model,
             };
-            in_flight.push(async move { (spec, evidence_name, trial::run(attempt).await) });
+            in_flight.push(async move {
+                // A shared slot first (none while the run is being cancelled: the trial then
+                // ends at once, interrupted); the trial starts when it has one.
+                let _slot = match slots {
+                    Some(slots) => tokio::select! {
+                        biased;
+                        () = waiting.cancelled() => None,
+                        permit = slots.acquire_owned() => permit.ok(),
+                    },
+                    None => None,
+                };
+                events.emit(&started);
+                (spec, evidence_name, trial::run(attempt).await)
+            });
         }
         if in_flight.is_empty() {
             break;

@@ -260,7 +260,8 @@ struct ProveArgs {
     /// Iterations of the repeat filter (runs per side).
     #[arg(long, default_value_t = elengtis::prove::DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..=100))]
     iterations: u32,
-    /// Legs run at once (each leg in its own fresh container).
+    /// Legs run at once (each leg in its own fresh container): one pool for every leg of
+    /// every seed, repeat and metamorphic alike.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
     /// Results root (a directory per seed; must not hold that seed's results yet).
@@ -270,7 +271,9 @@ struct ProveArgs {
     /// Print one JSON object instead of the trust panels.
     #[arg(long)]
     json: bool,
-    /// Skip the metamorphic stage (the verdict then fails it: a finding needs it to be KEPT).
+    /// Skip the metamorphic stage (faster): a finding that passes the rest is then at best
+    /// STABLE, NOT PROVEN (exit 8), as nothing shows it survives rewrites of its payload;
+    /// failures of the repeat filter still REJECT.
     #[arg(long)]
     no_metamorphic: bool,
     /// Remove a guard from the guarded twin (a test build; repeatable): shows that prove
@@ -582,7 +585,7 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
 
 async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     use elengtis::prove::{self, ProveOptions};
-    use elengtis_core::prove::{Verdict, render_panel};
+    use elengtis_core::prove::render_panel;
     let seeds = match (&args.seed, args.all) {
         (Some(seed), false) => vec![seed.clone()],
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
@@ -639,37 +642,22 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         model: model_options,
         target,
     };
-    let mut proven = Vec::new();
-    for seed in &seeds {
-        let result = prove::prove_seed(seed, &catalogue, &options).await;
-        match result {
-            Ok(p) => {
-                if !args.json {
-                    terminal.finish();
-                    println!("{}", render_panel(&p.report));
-                    if let Some(note) = &p.guarded_note {
-                        println!("{note}");
-                    }
-                    println!("report: {}\n", p.report_path.display());
-                }
-                proven.push(p);
-            }
-            Err(e) => {
-                terminal.finish();
-                return Err(e.into());
-            }
+    // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
+    // printed as soon as it (and every seed before it) is done.
+    let result = prove::prove_seeds(&seeds, &catalogue, &options, |p| {
+        if !args.json {
+            let note = p.guarded_note.as_ref().map(|n| format!("{n}\n")).unwrap_or_default();
+            terminal.print(&format!("{}\n{note}report: {}\n", render_panel(&p.report), p.report_path.display()));
         }
-    }
+    })
+    .await;
     terminal.finish();
+    let proven = result?;
     let reports: Vec<_> = proven.iter().map(|p| p.report.clone()).collect();
     let sarif = out.join("findings.sarif");
     prove::outputs::write_sarif(&sarif, &reports)?;
     let verdict = prove::overall(&reports);
-    let code = match verdict {
-        Verdict::Kept => exit_codes::SUCCESS,
-        Verdict::StableNotProven => exit_codes::NOT_PROVEN,
-        Verdict::Rejected => exit_codes::REJECTED,
-    };
+    let code = prove::exit_code(&reports);
     if args.json {
         println!(
             "{}",

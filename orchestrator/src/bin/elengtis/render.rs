@@ -24,6 +24,15 @@ impl Terminal {
         f(&mut bar);
     }
 
+    /// Print `text` to stdout (its lines as they are), above the progress display if one
+    /// is drawn.
+    pub fn print(&self, text: &str) {
+        self.with_bar(|bar| match bar {
+            Some(bar) => bar.suspend(|| println!("{text}")),
+            None => println!("{text}"),
+        });
+    }
+
     /// Clear the progress display (before the summary is printed).
     pub fn finish(&self) {
         self.with_bar(|bar| {
@@ -44,14 +53,20 @@ impl EventSink for Terminal {
                     None => eprintln!("{line}"),
                 });
             }
-            Event::RunStarted { todo, .. } if self.progress => {
-                let new = indicatif::ProgressBar::new(*todo as u64);
-                new.set_style(
-                    indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            Event::RunStarted { todo, .. } if self.progress => self.with_bar(|bar| match bar {
+                // Runs at once (prove's campaigns) share one display.
+                Some(bar) => bar.inc_length(*todo as u64),
+                None => {
+                    let new = indicatif::ProgressBar::new(*todo as u64);
+                    new.set_style(
+                        indicatif::ProgressStyle::with_template(
+                            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                        )
                         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                self.with_bar(|bar| *bar = Some(new));
-            }
+                    );
+                    *bar = Some(new);
+                }
+            }),
             Event::TrialStarted { trial_id, .. } => self.with_bar(|bar| {
                 if let Some(bar) = bar {
                     bar.set_message(trial_id.clone());
