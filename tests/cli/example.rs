@@ -10,12 +10,13 @@ const TRIAL0: &str = "local-demo--support-note--0";
 fn support_note_example_runs_end_to_end() {
     let dir = scratch();
     let out = dir.path().join("results");
-    let output = elengtis(dir.path(), &["example", "--out", out.to_str().expect("utf-8 path")]);
+    let output = elengtis(dir.path(), &["example", "--verbose", "--out", out.to_str().expect("utf-8 path")]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "stdout:\n{text}\nstderr:\n{}", stderr(&output));
     assert!(text.contains("completed: 1/1"), "{text}");
     assert!(text.contains("proposed: 1/1"), "{text}");
-    assert!(text.contains(&format!("{TRIAL0}: model_stop")), "{text}");
+    assert!(text.contains("local-demo × support-note: 1 trials, 1 complete, proposed 1/1, completed 1/1\n"), "{text}");
+    assert!(text.contains(&format!("{TRIAL0}: model_stop")), "--verbose prints every trial: {text}");
 
     // The four kinds of result files.
     assert!(out.join("manifest.json").is_file());

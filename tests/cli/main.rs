@@ -15,3 +15,4 @@ mod run;
 mod schema;
 mod shim;
 mod validate;
+mod verify;

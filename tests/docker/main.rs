@@ -5,6 +5,7 @@ mod abuse;
 mod crash;
 mod egress;
 mod engine_gate;
+mod gc;
 mod isolated;
 mod live;
 mod mounted_socket;
