@@ -205,7 +205,8 @@ fn analyze_exit_codes_are_the_documented_ones() {
     let output = elengtis(dir.path(), &["analyze", "--input", s(&empty), "--out", s(&analysis)]);
     assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains(&format!("{} is not an elengtis results directory: no manifest.json", empty.display())),
+        stderr(&output)
+            .contains(&format!("{} is not an elengtis results directory: no manifest.json", empty.display())),
         "{}",
         stderr(&output)
     );

@@ -114,7 +114,11 @@ impl<'a> Run<'a> {
             if let Some(matrix) = &input.matrix
                 && !matrix.iter().any(|planned| planned.trial_id == row.trial_id)
             {
-                return Err(AnalyzeError::OutsideMatrix { label: label.to_owned(), row: number, trial_id: row.trial_id });
+                return Err(AnalyzeError::OutsideMatrix {
+                    label: label.to_owned(),
+                    row: number,
+                    trial_id: row.trial_id,
+                });
             }
             if row.run_id != manifest.run_id {
                 return Err(AnalyzeError::RunIdMismatch {

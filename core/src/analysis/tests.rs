@@ -113,7 +113,7 @@ fn retried_trial_uses_the_complete_attempt_without_inflating_denominators() {
     assert_eq!(cell["usage"]["total_tokens"], 30);
     assert_eq!(cell["usage"]["cost_usd"], json!(0.75));
     assert_eq!(cell["usage"]["unknown_costs"], 0);
-    assert_eq!(analysis.json["inputs"], json!([{"label": "dir-a", "run_id": "r1", "trials": 1, "attempts": 2}]));
+    assert_eq!(analysis.json["inputs"], json!([{"label": "dir-a", "run_id": "r1", "trials": 1, "not_run": 0, "attempts": 2}]));
     assert_eq!(analysis.json["format_version"], 1);
     assert_eq!(analysis.json["comparisons"], json!([]));
 }
@@ -481,7 +481,7 @@ fn the_original_tools_results_are_analysed_with_ours() {
     assert_eq!(mixed["usage"]["unknown_costs"], 4, "the original records no cost for the scripted model");
     assert_eq!(
         analysis.json["inputs"][1],
-        json!({"label": "original/mixed", "run_id": "881f13fd-60b7-484a-95ea-2d6508e693eb", "trials": 4, "attempts": 4})
+        json!({"label": "original/mixed", "run_id": "881f13fd-60b7-484a-95ea-2d6508e693eb", "trials": 4, "not_run": 0, "attempts": 4})
     );
 }
 
@@ -528,7 +528,7 @@ fn rows_of_another_version_or_shape_are_refused() {
     ));
     check(
         ours_in_original,
-        "failed to analyze original/example: row 2 has schema_version 1, but rows of the original 0.1.0 have 6",
+        "failed to analyze original/example: row 2 has schema_version 2, but rows of the original 0.1.0 have 6",
     );
 
     let mut bad_error = original_mixed();
@@ -574,7 +574,11 @@ fn trials_of_the_recorded_matrix_that_never_ran_are_counted_not_dropped() {
     assert_eq!(analysis.json["inputs"][0]["trials"], 6);
     assert_eq!(analysis.json["inputs"][0]["not_run"], 2);
     assert_eq!(analysis.not_run, 2);
-    assert!(analysis.markdown.contains("| scripted | reference | s | 6 | 4 | 0 | not run: 2 |"), "{}", analysis.markdown);
+    assert!(
+        analysis.markdown.contains("| scripted | reference | s | 6 | 4 | 0 | not run: 2 |"),
+        "{}",
+        analysis.markdown
+    );
 
     // A run stopped before any row: its whole matrix, every trial not run.
     let mut empty = input("dir-b", manifest("r2", None, None), Vec::new());

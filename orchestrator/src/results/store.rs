@@ -842,8 +842,7 @@ mod tests {
         // A read-only handle: the write fails and so does the rollback.
         let dir = tempfile::tempdir().unwrap();
         let path = log_with(dir.path(), b"{\"a\":1}\n");
-        let mut log =
-            AppendLog {
+        let mut log = AppendLog {
             file: File::open(&path).unwrap(),
             path: path.clone(),
             committed_len: 8,

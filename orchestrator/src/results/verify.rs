@@ -198,10 +198,8 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
         }
     };
     v.manifest = Some(manifest_value.clone());
-    let original = manifest_value
-        .get("environment")
-        .and_then(Value::as_object)
-        .is_some_and(original::is_original_environment);
+    let original =
+        manifest_value.get("environment").and_then(Value::as_object).is_some_and(original::is_original_environment);
 
     // The log, read whatever the manifest says, so every problem is reported.
     let rows_path = dir.join("runs.jsonl");
@@ -226,9 +224,8 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
     }
     if original {
         v.writer = Writer::Original;
-        v.notes.push(
-            "written by the original elengtis 0.1.0: its results carry no hashes and are not checked".to_owned(),
-        );
+        v.notes
+            .push("written by the original elengtis 0.1.0: its results carry no hashes and are not checked".to_owned());
         return Ok(v);
     }
     let Some(manifest) = read_manifest(&manifest_value, &mut v) else {
@@ -296,7 +293,10 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
                     ),
                     "the row is not of this campaign: restore runs.jsonl from a copy, or start a new run",
                 )),
-                Some(spec) if (spec.target.as_str(), spec.scenario.as_str(), spec.index) != (row.target.as_str(), row.scenario.as_str(), row.trial_index) => {
+                Some(spec)
+                    if (spec.target.as_str(), spec.scenario.as_str(), spec.index)
+                        != (row.target.as_str(), row.scenario.as_str(), row.trial_index) =>
+                {
                     v.problems.push(problem(
                         ProblemKind::Inconsistent,
                         format!(
@@ -313,7 +313,9 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
             v.problems.push(problem(
                 ProblemKind::Inconsistent,
                 format!("attempt `{}` is also recorded on line {first}: one attempt counted twice", row.attempt_id),
-                &format!("remove line {line} (a copy of line {first}) from runs.jsonl, or restore the file from a copy"),
+                &format!(
+                    "remove line {line} (a copy of line {first}) from runs.jsonl, or restore the file from a copy"
+                ),
             ));
         } else {
             attempts.insert(row.attempt_id.clone(), line);
@@ -382,7 +384,8 @@ fn read_manifest(value: &Value, v: &mut Verification) -> Option<Manifest> {
     }
     match from_value::<Manifest>(value) {
         Ok(manifest) => {
-            if manifest.schema_version >= RESULTS_SCHEMA_VERSION && manifest.configuration.recorded_campaign_sha256.is_none()
+            if manifest.schema_version >= RESULTS_SCHEMA_VERSION
+                && manifest.configuration.recorded_campaign_sha256.is_none()
             {
                 v.problems.push(Problem {
                     file: "manifest.json".into(),
@@ -410,12 +413,7 @@ fn read_manifest(value: &Value, v: &mut Verification) -> Option<Manifest> {
 }
 
 /// Rebuilds the recorded campaign, checks its hashes, and returns its matrix by trial id.
-fn check_campaign(
-    dir: &Path,
-    manifest: &Manifest,
-    text: &str,
-    v: &mut Verification,
-) -> Option<BTreeMap<String, Spec>> {
+fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verification) -> Option<BTreeMap<String, Spec>> {
     let scenarios: Vec<(PathBuf, Value)> =
         manifest.scenarios.iter().map(|s| (PathBuf::from(&s.path), s.dump.clone())).collect();
     let bundle = match load::bundle_from_dumps(
@@ -532,11 +530,11 @@ fn check_evidence(
     let path = dir.join(relative);
     if !path.is_file() {
         v.problems.push(problem(
-            format!("{} is missing: trial `{}` cannot be checked, so its attempt does not count", row.evidence, row.trial_id),
             format!(
-                "restore {} from a copy; if there is none, the trial must be run again in a new run",
-                row.evidence
+                "{} is missing: trial `{}` cannot be checked, so its attempt does not count",
+                row.evidence, row.trial_id
             ),
+            format!("restore {} from a copy; if there is none, the trial must be run again in a new run", row.evidence),
         ));
         return Ok(());
     }
@@ -549,8 +547,14 @@ fn check_evidence(
                 ..problem("the row has no `evidence_sha256`".into(), RESTORE.to_owned())
             }),
             Some(pinned) if *pinned != actual => v.problems.push(problem(
-                format!("{} was changed after its row was written (its hash is {actual}, the row pins {pinned})", row.evidence),
-                format!("restore {} from a copy; if there is none, the trial must be run again in a new run", row.evidence),
+                format!(
+                    "{} was changed after its row was written (its hash is {actual}, the row pins {pinned})",
+                    row.evidence
+                ),
+                format!(
+                    "restore {} from a copy; if there is none, the trial must be run again in a new run",
+                    row.evidence
+                ),
             )),
             Some(_) => {}
         }
@@ -617,7 +621,11 @@ fn split_lines(bytes: &[u8], v: &mut Verification) -> Vec<(Vec<u8>, Option<Value
                     None
                 }
                 Err(e) => {
-                    v.problems.push(malformed(format!("line {} is not valid JSON ({})", index + 1, strip_position(&e))));
+                    v.problems.push(malformed(format!(
+                        "line {} is not valid JSON ({})",
+                        index + 1,
+                        strip_position(&e)
+                    )));
                     None
                 }
             };

@@ -131,9 +131,10 @@ pub fn liveness(labels: &HashMap<String, String>) -> Liveness {
     }
     match process_start(runner.pid) {
         None => Liveness::Dead(format!("its runner (pid {}) no longer exists", runner.pid)),
-        Some(start) if start != runner.start => {
-            Liveness::Dead(format!("its runner (pid {}) no longer exists (the pid now belongs to another process)", runner.pid))
-        }
+        Some(start) if start != runner.start => Liveness::Dead(format!(
+            "its runner (pid {}) no longer exists (the pid now belongs to another process)",
+            runner.pid
+        )),
         Some(_) => Liveness::Kept(format!("its runner (pid {} on {}) is alive", runner.pid, runner.host)),
     }
 }
@@ -240,7 +241,9 @@ pub async fn sweep(engine: &DockerEngine, run: Option<&str>) -> Result<GcReport,
     report.kept = judge
         .kept
         .into_iter()
-        .map(|(run, (why, objects))| format!("run {run}: {objects} object{} kept: {why}", if objects == 1 { "" } else { "s" }))
+        .map(|(run, (why, objects))| {
+            format!("run {run}: {objects} object{} kept: {why}", if objects == 1 { "" } else { "s" })
+        })
         .collect();
     Ok(report)
 }
