@@ -876,6 +876,34 @@ mod tests {
         assert_eq!(err.to_string(), "failed to append to /dev/full: No space left on device (os error 28)");
     }
 
+    // --- AppendLog: the hash chain ----------------------------------------
+
+    #[test]
+    fn last_line_hash_follows_appends_reopens_and_torn_tails() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        assert_eq!(log.last_line_sha256(), line_sha256(b""));
+        log.append(&json!({"a": 1})).unwrap();
+        assert_eq!(log.last_line_sha256(), line_sha256(b"{\"a\":1}"));
+        log.append(&json!({"a": 2})).unwrap();
+        let after_two = log.last_line_sha256().to_owned();
+        assert_eq!(after_two, line_sha256(b"{\"a\":2}"));
+        drop(log);
+        // A torn tail is cut: the chain continues from the last complete line.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"{\"a\":3,\"tor");
+        fs::write(&path, &bytes).unwrap();
+        let (mut log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert!(recovery.truncated_tail.is_some());
+        assert_eq!(log.last_line_sha256(), after_two);
+        // A failed append leaves it unchanged.
+        let mut bad = std::collections::BTreeMap::new();
+        bad.insert(vec![1u8], 1);
+        assert!(log.append(&bad).is_err());
+        assert_eq!(log.last_line_sha256(), after_two);
+    }
+
     // --- AppendLog: torn tails ------------------------------------------
 
     fn assert_torn_tail_recovered(tail: &[u8]) {
