@@ -162,9 +162,11 @@ fn the_summary_is_grouped_with_lines_only_for_failures() {
     // Two trials whose target cannot start: a line each, under the failures.
     let campaign = elengtis_tests::copy_example("support-note", &dir.path().join("broken"));
     let yaml = std::fs::read_to_string(&campaign).expect("campaign");
-    let yaml = yaml
-        .replacen("trials: 1\n", "trials: 2\n", 1)
-        .replacen("command: elengtis-fixture\n", "command: /nonexistent/elengtis-fixture\n", 1);
+    let yaml = yaml.replacen("trials: 1\n", "trials: 2\n", 1).replacen(
+        "command: elengtis-fixture\n",
+        "command: /nonexistent/elengtis-fixture\n",
+        1,
+    );
     std::fs::write(&campaign, yaml).expect("write campaign");
     let failed = dir.path().join("failed");
     let args = ["run", "--config", campaign.to_str().expect("utf-8"), "--out", failed.to_str().expect("utf-8")];
@@ -173,8 +175,5 @@ fn the_summary_is_grouped_with_lines_only_for_failures() {
     assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
     assert!(text.contains("local-demo × support-note: 2 trials, 0 complete"), "{text}");
     assert!(text.contains("without a complete attempt (2):\n"), "{text}");
-    assert!(
-        text.contains("  local-demo--support-note--0: infrastructure_error (infrastructure_error)\n"),
-        "{text}"
-    );
+    assert!(text.contains("  local-demo--support-note--0: infrastructure_error (infrastructure_error)\n"), "{text}");
 }

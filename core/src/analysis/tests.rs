@@ -113,7 +113,10 @@ fn retried_trial_uses_the_complete_attempt_without_inflating_denominators() {
     assert_eq!(cell["usage"]["total_tokens"], 30);
     assert_eq!(cell["usage"]["cost_usd"], json!(0.75));
     assert_eq!(cell["usage"]["unknown_costs"], 0);
-    assert_eq!(analysis.json["inputs"], json!([{"label": "dir-a", "run_id": "r1", "trials": 1, "not_run": 0, "attempts": 2}]));
+    assert_eq!(
+        analysis.json["inputs"],
+        json!([{"label": "dir-a", "run_id": "r1", "trials": 1, "not_run": 0, "attempts": 2}])
+    );
     assert_eq!(analysis.json["format_version"], 1);
     assert_eq!(analysis.json["comparisons"], json!([]));
 }

@@ -22,7 +22,7 @@
 //! Results of the original tool (0.1.0) carry no hashes and are not checked (a note says so).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
 
 use elengtis_core::analysis::PlannedTrial;
@@ -144,7 +144,7 @@ impl Verification {
     pub fn render_problems(&self) -> String {
         let mut out = String::new();
         for problem in &self.problems {
-            out.push_str(&format!("{}/{problem}\n", self.dir.display()));
+            let _ = writeln!(out, "{}/{problem}", self.dir.display());
         }
         out
     }

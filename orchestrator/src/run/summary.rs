@@ -60,7 +60,7 @@ pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Row]) -> String 
         let _ = writeln!(out, "attempts: {}, of which {} were retried", rows.len(), rows.len() - distinct);
     }
     // One line per target × scenario, in matrix order.
-    let mut groups: Vec<((usize, usize), Vec<Option<&Row>>)> = Vec::new();
+    let mut groups: Vec<(GroupKey, Vec<Option<&Row>>)> = Vec::new();
     for (spec, (_, row)) in trials.iter().zip(&finals) {
         let key = (spec.target, spec.scenario);
         match groups.iter_mut().find(|(k, _)| *k == key) {
@@ -103,6 +103,9 @@ pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Row]) -> String 
     }
     out
 }
+
+/// (target index, scenario index).
+type GroupKey = (usize, usize);
 
 /// One trial's line: `<trial_id>: <termination>`, with the failure class of an incomplete
 /// attempt, or `not run`.
