@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use elengtis_tests::crash::crash_at;
 use elengtis_tests::{
-    ChildGuard, FixtureMcp, bundled_images, docker_or_skip, elengtis, elengtis_cmd, fixture_image, fixture_target,
-    managed_objects, read_json, scratch, stderr, stdout, support_note_campaign, write,
+    ChildGuard, FixtureMcp, bundled_images, docker_api, docker_or_skip, elengtis, elengtis_cmd, fixture_image,
+    fixture_target, managed_objects, read_json, scratch, stderr, stdout, support_note_campaign, write,
 };
 
 /// A one-trial isolated campaign in a fresh directory.
@@ -66,7 +66,11 @@ fn plain_gc_removes_a_dead_runs_containers_and_keeps_a_live_runs() {
     if !docker_or_skip("plain_gc_removes_a_dead_runs_containers_and_keeps_a_live_runs") {
         return;
     }
-    bundled_images();
+    // The runner is what is under test here, not the images: build them only when missing.
+    let (status, _) = docker_api("GET", &format!("/images/{}/json", fixture_image()), None);
+    if status != 200 {
+        bundled_images();
+    }
     // A dead run: its runner SIGKILLed with the trial's network, container and volume alive.
     let (dead_dir, dead_out) = campaign_dir();
     let dead = crash_at(
