@@ -64,6 +64,21 @@ pub enum CommandError {
     /// Something this build cannot do.
     #[error("{0}")]
     Unavailable(String),
+    /// A results directory does not verify (`verify`, `analyze`).
+    #[error("failed to use {}: its results do not verify ({count} problem{}):\n{problems}", .dir.display(), if *.count == 1 { "" } else { "s" })]
+    Unverified {
+        /// The results directory.
+        dir: PathBuf,
+        /// How many problems.
+        count: usize,
+        /// Each problem on its own line.
+        problems: String,
+        /// Some problem is input that cannot be read as records (exit 3, else 4).
+        malformed: bool,
+    },
+    /// A results directory could not be checked (not one, or unreadable).
+    #[error(transparent)]
+    Verify(#[from] crate::results::verify::VerifyError),
     /// `prove` could not run (a finding that does not hold is a verdict, not this error).
     #[error(transparent)]
     Prove(#[from] crate::prove::ProveError),
@@ -91,6 +106,9 @@ impl CommandError {
             | CommandError::Unavailable(_) => exit_codes::UNAVAILABLE,
             CommandError::Store(_) | CommandError::Io { .. } | CommandError::Parse { .. } => exit_codes::IO,
             CommandError::Analyze(_) => exit_codes::INVALID_CONFIG,
+            CommandError::Unverified { malformed: true, .. } => exit_codes::INVALID_CONFIG,
+            CommandError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
+            CommandError::Verify(e) => verify_error_code(e),
             CommandError::Prove(e) => CommandError::exit_code_of_prove(e),
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,
@@ -122,6 +140,15 @@ fn run_error_code(e: &RunError) -> i32 {
         | RunError::Store(_) => exit_codes::RESULTS_DIR,
         RunError::Create { .. } | RunError::Http(_) => exit_codes::IO,
         RunError::BudgetSpent(_) => exit_codes::RUN_INCOMPLETE,
+        RunError::Unverified { .. } => exit_codes::RESULTS_DIR,
+        RunError::Verify(e) => verify_error_code(e),
+    }
+}
+
+fn verify_error_code(e: &crate::results::verify::VerifyError) -> i32 {
+    match e {
+        crate::results::verify::VerifyError::NotAResultsDir { .. } => exit_codes::RESULTS_DIR,
+        crate::results::verify::VerifyError::Read { .. } => exit_codes::IO,
     }
 }
 

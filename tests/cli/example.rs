@@ -10,12 +10,13 @@ const TRIAL0: &str = "local-demo--support-note--0";
 fn support_note_example_runs_end_to_end() {
     let dir = scratch();
     let out = dir.path().join("results");
-    let output = elengtis(dir.path(), &["example", "--out", out.to_str().expect("utf-8 path")]);
+    let output = elengtis(dir.path(), &["example", "--verbose", "--out", out.to_str().expect("utf-8 path")]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "stdout:\n{text}\nstderr:\n{}", stderr(&output));
     assert!(text.contains("completed: 1/1"), "{text}");
     assert!(text.contains("proposed: 1/1"), "{text}");
-    assert!(text.contains(&format!("{TRIAL0}: model_stop")), "{text}");
+    assert!(text.contains("local-demo × support-note: 1 trials, 1 complete, proposed 1/1, completed 1/1\n"), "{text}");
+    assert!(text.contains(&format!("{TRIAL0}: model_stop")), "--verbose prints every trial: {text}");
 
     // The four kinds of result files.
     assert!(out.join("manifest.json").is_file());
@@ -143,4 +144,36 @@ fn example_with_invalid_trials_creates_nothing() {
     assert!(!out.exists(), "an invalid campaign creates nothing (exit code 3), but {} exists", out.display());
     let again = elengtis(dir.path(), &["example", "--out", out.to_str().expect("utf-8 path")]);
     assert_eq!(again.status.code(), Some(0), "the corrected command must work: {}", stderr(&again));
+}
+
+/// The end-of-run summary is grouped by target × scenario, with per-trial lines only for
+/// trials without a complete attempt; `--verbose` adds every trial's line.
+#[test]
+fn the_summary_is_grouped_with_lines_only_for_failures() {
+    let dir = scratch();
+    let out = dir.path().join("results");
+    let output = elengtis(dir.path(), &["example", "--trials", "5", "--out", out.to_str().expect("utf-8 path")]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    assert!(text.contains("local-demo × support-note: 5 trials, 5 complete, proposed 5/5, completed 5/5\n"), "{text}");
+    assert!(!text.contains(": model_stop"), "no per-trial lines when every trial is complete: {text}");
+    assert!(!text.contains("without a complete attempt"), "{text}");
+
+    // Two trials whose target cannot start: a line each, under the failures.
+    let campaign = elengtis_tests::copy_example("support-note", &dir.path().join("broken"));
+    let yaml = std::fs::read_to_string(&campaign).expect("campaign");
+    let yaml = yaml.replacen("trials: 1\n", "trials: 2\n", 1).replacen(
+        "command: elengtis-fixture\n",
+        "command: /nonexistent/elengtis-fixture\n",
+        1,
+    );
+    std::fs::write(&campaign, yaml).expect("write campaign");
+    let failed = dir.path().join("failed");
+    let args = ["run", "--config", campaign.to_str().expect("utf-8"), "--out", failed.to_str().expect("utf-8")];
+    let output = elengtis(dir.path(), &args);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(text.contains("local-demo × support-note: 2 trials, 0 complete"), "{text}");
+    assert!(text.contains("without a complete attempt (2):\n"), "{text}");
+    assert!(text.contains("  local-demo--support-note--0: infrastructure_error (infrastructure_error)\n"), "{text}");
 }

@@ -16,3 +16,4 @@ mod run;
 mod schema;
 mod shim;
 mod validate;
+mod verify;

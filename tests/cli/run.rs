@@ -45,7 +45,7 @@ fn model_free_campaign_runs_only_setup_verify_and_cleanup() {
     let dir = scratch();
     let config = campaign(dir.path(), |t| insert_after_schema_version(t, "model_free: true\n"));
     let out = dir.path().join("results");
-    let output = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    let output = elengtis(dir.path(), &["run", "--verbose", "--config", s(&config), "--out", s(&out)]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     let rows = rows(&out.join("runs.jsonl"));
     assert_eq!(rows.len(), 1);

@@ -6,6 +6,7 @@ mod crash;
 mod egress;
 mod engine_gate;
 mod gate;
+mod gc;
 mod isolated;
 mod live;
 mod mounted_socket;

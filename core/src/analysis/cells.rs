@@ -50,6 +50,8 @@ pub(super) type CellKey = (String, String, String);
 pub(super) struct Cell {
     pub(super) trials: u64,
     pub(super) complete_trials: u64,
+    /// Trials of the recorded matrix with no attempt at all.
+    pub(super) not_run: u64,
     pub(super) retries: u64,
     pub(super) failure_classes: BTreeMap<String, u64>,
     terminations: BTreeMap<String, u64>,
@@ -61,9 +63,14 @@ pub(super) struct Cell {
     pub(super) usage: UsageTotals,
 }
 
-/// Groups final trials into cells, sorted by key.
-pub(super) fn build(finals: &[FinalTrial<'_>]) -> BTreeMap<CellKey, Cell> {
+/// Groups final trials, and the trials that never ran, into cells, sorted by key.
+pub(super) fn build(finals: &[FinalTrial<'_>], not_run: &[CellKey]) -> BTreeMap<CellKey, Cell> {
     let mut cells: BTreeMap<CellKey, Cell> = BTreeMap::new();
+    for key in not_run {
+        let cell = cells.entry(key.clone()).or_default();
+        cell.trials += 1;
+        cell.not_run += 1;
+    }
     for trial in finals {
         let row = trial.row;
         let key = (trial.model_id.clone(), row.engine.as_str().to_owned(), row.scenario.clone());
@@ -112,6 +119,7 @@ pub(super) fn to_json((model_id, engine, scenario): &CellKey, cell: &Cell) -> Va
     object.insert("trials".into(), json!(cell.trials));
     object.insert("complete_trials".into(), json!(cell.complete_trials));
     object.insert("incomplete_trials".into(), json!(cell.trials - cell.complete_trials));
+    object.insert("not_run".into(), json!(cell.not_run));
     object.insert("retries".into(), json!(cell.retries));
     object.insert("failure_classes".into(), count_map_json(&cell.failure_classes));
     object.insert("terminations".into(), count_map_json(&cell.terminations));

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{AnalyzeError, RunInput, SCRIPTED_MODEL_ID};
 use crate::records::read::{FieldError, from_value};
-use crate::records::{RESULTS_SCHEMA_VERSION, Row, original};
+use crate::records::{RESULTS_SCHEMA_VERSION, RESULTS_SCHEMA_VERSION_UNCHAINED, Row, original};
 
 /// What analysis reads from a `manifest.json`: the fields this tool's manifest and the
 /// original's both have. Anything else in the manifest is ignored here; `resume` reads this
@@ -63,7 +63,8 @@ impl AnalysisManifest {
 /// Who wrote a run, and so which row format its `runs.jsonl` holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Producer {
-    /// This tool: rows of [`RESULTS_SCHEMA_VERSION`].
+    /// This tool: rows of [`RESULTS_SCHEMA_VERSION`] (or of
+    /// [`RESULTS_SCHEMA_VERSION_UNCHAINED`], written before the hashes).
     ThisTool,
     /// The original 0.1.0: rows of [`original::SCHEMA_VERSION`], upgraded on reading.
     Original,
@@ -94,6 +95,8 @@ pub(super) struct Run<'a> {
     pub(super) rows: Vec<Row>,
     /// Attempt indexes per trial, trials in order of first appearance.
     pub(super) trials: Vec<Vec<usize>>,
+    /// The recorded matrix, when the caller gave one.
+    matrix: Option<&'a [super::PlannedTrial]>,
 }
 
 impl<'a> Run<'a> {
@@ -108,6 +111,15 @@ impl<'a> Run<'a> {
         for (offset, value) in input.rows.iter().enumerate() {
             let number = offset + 1;
             let row = read_row(label, number, value, producer)?;
+            if let Some(matrix) = &input.matrix
+                && !matrix.iter().any(|planned| planned.trial_id == row.trial_id)
+            {
+                return Err(AnalyzeError::OutsideMatrix {
+                    label: label.to_owned(),
+                    row: number,
+                    trial_id: row.trial_id,
+                });
+            }
             if row.run_id != manifest.run_id {
                 return Err(AnalyzeError::RunIdMismatch {
                     label: label.to_owned(),
@@ -142,7 +154,26 @@ impl<'a> Run<'a> {
             }
             rows.push(row);
         }
-        Ok(Run { label, manifest, rows, trials })
+        Ok(Run { label, manifest, rows, trials, matrix: input.matrix.as_deref() })
+    }
+
+    /// The cell of each trial of the recorded matrix that has no row, in matrix order.
+    pub(super) fn not_run(&self) -> Vec<super::cells::CellKey> {
+        let Some(matrix) = self.matrix else { return Vec::new() };
+        let ran: std::collections::BTreeSet<&str> = self.rows.iter().map(|row| row.trial_id.as_str()).collect();
+        matrix
+            .iter()
+            .filter(|planned| !ran.contains(planned.trial_id.as_str()))
+            .map(|planned| {
+                let model_id = self
+                    .manifest
+                    .model_id()
+                    .or_else(|| planned.model_id.as_deref().filter(|id| !id.is_empty()))
+                    .unwrap_or(SCRIPTED_MODEL_ID)
+                    .to_owned();
+                (model_id, planned.engine.clone(), planned.scenario.clone())
+            })
+            .collect()
     }
 
     /// Each trial reduced to its final row, in order of first appearance.
@@ -180,8 +211,11 @@ impl<'a> Run<'a> {
 /// Reads row `number` of a run written by `producer`.
 fn read_row(label: &str, number: usize, value: &Value, producer: Producer) -> Result<Row, AnalyzeError> {
     let expected = producer.schema_version();
+    // This tool's rows of schema 1 (before the hashes) read as rows of schema 2 without them.
+    let older = (producer == Producer::ThisTool).then_some(RESULTS_SCHEMA_VERSION_UNCHAINED);
     if let Some(found) = value.get("schema_version").and_then(Value::as_u64)
         && found != expected
+        && older != Some(found)
     {
         return Err(AnalyzeError::UnsupportedVersion {
             label: label.to_owned(),

@@ -35,6 +35,14 @@ fn counts_cell(counts: &BTreeMap<String, u64>) -> String {
     counts.iter().map(|(name, count)| format!("{}: {count}", escape_cell(name))).collect::<Vec<_>>().join(", ")
 }
 
+/// The failure classes of incomplete trials, then `not run: n` for trials that never ran.
+fn failures_cell(cell: &Cell) -> String {
+    let classes = (!cell.failure_classes.is_empty()).then(|| counts_cell(&cell.failure_classes));
+    let not_run = (cell.not_run > 0).then(|| format!("not run: {}", cell.not_run));
+    let parts: Vec<String> = classes.into_iter().chain(not_run).collect();
+    if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
+}
+
 fn cost_cell(usage: &UsageTotals) -> String {
     let mut shown = usage.cost().map_or_else(|| "n/a".to_owned(), |cost| format!("${cost:.6}"));
     if usage.unknown_costs > 0 {
@@ -62,7 +70,7 @@ pub(super) fn render(cells: &BTreeMap<CellKey, Cell>, comparisons: &[Comparison]
             cell.trials,
             cell.complete_trials,
             cell.retries,
-            counts_cell(&cell.failure_classes),
+            failures_cell(cell),
             cell.invalid_tool_calls,
             counts_cell(&cell.first_finish_reasons),
             cost_cell(&cell.usage),

@@ -22,6 +22,11 @@
 //!   disagree on `engine`, `scenario` or `target` is an [`AnalyzeError`] naming the input
 //!   label, the 1-based row number and the field. The same run id in two inputs is an error,
 //!   since it would count trials twice.
+//! * **Denominators from the recorded matrix**: for this tool's runs the caller passes the
+//!   trial matrix rebuilt from the manifest's campaign ([`RunInput::matrix`]). A trial of it
+//!   with no row counts in its cell's `trials` and `not_run` (and so in `incomplete_trials`
+//!   and every metric's `unknown`): trials that never ran are shown, never dropped. A row
+//!   whose trial is not in the matrix is refused.
 //! * **Final row per trial** (trial = run id + trial id): the last attempt whose
 //!   `evidence_status` is `complete`, else the last attempt. `retries` = attempts − 1.
 //! * **Grouping model id**: the manifest's `experiment.model_id`, else the final row's
@@ -90,6 +95,25 @@ pub struct RunInput {
     pub manifest: Value,
     /// The parsed lines of `runs.jsonl`, one per attempt, in attempt order.
     pub rows: Vec<Value>,
+    /// The run's trial matrix, rebuilt from the campaign its manifest records (None for runs
+    /// of the original tool): the denominators. A trial of the matrix without a row is
+    /// counted as not run; a row outside it is refused.
+    pub matrix: Option<Vec<PlannedTrial>>,
+}
+
+/// One trial of a run's recorded matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedTrial {
+    /// `<target>--<scenario>--<index>`.
+    pub trial_id: String,
+    /// Target id.
+    pub target: String,
+    /// Scenario id.
+    pub scenario: String,
+    /// The agent loop the campaign names.
+    pub engine: String,
+    /// The campaign's `model_id`, else its `model` (None: the scripted model).
+    pub model_id: Option<String>,
 }
 
 /// The rendered analysis.
@@ -99,6 +123,8 @@ pub struct Analysis {
     pub json: Value,
     /// Content of `summary.md`, ending with a newline.
     pub markdown: String,
+    /// Trials of the inputs' matrices that have no row at all (never ran).
+    pub not_run: u64,
 }
 
 /// Why a set of results directories could not be analysed.
@@ -210,6 +236,16 @@ pub enum AnalyzeError {
         /// The value in the trial's first attempt.
         earlier: String,
     },
+    /// A row names a trial that is not in the run's recorded matrix.
+    #[error("failed to analyze {label}: row {row} has trial `{trial_id}`, which is not in the run's recorded matrix")]
+    OutsideMatrix {
+        /// The input label.
+        label: String,
+        /// 1-based row number in `runs.jsonl`.
+        row: usize,
+        /// The trial id.
+        trial_id: String,
+    },
     /// Two inputs hold the same run.
     #[error("failed to analyze {label}: run `{run_id}` is also given as {other}")]
     DuplicateRun {
@@ -249,7 +285,8 @@ pub fn analyze(inputs: &[RunInput]) -> Result<Analysis, AnalyzeError> {
     }
 
     let finals: Vec<inputs::FinalTrial<'_>> = runs.iter().flat_map(inputs::Run::final_trials).collect();
-    let cells = cells::build(&finals);
+    let not_run: Vec<cells::CellKey> = runs.iter().flat_map(inputs::Run::not_run).collect();
+    let cells = cells::build(&finals, &not_run);
     let comparisons = compare::build(&finals);
 
     let json = json!({
@@ -261,13 +298,14 @@ pub fn analyze(inputs: &[RunInput]) -> Result<Analysis, AnalyzeError> {
             .map(|run| json!({
                 "label": run.label,
                 "run_id": run.manifest.run_id,
-                "trials": run.trials.len(),
+                "trials": run.trials.len() + run.not_run().len(),
+                "not_run": run.not_run().len(),
                 "attempts": run.rows.len(),
             }))
             .collect::<Vec<_>>(),
     });
     let markdown = markdown::render(&cells, &comparisons);
-    Ok(Analysis { json, markdown })
+    Ok(Analysis { json, markdown, not_run: not_run.len() as u64 })
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ fn incomplete(mut value: Value, failure_class: &str) -> Value {
 }
 
 fn input(label: &str, manifest: Value, rows: Vec<Value>) -> RunInput {
-    RunInput { label: label.to_owned(), manifest, rows }
+    RunInput { label: label.to_owned(), manifest, rows, matrix: None }
 }
 
 fn only_cell(analysis: &Analysis) -> &Value {
@@ -113,7 +113,10 @@ fn retried_trial_uses_the_complete_attempt_without_inflating_denominators() {
     assert_eq!(cell["usage"]["total_tokens"], 30);
     assert_eq!(cell["usage"]["cost_usd"], json!(0.75));
     assert_eq!(cell["usage"]["unknown_costs"], 0);
-    assert_eq!(analysis.json["inputs"], json!([{"label": "dir-a", "run_id": "r1", "trials": 1, "attempts": 2}]));
+    assert_eq!(
+        analysis.json["inputs"],
+        json!([{"label": "dir-a", "run_id": "r1", "trials": 1, "not_run": 0, "attempts": 2}])
+    );
     assert_eq!(analysis.json["format_version"], 1);
     assert_eq!(analysis.json["comparisons"], json!([]));
 }
@@ -432,6 +435,7 @@ fn original_input(name: &str, manifest: &str, rows: &str) -> RunInput {
         label: format!("original/{name}"),
         manifest: serde_json::from_str(manifest).expect("manifest JSON"),
         rows: rows.lines().map(|line| serde_json::from_str(line).expect("row JSON")).collect(),
+        matrix: None,
     }
 }
 
@@ -480,7 +484,7 @@ fn the_original_tools_results_are_analysed_with_ours() {
     assert_eq!(mixed["usage"]["unknown_costs"], 4, "the original records no cost for the scripted model");
     assert_eq!(
         analysis.json["inputs"][1],
-        json!({"label": "original/mixed", "run_id": "881f13fd-60b7-484a-95ea-2d6508e693eb", "trials": 4, "attempts": 4})
+        json!({"label": "original/mixed", "run_id": "881f13fd-60b7-484a-95ea-2d6508e693eb", "trials": 4, "not_run": 0, "attempts": 4})
     );
 }
 
@@ -501,11 +505,15 @@ fn rows_of_another_version_or_shape_are_refused() {
         assert_eq!(analyze(&[input]).expect_err("must fail").to_string(), expected);
     };
     let mut future = row("r1", "t--s--0", "reference", "s");
-    future["schema_version"] = json!(2);
+    future["schema_version"] = json!(3);
     check(
         input("d", manifest("r1", None, None), vec![future]),
-        "failed to analyze d: row 1 has schema_version 2, but rows of this tool have 1",
+        "failed to analyze d: row 1 has schema_version 3, but rows of this tool have 2",
     );
+    // Rows of schema 1 (before the hashes) still read.
+    let mut older = row("r1", "t--s--0", "reference", "s");
+    older["schema_version"] = json!(1);
+    analyze(&[input("d", manifest("r1", None, None), vec![older])]).expect("schema 1 reads");
 
     let mut surplus = row("r1", "t--s--0", "reference", "s");
     surplus["diagnostics"]["extra"] = json!(1);
@@ -523,7 +531,7 @@ fn rows_of_another_version_or_shape_are_refused() {
     ));
     check(
         ours_in_original,
-        "failed to analyze original/example: row 2 has schema_version 1, but rows of the original 0.1.0 have 6",
+        "failed to analyze original/example: row 2 has schema_version 2, but rows of the original 0.1.0 have 6",
     );
 
     let mut bad_error = original_mixed();
@@ -539,5 +547,56 @@ fn rows_of_another_version_or_shape_are_refused() {
         input("d", manifest("r1", None, None), vec![bad_termination]),
         "failed to analyze d: row 1 field `termination` must be \"model_stop\", \"budget_exhausted\", \
          \"provider_error\", \"model_free\" or \"infrastructure_error\"",
+    );
+}
+
+fn planned(trial_id: &str, scenario: &str) -> PlannedTrial {
+    PlannedTrial {
+        trial_id: trial_id.to_owned(),
+        target: "local-demo".to_owned(),
+        scenario: scenario.to_owned(),
+        engine: "reference".to_owned(),
+        model_id: None,
+    }
+}
+
+#[test]
+fn trials_of_the_recorded_matrix_that_never_ran_are_counted_not_dropped() {
+    let matrix: Vec<PlannedTrial> = (0..6).map(|i| planned(&format!("local-demo--s--{i}"), "s")).collect();
+    let rows: Vec<Value> = (0..4).map(|i| row("r1", &format!("local-demo--s--{i}"), "reference", "s")).collect();
+    let mut run = input("dir-a", manifest("r1", None, None), rows);
+    run.matrix = Some(matrix.clone());
+    let analysis = analyze(&[run]).expect("analysis");
+    let cell = only_cell(&analysis);
+    assert_eq!(cell["trials"], 6, "{cell}");
+    assert_eq!(cell["complete_trials"], 4);
+    assert_eq!(cell["incomplete_trials"], 2);
+    assert_eq!(cell["not_run"], 2);
+    assert_eq!(cell["proposed"]["known"], 4);
+    assert_eq!(cell["proposed"]["unknown"], 2);
+    assert_eq!(analysis.json["inputs"][0]["trials"], 6);
+    assert_eq!(analysis.json["inputs"][0]["not_run"], 2);
+    assert_eq!(analysis.not_run, 2);
+    assert!(
+        analysis.markdown.contains("| scripted | reference | s | 6 | 4 | 0 | not run: 2 |"),
+        "{}",
+        analysis.markdown
+    );
+
+    // A run stopped before any row: its whole matrix, every trial not run.
+    let mut empty = input("dir-b", manifest("r2", None, None), Vec::new());
+    empty.matrix = Some(matrix.clone());
+    let analysis = analyze(&[empty]).expect("analysis");
+    let cell = only_cell(&analysis);
+    assert_eq!((cell["trials"].as_u64(), cell["not_run"].as_u64()), (Some(6), Some(6)), "{cell}");
+    assert_eq!(cell["proposed"]["wilson_95"], Value::Null);
+
+    // A row outside the matrix is refused.
+    let mut outside = input("dir-c", manifest("r3", None, None), vec![row("r3", "local-demo--s--6", "reference", "s")]);
+    outside.matrix = Some(matrix);
+    let error = analyze(&[outside]).expect_err("outside the matrix");
+    assert_eq!(
+        error.to_string(),
+        "failed to analyze dir-c: row 1 has trial `local-demo--s--6`, which is not in the run's recorded matrix"
     );
 }

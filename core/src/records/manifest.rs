@@ -66,6 +66,10 @@ pub struct Configuration {
     pub campaign_sha256: String,
     /// Scenario id → SHA-256 of its canonical JSON dump.
     pub scenario_sha256: BTreeMap<String, String>,
+    /// SHA-256 of the canonical JSON of the campaign as recorded in `campaign` (schema 2;
+    /// absent in manifests of schema 1): pins what a resume runs and what the matrix is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_campaign_sha256: Option<String>,
 }
 
 /// Experiment labels (from the campaign).

@@ -27,7 +27,12 @@ pub use outcome::{Outcome, OutcomeInputs};
 pub use row::{Diagnostics, EvidenceStatus, FailureClass, Phase, RecordedError, Row, Usage};
 pub use shim::{Classified, ClassifiedBy, ShimAction, ShimCall, ShimDecision, ShimRecord, ShimTool, ShimVerdict};
 
-/// Version of the row and evidence formats written by this build.
-pub const RESULTS_SCHEMA_VERSION: u64 = 1;
+/// Version of the row, evidence and manifest formats written by this build: 2, rows with
+/// `evidence_sha256` and `prev_row_sha256` (a hash chain) and a manifest with
+/// `configuration.recorded_campaign_sha256`.
+pub const RESULTS_SCHEMA_VERSION: u64 = 2;
+/// The first version of this tool's results: the same records without the hashes. Still read
+/// by `analyze` and `verify`; `run --resume` continues only runs of [`RESULTS_SCHEMA_VERSION`].
+pub const RESULTS_SCHEMA_VERSION_UNCHAINED: u64 = 1;
 /// Version of the metric definitions (proposed, completed, …) of this build.
 pub const METRICS_VERSION: u64 = 1;

@@ -87,6 +87,15 @@ pub struct Row {
     pub evidence: String,
     /// Whether the attempt counts.
     pub evidence_status: EvidenceStatus,
+    /// SHA-256 (hex) of the evidence file's bytes as written (schema 2; absent in rows of
+    /// schema 1, written before results were tamper-evident).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_sha256: Option<String>,
+    /// SHA-256 (hex) of the previous line of `runs.jsonl` (its bytes, without the newline);
+    /// for the first row, of the empty string. The rows form a hash chain (schema 2; absent
+    /// in rows of schema 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_row_sha256: Option<String>,
     /// Wall time of the attempt in milliseconds (this tool's addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,

@@ -22,7 +22,8 @@ use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
 use elengtis_core::load;
 use elengtis_core::prove::{
-    GuardedLayer, LegReading, Side, ReportInput, RewriteRun, Thresholds, ValidationReport, Verdict, build_report, rewrites,
+    GuardedLayer, LegReading, ReportInput, RewriteRun, Side, Thresholds, ValidationReport, Verdict, build_report,
+    rewrites,
 };
 use elengtis_core::validate::LoadOptions;
 
@@ -594,7 +595,8 @@ mod tests {
                     });
                 }
             }
-            let document = campaign::campaign(&seed, &legs, 1, &[Weakness::W4], &campaign::scenario_file_name(&seed), None);
+            let document =
+                campaign::campaign(&seed, &legs, 1, &[Weakness::W4], &campaign::scenario_file_name(&seed), None);
             let written =
                 campaign::write(&dir.path().join(&seed.seed.id), &seed, &document).expect("write the campaign");
             let bundle = load::load_campaign(&written, &LoadOptions::default())

@@ -231,9 +231,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 
 /// [`write_atomic`] of `value` as pretty-printed JSON with a trailing newline.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
+    write_json_atomic_hashed(path, value).map(drop)
+}
+
+/// [`write_json_atomic`], returning the SHA-256 (hex) of the bytes written (a row's
+/// `evidence_sha256`).
+pub fn write_json_atomic_hashed<T: Serialize>(path: &Path, value: &T) -> Result<String, StoreError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|err| StoreError::serialize(path, err))?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    write_atomic(path, &bytes)?;
+    Ok(elengtis_core::format::sha256_hex(&bytes))
 }
 
 // ---------------------------------------------------------------------------
@@ -311,6 +318,15 @@ pub struct AppendLog {
     committed_len: u64,
     /// Set when a failed append left bytes that could not be removed.
     poisoned: bool,
+    /// SHA-256 (hex) of the last complete line (without its newline); of the empty string
+    /// while the log has no row. The next row's `prev_row_sha256`.
+    last_line_sha256: String,
+}
+
+/// SHA-256 (hex) of a log line's bytes (without its newline): what the next row's
+/// `prev_row_sha256` holds. `line_sha256(b"")` starts the chain.
+pub fn line_sha256(line: &[u8]) -> String {
+    elengtis_core::format::sha256_hex(line)
 }
 
 /// Result of scanning a log's bytes.
@@ -318,6 +334,8 @@ struct Scan {
     rows: Vec<serde_json::Value>,
     /// Bytes up to and including the last `"\n"`.
     complete_len: usize,
+    /// SHA-256 of the last complete line ([`line_sha256`] of `b""` when there is none).
+    last_line_sha256: String,
 }
 
 fn json_type(value: &serde_json::Value) -> &'static str {
@@ -346,8 +364,9 @@ fn parse_detail(err: &serde_json::Error) -> String {
 fn scan(bytes: &[u8]) -> Result<Scan, StoreErrorKind> {
     let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |pos| pos + 1);
     let mut rows = Vec::new();
+    let mut last_line_sha256 = line_sha256(b"");
     if complete_len == 0 {
-        return Ok(Scan { rows, complete_len });
+        return Ok(Scan { rows, complete_len, last_line_sha256 });
     }
     // Drop the final "\n" so splitting yields exactly the complete lines.
     let complete = &bytes[..complete_len - 1];
@@ -357,14 +376,17 @@ fn scan(bytes: &[u8]) -> Result<Scan, StoreErrorKind> {
             return Err(corrupt("empty line".to_owned()));
         }
         match serde_json::from_slice::<serde_json::Value>(line) {
-            Ok(value @ serde_json::Value::Object(_)) => rows.push(value),
+            Ok(value @ serde_json::Value::Object(_)) => {
+                rows.push(value);
+                last_line_sha256 = line_sha256(line);
+            }
             Ok(other) => {
                 return Err(corrupt(format!("expected a JSON object, found {}", json_type(&other))));
             }
             Err(err) => return Err(corrupt(parse_detail(&err))),
         }
     }
-    Ok(Scan { rows, complete_len })
+    Ok(Scan { rows, complete_len, last_line_sha256 })
 }
 
 fn read_all(file: &mut File, path: &Path) -> Result<Vec<u8>, StoreError> {
@@ -388,7 +410,13 @@ impl AppendLog {
         })?;
         file.sync_all().map_err(fail)?;
         sync_dir(parent_dir(path)).map_err(fail)?;
-        Ok(AppendLog { file, path: path.to_path_buf(), committed_len: 0, poisoned: false })
+        Ok(AppendLog {
+            file,
+            path: path.to_path_buf(),
+            committed_len: 0,
+            poisoned: false,
+            last_line_sha256: line_sha256(b""),
+        })
     }
 
     /// Open an existing log for appending, validating every complete row and
@@ -410,7 +438,13 @@ impl AppendLog {
         } else {
             None
         };
-        let log = AppendLog { file, path: path.to_path_buf(), committed_len, poisoned: false };
+        let log = AppendLog {
+            file,
+            path: path.to_path_buf(),
+            committed_len,
+            poisoned: false,
+            last_line_sha256: scan.last_line_sha256,
+        };
         Ok((log, Recovery { rows: scan.rows, truncated_tail }))
     }
 
@@ -445,6 +479,7 @@ impl AppendLog {
         match written {
             Ok(()) => {
                 self.committed_len += line.len() as u64;
+                self.last_line_sha256 = line_sha256(&line[..line.len() - 1]);
                 Ok(())
             }
             Err(err) => {
@@ -462,6 +497,11 @@ impl AppendLog {
     /// Path of the log file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// SHA-256 (hex) of the last row appended or found (the next row's `prev_row_sha256`).
+    pub fn last_line_sha256(&self) -> &str {
+        &self.last_line_sha256
     }
 }
 
@@ -802,8 +842,13 @@ mod tests {
         // A read-only handle: the write fails and so does the rollback.
         let dir = tempfile::tempdir().unwrap();
         let path = log_with(dir.path(), b"{\"a\":1}\n");
-        let mut log =
-            AppendLog { file: File::open(&path).unwrap(), path: path.clone(), committed_len: 8, poisoned: false };
+        let mut log = AppendLog {
+            file: File::open(&path).unwrap(),
+            path: path.clone(),
+            committed_len: 8,
+            poisoned: false,
+            last_line_sha256: String::new(),
+        };
         let err = log.append(&json!({"b": 2})).unwrap_err();
         assert!(matches!(err.kind, StoreErrorKind::Io(_)), "{err:?}");
         assert!(err.to_string().starts_with("failed to append to "));
@@ -824,10 +869,39 @@ mod tests {
             path: dev_full.to_path_buf(),
             committed_len: 0,
             poisoned: false,
+            last_line_sha256: String::new(),
         };
         let err = log.append(&json!({"a": 1})).unwrap_err();
         assert!(err.is_disk_full(), "{err:?}");
         assert_eq!(err.to_string(), "failed to append to /dev/full: No space left on device (os error 28)");
+    }
+
+    // --- AppendLog: the hash chain ----------------------------------------
+
+    #[test]
+    fn last_line_hash_follows_appends_reopens_and_torn_tails() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        assert_eq!(log.last_line_sha256(), line_sha256(b""));
+        log.append(&json!({"a": 1})).unwrap();
+        assert_eq!(log.last_line_sha256(), line_sha256(b"{\"a\":1}"));
+        log.append(&json!({"a": 2})).unwrap();
+        let after_two = log.last_line_sha256().to_owned();
+        assert_eq!(after_two, line_sha256(b"{\"a\":2}"));
+        drop(log);
+        // A torn tail is cut: the chain continues from the last complete line.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"{\"a\":3,\"tor");
+        fs::write(&path, &bytes).unwrap();
+        let (mut log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert!(recovery.truncated_tail.is_some());
+        assert_eq!(log.last_line_sha256(), after_two);
+        // A failed append leaves it unchanged.
+        let mut bad = std::collections::BTreeMap::new();
+        bad.insert(vec![1u8], 1);
+        assert!(log.append(&bad).is_err());
+        assert_eq!(log.last_line_sha256(), after_two);
     }
 
     // --- AppendLog: torn tails ------------------------------------------

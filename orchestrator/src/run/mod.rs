@@ -95,6 +95,22 @@ pub enum RunError {
     /// The HTTP client for actions could not be built.
     #[error("failed to build the runner's HTTP client: {0}")]
     Http(String),
+    /// The results do not verify (`elengtis verify` refuses them).
+    #[error(
+        "failed to resume {}: its results do not verify ({count} problem{}); nothing was run:\n{problems}check with `elengtis verify {}`",
+        .dir.display(), if *.count == 1 { "" } else { "s" }, .dir.display()
+    )]
+    Unverified {
+        /// The results directory.
+        dir: PathBuf,
+        /// How many problems.
+        count: usize,
+        /// Each problem on its own line.
+        problems: String,
+    },
+    /// The results directory could not be checked.
+    #[error(transparent)]
+    Verify(#[from] crate::results::verify::VerifyError),
     /// The spend cap is already spent: a resume would stop before its first request.
     #[error("{0}")]
     BudgetSpent(String),
@@ -124,6 +140,8 @@ pub struct RunReport {
     pub end: RunEnd,
     /// The summary text (also in summary.txt).
     pub summary: String,
+    /// Every trial's line (`<trial_id>: <termination>`), for `--verbose`.
+    pub trial_lines: String,
     /// Attempts made by this invocation.
     pub attempts_now: usize,
     /// A torn final row cut on resume: (offset, bytes).
@@ -253,6 +271,7 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
         configuration: Configuration {
             campaign_sha256: bundle.campaign.sha256.clone(),
             scenario_sha256: bundle.scenarios.iter().map(|s| (s.value.id.clone(), s.sha256.clone())).collect(),
+            recorded_campaign_sha256: Some(recorded_campaign_sha256(campaign)),
         },
         experiment: Experiment {
             id: campaign.experiment_id.clone(),
@@ -267,6 +286,12 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
         engine_gate: None,
         budget_usd: None,
     }
+}
+
+/// SHA-256 of the canonical JSON of a campaign as validated: what the manifest pins as
+/// `configuration.recorded_campaign_sha256`, and what `verify` recomputes from `campaign`.
+pub fn recorded_campaign_sha256(campaign: &elengtis_core::format::campaign::Campaign) -> String {
+    elengtis_core::format::sha256_hex(&elengtis_core::format::canonical_json(campaign))
 }
 
 /// Start a new run. `out` must not exist, unless `precreated` (an empty directory the
@@ -325,6 +350,16 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     }
     let mut manifest: Manifest =
         serde_json::from_value(raw).map_err(|e| manifest_error(format!("not a manifest of this version: {e}")))?;
+    // Refuse what `elengtis verify` refuses: rows outside the matrix, duplicated attempts, a
+    // broken chain, missing or changed evidence, an edited campaign.
+    let verification = crate::results::verify::verify(out)?;
+    if !verification.is_ok() {
+        return Err(RunError::Unverified {
+            dir: out.to_owned(),
+            count: verification.problems.len(),
+            problems: verification.render_problems(),
+        });
+    }
     let run_id = manifest.run_id.clone();
     let scenarios: Vec<(PathBuf, Value)> =
         manifest.scenarios.iter().map(|s| (PathBuf::from(&s.path), s.dump.clone())).collect();
@@ -489,8 +524,12 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         if result.interrupted {
             continue;
         }
-        let written = store::write_json_atomic(&out.join(&evidence_name), &result.evidence).and_then(|()| {
+        let mut result = result;
+        let written = store::write_json_atomic_hashed(&out.join(&evidence_name), &result.evidence).and_then(|sha| {
             crate::crashpoint::reach(CrashPoint::EvidenceWrite);
+            // The row pins its evidence and the row before it (the chain `verify` checks).
+            result.row.evidence_sha256 = Some(sha);
+            result.row.prev_row_sha256 = Some(log.last_line_sha256().to_owned());
             log.append(&result.row)
         });
         if let Err(e) = written {
@@ -575,7 +614,17 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             ));
         }
     }
-    Ok(RunReport { out: out.to_owned(), run_id, end, summary, attempts_now, recovered_tail, leftovers: None })
+    let trial_lines = summary::trial_lines(&trials, &rows);
+    Ok(RunReport {
+        out: out.to_owned(),
+        run_id,
+        end,
+        summary,
+        trial_lines,
+        attempts_now,
+        recovered_tail,
+        leftovers: None,
+    })
 }
 
 /// The evidence file of a new attempt: `<trial>.json` for the first, `<trial>.retry-<n>.json`

@@ -1,5 +1,7 @@
 //! The text summary of a run (`summary.txt`, also printed): per metric, the successes over
-//! the known outcomes of each trial's final attempt, with unknowns counted, never dropped.
+//! the known outcomes of each trial's final attempt, with unknowns counted, never dropped;
+//! then one line per target × scenario, and per-trial lines only for trials without a complete
+//! attempt (every trial's line is [`trial_lines`], printed with `--verbose`).
 
 use std::fmt::Write as _;
 
@@ -31,7 +33,9 @@ const METRICS: [Metric; 5] = [
     ("proposed_not_completed", |r| r.proposed_not_completed),
 ];
 
-/// The text summary (also written to summary.txt).
+/// The text summary (also written to summary.txt): the metrics over the matrix, one line per
+/// target × scenario, and one line per trial only for trials without a complete attempt
+/// (failed or not run). [`trial_lines`] has every trial's line (`--verbose`).
 pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Row]) -> String {
     let finals = final_rows(trials, rows);
     let campaign = &bundle.campaign.value;
@@ -55,9 +59,71 @@ pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Row]) -> String 
         let distinct = finals.iter().filter(|(_, r)| r.is_some()).count();
         let _ = writeln!(out, "attempts: {}, of which {} were retried", rows.len(), rows.len() - distinct);
     }
-    for (id, row) in finals {
-        let termination = row.map_or("not run", |r| r.termination.as_str());
-        let _ = writeln!(out, "{id}: {termination}");
+    // One line per target × scenario, in matrix order.
+    let mut groups: Vec<(GroupKey, Vec<Option<&Row>>)> = Vec::new();
+    for (spec, (_, row)) in trials.iter().zip(&finals) {
+        let key = (spec.target, spec.scenario);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(*row),
+            None => groups.push((key, vec![*row])),
+        }
+    }
+    for ((target, scenario), members) in &groups {
+        let complete: Vec<&Row> = members.iter().flatten().copied().filter(|r| r.is_complete()).collect();
+        let rate = |read: fn(&Row) -> Option<bool>| {
+            let known: Vec<bool> = complete.iter().filter_map(|r| read(r)).collect();
+            format!("{}/{}", known.iter().filter(|&&b| b).count(), known.len())
+        };
+        let _ = write!(
+            out,
+            "{} × {}: {} trials, {} complete, proposed {}, completed {}",
+            campaign.targets[*target].id,
+            bundle.scenarios[*scenario].value.id,
+            members.len(),
+            complete.len(),
+            rate(|r| r.proposed),
+            rate(|r| r.completed)
+        );
+        let not_run = members.iter().filter(|r| r.is_none()).count();
+        if not_run > 0 {
+            let _ = write!(out, ", {not_run} not run");
+        }
+        out.push('\n');
+    }
+    let failed: Vec<String> = finals
+        .iter()
+        .filter(|(_, row)| !row.is_some_and(Row::is_complete))
+        .map(|(id, row)| trial_line(id, *row))
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "without a complete attempt ({}):", failed.len());
+        for line in failed {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
+/// (target index, scenario index).
+type GroupKey = (usize, usize);
+
+/// One trial's line: `<trial_id>: <termination>`, with the failure class of an incomplete
+/// attempt, or `not run`.
+fn trial_line(id: &str, row: Option<&Row>) -> String {
+    match row {
+        None => format!("{id}: not run"),
+        Some(row) => match row.failure_class.filter(|_| !row.is_complete()) {
+            Some(class) => format!("{id}: {} ({})", row.termination.as_str(), class.as_str()),
+            None => format!("{id}: {}", row.termination.as_str()),
+        },
+    }
+}
+
+/// Every trial's line, in matrix order (`--verbose`).
+pub fn trial_lines(trials: &[TrialSpec], rows: &[Row]) -> String {
+    let mut out = String::new();
+    for (id, row) in final_rows(trials, rows) {
+        let _ = writeln!(out, "{}", trial_line(id, row));
     }
     out
 }

@@ -277,6 +277,9 @@ pub struct SweepReport {
     pub volumes: Vec<String>,
     /// What could not be removed.
     pub errors: Vec<String>,
+    /// Runs whose objects were kept (a sweep of every run keeps those whose runner is not
+    /// provably dead): `run ID: N objects kept: why`.
+    pub kept: Vec<String>,
 }
 
 impl SweepReport {

@@ -93,6 +93,9 @@ pub fn build(
         failure_class: outcome.failure_class,
         evidence: who.evidence.to_owned(),
         evidence_status: outcome.status,
+        // Filled in when the row is appended (the evidence's bytes, the previous line).
+        evidence_sha256: None,
+        prev_row_sha256: None,
         duration_ms: Some((duration_ms * 10.0).round() / 10.0),
     };
     let evidence = Evidence {

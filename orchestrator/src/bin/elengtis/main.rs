@@ -88,6 +88,9 @@ enum Command {
         /// Print one JSON object instead of the summary.
         #[arg(long)]
         json: bool,
+        /// After the summary, print every trial's line (by default only failures get one).
+        #[arg(long)]
+        verbose: bool,
         /// Run the example's isolated variant: the target in a hardened container per trial
         /// (needs Docker; builds the images first if they are missing).
         #[arg(long)]
@@ -103,9 +106,10 @@ enum Command {
     /// Build or import images for isolated trials, without any registry.
     #[command(subcommand)]
     Images(ImagesCommand),
-    /// Remove containers, networks and volumes elengtis left behind (never anything else).
+    /// Remove containers, networks and volumes elengtis left behind (never anything else):
+    /// only those of runs whose runner is provably gone, unless --run names one.
     Gc {
-        /// Only the leftovers of this run id.
+        /// Remove every object of this run id, even if its runner is alive.
         #[arg(long)]
         run: Option<String>,
         /// Print one JSON object instead of text.
@@ -145,6 +149,16 @@ enum Command {
         /// Only wait (up to this many seconds) until the address accepts connections.
         #[arg(long)]
         probe: Option<u64>,
+    },
+    /// Check a results directory end to end: every row in the recorded matrix, attempts
+    /// unique, the row chain intact, each evidence file present and unchanged, the manifest
+    /// consistent with the campaign it records. Says what is wrong, where, and how to repair it.
+    Verify {
+        /// The results directory.
+        dir: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Summarise result directories: per model × engine × scenario, with Wilson intervals.
     Analyze {
@@ -240,6 +254,10 @@ struct RunArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
+    /// After the summary, print every trial's line (by default only trials without a
+    /// complete attempt get one).
+    #[arg(long)]
+    verbose: bool,
     /// Run isolated trials even on a Docker engine or runtime with known container-escape
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
@@ -431,10 +449,11 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             preflight(&campaign, json, allow_vulnerable_engine).await
         }
         Command::Schema { out } => schema(&out),
-        Command::Example { name, list, trials, out, json, isolated, jobs, allow_vulnerable_engine } => {
-            example(name, list, trials, out, json, isolated, jobs, allow_vulnerable_engine).await
+        Command::Example { name, list, trials, out, json, verbose, isolated, jobs, allow_vulnerable_engine } => {
+            example(name, list, trials, out, json, verbose, isolated, jobs, allow_vulnerable_engine).await
         }
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
+        Command::Verify { dir, json } => verify_command(&dir, json),
         Command::Gc { run, json } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
         Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: true } => {
@@ -508,7 +527,7 @@ fn validate(path: &Path, json: bool) -> Result<i32, Error> {
     }
 }
 
-fn report(report: &RunReport, json: bool) -> i32 {
+fn report(report: &RunReport, json: bool, verbose: bool) -> i32 {
     if let Some(leftovers) = report.leftovers.as_ref().filter(|l| !l.is_empty()) {
         eprintln!(
             "note: removed leftovers of an earlier attempt of this run: {} containers, {} networks, {} volumes",
@@ -539,11 +558,14 @@ fn report(report: &RunReport, json: bool) -> i32 {
             json!({
                 "out": report.out, "run_id": report.run_id, "attempts": report.attempts_now,
                 "end": match &report.end { RunEnd::Complete => "complete", RunEnd::Incomplete(_) => "incomplete", RunEnd::Stopped(_) => "stopped", RunEnd::Interrupted => "interrupted" },
-                "message": message, "summary": report.summary,
+                "message": message, "summary": report.summary, "trials": report.trial_lines.lines().collect::<Vec<_>>(),
             })
         );
     } else {
         print!("{}", report.summary);
+        if verbose {
+            print!("{}", report.trial_lines);
+        }
         println!("results: {}", report.out.display());
         if let Some(m) = message {
             eprintln!("error: {m}");
@@ -580,7 +602,7 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         run::start(&bundle, &args.out, false, &options).await
     };
     terminal.finish();
-    Ok(report(&result?, args.json))
+    Ok(report(&result?, args.json, args.verbose))
 }
 
 async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
@@ -777,6 +799,7 @@ async fn example(
     trials: Option<u32>,
     out: Option<PathBuf>,
     json: bool,
+    verbose: bool,
     isolated: bool,
     jobs: u16,
     allow_vulnerable_engine: bool,
@@ -843,7 +866,7 @@ async fn example(
     let options = run_options(jobs, allow_vulnerable_engine, terminal.clone());
     let result = run::start(&bundle, &out, true, &options).await;
     terminal.finish();
-    Ok(report(&result?, json))
+    Ok(report(&result?, json, verbose))
 }
 
 /// Pass the engine gate, then make sure the bundled images exist, building them (minutes,
@@ -940,23 +963,79 @@ async fn gc(run: Option<&str>, json: bool) -> Result<i32, Error> {
         for e in &report.errors {
             eprintln!("error: {e}");
         }
-        if report.is_empty() {
+        for kept in &report.kept {
+            let run = kept.strip_prefix("run ").and_then(|k| k.split(':').next()).unwrap_or("ID");
+            println!("{kept}; remove them anyway with `elengtis gc --run {run}`");
+        }
+        if report.is_empty() && report.kept.is_empty() {
             println!("nothing to remove");
         }
     }
     Ok(if report.errors.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
 }
 
+/// The exit code of `verify` for what it found: 0, 3 (malformed records) or 4.
+fn verification_code(verification: &elengtis::results::verify::Verification) -> i32 {
+    if verification.is_ok() {
+        exit_codes::SUCCESS
+    } else if verification.is_malformed() {
+        exit_codes::INVALID_CONFIG
+    } else {
+        exit_codes::RESULTS_DIR
+    }
+}
+
+fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
+    let verification = elengtis::results::verify::verify(dir)?;
+    let code = verification_code(&verification);
+    if json {
+        let mut value = json!(verification);
+        value["ok"] = json!(verification.is_ok());
+        println!("{value}");
+        return Ok(code);
+    }
+    for note in &verification.notes {
+        eprintln!("note: {note}");
+    }
+    if verification.is_ok() {
+        let matrix =
+            verification.matrix_trials.map(|n| format!(", {n} trials in the recorded matrix")).unwrap_or_default();
+        println!("{}: ok ({} rows{matrix})", dir.display(), verification.rows);
+    } else {
+        print!("{}", verification.render_problems());
+        eprintln!(
+            "error: {}: {} problem{} (each above: file:line: what is wrong; repair: how)",
+            dir.display(),
+            verification.problems.len(),
+            if verification.problems.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(code)
+}
+
 fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
     use elengtis_core::analysis::{self, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
-        let manifest_path = dir.join("manifest.json");
-        let text = std::fs::read_to_string(&manifest_path).map_err(Error::io("read", &manifest_path))?;
-        let manifest =
-            serde_json::from_str(&text).map_err(|source| Error::Parse { path: manifest_path.clone(), source })?;
-        let rows = elengtis::results::store::read_rows(&dir.join("runs.jsonl"))?;
-        runs.push(RunInput { label: dir.display().to_string(), manifest, rows });
+        // Analysis reads only what `verify` accepts.
+        let verification = elengtis::results::verify::verify(dir)?;
+        let manifest = match verification.manifest {
+            Some(manifest) if verification.problems.is_empty() => manifest,
+            _ => {
+                return Err(Error::Unverified {
+                    dir: dir.clone(),
+                    count: verification.problems.len(),
+                    problems: verification.render_problems(),
+                    malformed: verification.is_malformed(),
+                });
+            }
+        };
+        runs.push(RunInput {
+            label: dir.display().to_string(),
+            manifest,
+            rows: verification.row_values,
+            matrix: verification.matrix,
+        });
     }
     let analysis = analysis::analyze(&runs)?;
     std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
@@ -967,6 +1046,15 @@ fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
     elengtis::results::store::write_atomic(&out.join("summary.md"), analysis.markdown.as_bytes())?;
     print!("{}", analysis.markdown);
     println!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
+    if analysis.not_run > 0 {
+        eprintln!(
+            "error: {} trial{} of the recorded matri{} never ran (counted as not run); finish with `elengtis run --resume --out DIR`",
+            analysis.not_run,
+            if analysis.not_run == 1 { "" } else { "s" },
+            if inputs.len() == 1 { "x" } else { "ces" }
+        );
+        return Ok(exit_codes::RUN_INCOMPLETE);
+    }
     Ok(exit_codes::SUCCESS)
 }
 

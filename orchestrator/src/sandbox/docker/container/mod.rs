@@ -182,12 +182,14 @@ impl TrialContainer {
     ) -> Result<TrialContainer, (SandboxError, Value)> {
         let short = |s: &str| s.chars().filter(char::is_ascii_alphanumeric).take(8).collect::<String>();
         let name = format!("elengtis-{}-{}", short(&spec.run_id), short(&spec.attempt_id));
-        let labels = HashMap::from([
+        let mut labels = HashMap::from([
             (LABEL_MANAGED.to_owned(), "true".to_owned()),
             (LABEL_RUN.to_owned(), spec.run_id.clone()),
             (LABEL_TRIAL.to_owned(), spec.trial_id.clone()),
             (LABEL_ATTEMPT.to_owned(), spec.attempt_id.clone()),
         ]);
+        // Who created it: `elengtis gc` removes it only once that process is provably gone.
+        labels.extend(super::gc::RunnerIdentity::current().labels());
         let mut this = TrialContainer {
             docker: engine.docker.clone(),
             network_id: None,
