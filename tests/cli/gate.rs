@@ -210,7 +210,7 @@ bindings: {}
     live.live_target = true;
     let outcome = run(&shim, &live);
     assert_eq!(outcome.status, Status::Passed, "{}", details(&outcome));
-    assert!(server.requests().len() > 0);
+    assert!(!server.requests().is_empty());
     let report = outcome.findings[0].report.as_ref().expect("a report");
     assert_eq!(report.model, "scripted-attacker");
 
