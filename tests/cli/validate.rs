@@ -1627,6 +1627,14 @@ fn every_shipped_campaign_validates() {
     // campaigns (checked for every bundled seed by the unit test
     // `prove::tests::every_bundled_seed_builds_valid_campaigns`).
     files.retain(|p| !p.starts_with(root.join("seeds")));
+    // Gate files are no campaigns either: each must load as a gate file (its seeds and
+    // targets resolved) and is run by tests/cli/gate.rs and tests/docker/gate.rs.
+    let gates: Vec<std::path::PathBuf> = files.iter().filter(|p| p.starts_with(root.join("gate"))).cloned().collect();
+    assert!(!gates.is_empty(), "the bundled gate file");
+    for gate in &gates {
+        elengtis_core::format::gate::load_gate(gate).unwrap_or_else(|e| panic!("{}: {e}", gate.display()));
+    }
+    files.retain(|p| !p.starts_with(root.join("gate")));
     let is_campaign = |text: &str| text.lines().any(|l| l.starts_with("targets:") || l.starts_with("\"targets\":"));
     let mut campaigns = Vec::new();
     let mut scenarios = Vec::new();
