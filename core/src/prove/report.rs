@@ -361,6 +361,7 @@ pub fn render_panel(report: &ValidationReport) -> String {
         match report.guarded_twin_layer {
             Some(GuardedLayer::Server) => "server-layer twin",
             Some(GuardedLayer::Boundary) => "boundary shim (a stand-in for your control)",
+            Some(GuardedLayer::Network) => "network egress proxy (a real network control)",
             None => "none",
         }
     );
