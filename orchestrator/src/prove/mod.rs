@@ -87,6 +87,9 @@ pub enum GuardedSide {
     Twin,
     /// The vulnerable twin behind the control shim at the MCP boundary (a stand-in).
     Shim,
+    /// The vulnerable twin behind an allowlisting egress proxy on the trial network (a real
+    /// network control; see [`campaign::network_config`]).
+    Network,
 }
 
 impl Default for ProveOptions {
@@ -137,6 +140,20 @@ pub fn shim_note(shim: &serde_json::Value) -> String {
         "guarded side: a stand-in at the MCP boundary — the vulnerable twin behind the control shim (controls {}; \
          mode {mode}, approval policy {policy}); {how}; this does not show that a server's own control stops the attack",
         controls.join(", ")
+    )
+}
+
+/// The trust panel's line for a network guarded side: a real network control, its allowlist,
+/// and what that does and does not show.
+pub fn network_note(proxy: &serde_json::Value) -> String {
+    let allow: Vec<&str> =
+        proxy["allow"].as_array().map(|c| c.iter().filter_map(|h| h.as_str()).collect()).unwrap_or_default();
+    format!(
+        "guarded side: a real network control — the vulnerable twin on a trial network whose only route to the \
+         canary sink is an allowlisting egress proxy (allow {}); the twin's own request is refused on the wire, \
+         not at the MCP boundary, and only an egress attack can be stopped by it; this does not show that a \
+         server's own control stops the attack",
+        if allow.is_empty() { "nothing".to_owned() } else { allow.join(", ") }
     )
 }
 
@@ -262,12 +279,20 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
         detail: e.to_string(),
     })?;
     let shim = (options.guarded_side == GuardedSide::Shim).then(|| campaign::shim_config(&seed));
+    let network = (options.guarded_side == GuardedSide::Network).then(campaign::network_config);
     let pair = |suffix: &str, payload: &str| {
         let name = |build: &str| if suffix.is_empty() { build.to_owned() } else { format!("{build}-{suffix}") };
-        let guarded_build = if shim.is_some() { "vulnerable" } else { "guarded" };
+        let guarded_build = if options.guarded_side == GuardedSide::Twin { "guarded" } else { "vulnerable" };
+        let payload = payload.to_owned();
         [
-            Leg { target_id: name("vulnerable"), build: "vulnerable", payload: payload.to_owned(), shim: None },
-            Leg { target_id: name("guarded"), build: guarded_build, payload: payload.to_owned(), shim: shim.clone() },
+            Leg { target_id: name("vulnerable"), build: "vulnerable", payload: payload.clone(), ..Leg::default() },
+            Leg {
+                target_id: name("guarded"),
+                build: guarded_build,
+                payload,
+                shim: shim.clone(),
+                egress_proxy: network.clone(),
+            },
         ]
     };
     let (repeat, has_verifiers) =
@@ -294,7 +319,11 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
         seed: &seed.seed,
         seed_file: Some(display_path(seed_path)),
         model: None,
-        layer: Some(if shim.is_some() { GuardedLayer::Boundary } else { GuardedLayer::Server }),
+        layer: Some(match options.guarded_side {
+            GuardedSide::Twin => GuardedLayer::Server,
+            GuardedSide::Shim => GuardedLayer::Boundary,
+            GuardedSide::Network => GuardedLayer::Network,
+        }),
         vulnerable,
         guarded: Some(guarded),
         rewrites: rewrite_runs,
@@ -303,7 +332,8 @@ pub async fn prove_seed(seed_path: &Path, catalogue: &[String], options: &ProveO
     });
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
-    Ok(Proven { seed_path: seed_path.to_owned(), report, report_path, guarded_note: shim.as_ref().map(shim_note) })
+    let guarded_note = shim.as_ref().map(shim_note).or_else(|| network.as_ref().map(network_note));
+    Ok(Proven { seed_path: seed_path.to_owned(), report, report_path, guarded_note })
 }
 
 /// The exit status of a set of verdicts: any REJECTED, else any STABLE, NOT PROVEN, else KEPT.
@@ -341,6 +371,7 @@ mod tests {
                         build,
                         payload: r.text.clone(),
                         shim: (build == "guarded").then(|| campaign::shim_config(&seed)),
+                        egress_proxy: (build == "guarded").then(campaign::network_config),
                     });
                 }
             }

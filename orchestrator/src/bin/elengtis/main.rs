@@ -274,9 +274,10 @@ struct ProveArgs {
     #[arg(long = "disable-guard", value_name = "W1|W2|W3|W4", value_parser = parse_weakness)]
     disable_guard: Vec<elengtis_core::format::seed::Weakness>,
     /// What stands on the guarded side: `twin` (the guarded reference twin, a server-layer
-    /// guard) or `shim` (the vulnerable twin behind the control shim at the MCP boundary, a
-    /// stand-in; see docs/shim.md).
-    #[arg(long, value_name = "twin|shim", default_value = "twin", value_parser = parse_guarded_side)]
+    /// guard), `shim` (the vulnerable twin behind the control shim at the MCP boundary, a
+    /// stand-in; see docs/shim.md) or `network` (the vulnerable twin behind an allowlisting
+    /// egress proxy on the trial network, a real network control for W3; docs/security.md).
+    #[arg(long, value_name = "twin|shim|network", default_value = "twin", value_parser = parse_guarded_side)]
     guarded_side: elengtis::prove::GuardedSide,
     /// Run isolated trials even on a Docker engine or runtime with known container-escape
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
@@ -288,7 +289,8 @@ fn parse_guarded_side(value: &str) -> Result<elengtis::prove::GuardedSide, Strin
     match value {
         "twin" => Ok(elengtis::prove::GuardedSide::Twin),
         "shim" => Ok(elengtis::prove::GuardedSide::Shim),
-        other => Err(format!("expected twin or shim, got {other:?}")),
+        "network" => Ok(elengtis::prove::GuardedSide::Network),
+        other => Err(format!("expected twin, shim or network, got {other:?}")),
     }
 }
 
@@ -531,9 +533,10 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
-    if args.guarded_side == prove::GuardedSide::Shim && !args.disable_guard.is_empty() {
+    if args.guarded_side != prove::GuardedSide::Twin && !args.disable_guard.is_empty() {
         return Err(Error::Usage(
-            "--disable-guard removes a guard of the guarded twin; it does not apply to --guarded-side shim".into(),
+            "--disable-guard removes a guard of the guarded twin; it does not apply to --guarded-side shim or network"
+                .into(),
         ));
     }
     let out = args.out.clone().unwrap_or_else(|| {
