@@ -157,7 +157,8 @@ pub struct ValidationReport {
     pub seed_file: Option<String>,
     /// The model the finding was proven against (`scripted` for the deterministic model).
     pub model: String,
-    /// What the guarded side is (`server`: a guarded build; `boundary`: a control shim);
+    /// What the guarded side is (`server`: a guarded build; `boundary`: a control shim;
+    /// `network`: an allowlisting egress proxy on the trial network);
     /// null when there is none.
     pub guarded_twin_layer: Option<GuardedLayer>,
     /// Iterations per side.
