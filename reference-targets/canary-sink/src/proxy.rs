@@ -207,7 +207,7 @@ pub fn decide(method: &str, target_authority: Option<&str>, host_headers: &[&str
             }
         },
     };
-    if allow.iter().any(|a| *a == host) {
+    if allow.contains(&host) {
         Decision::Allow { host, port, form }
     } else {
         let reason = format!("`{host}` is not on the egress allowlist");
