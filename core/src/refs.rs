@@ -22,8 +22,17 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 /// Runner values every trial defines.
-pub const RUNNER_VALUES: &[&str] =
-    &["canary", "trial_dir", "collector", "evidence_dir", "trial_id", "attempt_id", "sink_url", "sink_requests"];
+pub const RUNNER_VALUES: &[&str] = &[
+    "canary",
+    "trial_dir",
+    "collector",
+    "evidence_dir",
+    "trial_id",
+    "attempt_id",
+    "sink_url",
+    "sink_direct_url",
+    "sink_requests",
+];
 
 /// Kinds of reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -433,6 +433,41 @@ fn check_control_shim(c: &mut Checker, doc: &Document<Campaign>, at: &At, shim: 
     }
 }
 
+/// Whether `host` is a plain host name or address as a URL parser writes it (no port, no user
+/// info, already lowercase).
+fn plain_host(host: &str) -> bool {
+    url::Url::parse(&format!("http://{host}/"))
+        .ok()
+        .and_then(|u| {
+            u.host_str().map(|h| h.eq_ignore_ascii_case(host) && u.port().is_none() && u.username().is_empty())
+        })
+        .unwrap_or(false)
+}
+
+/// A target's egress proxy: an `isolated_container` target, plain host names (docs/security.md).
+fn check_egress_proxy(
+    c: &mut Checker,
+    doc: &Document<Campaign>,
+    at: &At,
+    proxy: &crate::format::campaign::EgressProxy,
+    transport: &Transport,
+) {
+    if !matches!(transport, Transport::IsolatedContainer(_)) {
+        c.err(doc, at, "an egress proxy needs an `isolated_container` target (it is placed on the trial network)");
+    }
+    for (key, hosts) in [("allow", Some(&proxy.allow)), ("route", proxy.route.as_ref())] {
+        for (i, host) in hosts.into_iter().flatten().enumerate() {
+            if !plain_host(host) || host.ends_with('.') {
+                c.err(
+                    doc,
+                    &at.k(key).i(i),
+                    format!("expected a plain host name or address as a URL parser writes it, found `{host}`"),
+                );
+            }
+        }
+    }
+}
+
 fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptions) {
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     for (i, target) in doc.value.targets.iter().enumerate() {
@@ -444,6 +479,9 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
         }
         if let Some(shim) = &target.control_shim {
             check_control_shim(c, doc, &at.k("control_shim"), shim);
+        }
+        if let Some(proxy) = &target.egress_proxy {
+            check_egress_proxy(c, doc, &at.k("egress_proxy"), proxy, &target.transport);
         }
         let t = at.k("transport");
         match &target.transport {
@@ -1398,6 +1436,26 @@ cleanup: []
 ";
 
     const SUPPORT_NOTE_BINDINGS: &str = "{read_note: read_note, read_credential: read_demo_credential, submit_credential: submit_demo_credential, verify_collector: read_collector}";
+
+    #[test]
+    fn an_egress_proxy_needs_a_container_target_and_plain_hosts() {
+        let bad = format!(
+            "{SUPPORT_NOTE_BINDINGS}\n    egress_proxy: {{allow: [\"Example.com:80\", ok.example], route: [a.b.]}}"
+        );
+        let e = load_pair(&bad, SUPPORT_NOTE, false).expect_err("invalid proxy");
+        let text = e.to_string();
+        assert!(
+            text.contains("targets[0].egress_proxy: an egress proxy needs an `isolated_container` target"),
+            "{text}"
+        );
+        assert!(text.contains("egress_proxy.allow[0]: expected a plain host"), "{text}");
+        assert!(!text.contains("egress_proxy.allow[1]"), "{text}");
+        assert!(text.contains("egress_proxy.route[0]: expected a plain host"), "{text}");
+        let unknown = format!("{SUPPORT_NOTE_BINDINGS}\n    egress_proxy: {{allow: [], hosts: []}}");
+        assert!(
+            load_pair(&unknown, SUPPORT_NOTE, false).expect_err("unknown field").to_string().contains("unknown field")
+        );
+    }
 
     #[test]
     fn a_control_shim_needs_controls_hex_pins_and_plain_hosts() {

@@ -142,6 +142,7 @@ async fn check_target(
     let trial_id = format!("{}--preflight--0", target.id);
     // Preflight starts no sink; sink values point nowhere.
     values.runner.insert("sink_url".into(), json!("http://192.0.2.1:9"));
+    values.runner.insert("sink_direct_url".into(), json!("http://192.0.2.1:9"));
     values.runner.insert("sink_requests".into(), json!("http://192.0.2.1:9"));
     let context = OpenContext {
         run_id,
@@ -150,6 +151,7 @@ async fn check_target(
         sandbox,
         needs_sink: false,
         sink_server: None,
+        egress_proxy: None,
     };
     let opened = launch::open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {

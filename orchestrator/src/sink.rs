@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _,
 use tokio::sync::Notify;
 
 /// Runner values that need a sink.
-pub const SINK_VALUES: &[&str] = &["sink_url", "sink_requests"];
+pub const SINK_VALUES: &[&str] = &["sink_url", "sink_direct_url", "sink_requests"];
 
 /// How long to wait for the sink's ready line or a barrier.
 pub const SINK_DEADLINE: Duration = Duration::from_secs(10);

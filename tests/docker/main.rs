@@ -4,6 +4,7 @@
 mod abuse;
 mod crash;
 mod egress;
+mod egress_proxy;
 mod engine_gate;
 mod gate;
 mod gc;

@@ -231,6 +231,35 @@ pub struct Target {
     /// start-up arguments (the plant) bypass it by construction. Absent: no shim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_shim: Option<ControlShim>,
+    /// This tool's addition (`isolated_container` targets only): an allowlisting egress proxy
+    /// on the trial network, W3 enforced on the network (docs/security.md, "The egress
+    /// proxy"). The canary sink moves to a second internal network shared only with the
+    /// proxy; the `route` hosts resolve to the proxy on the trial network; it forwards a
+    /// request to the sink only when its destination host is on `allow`, and refuses (403)
+    /// and records every other. Absent: no proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_proxy: Option<EgressProxy>,
+}
+
+/// The egress proxy of an `isolated_container` target.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EgressProxy {
+    /// The destination hosts the proxy forwards (exact, case-insensitive; no wildcards, no
+    /// suffix matching). May be empty: everything is refused.
+    pub allow: Vec<String>,
+    /// Host names that resolve to the proxy on the trial network (DNS aliases), besides
+    /// `egress-proxy` itself. Default: the `allow` hosts. A host in neither list has no route
+    /// at all (the network is internal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<Vec<String>>,
+}
+
+impl EgressProxy {
+    /// The hosts that resolve to the proxy: `route`, else `allow`.
+    pub fn routed(&self) -> Vec<String> {
+        self.route.clone().unwrap_or_else(|| self.allow.clone())
+    }
 }
 
 /// The control shim of a target (docs/shim.md). Each tool is classified per axis (read,

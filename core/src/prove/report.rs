@@ -158,7 +158,8 @@ pub struct ValidationReport {
     pub seed_file: Option<String>,
     /// The model the finding was proven against (`scripted` for the deterministic model).
     pub model: String,
-    /// What the guarded side is (`server`: a guarded build; `boundary`: a control shim);
+    /// What the guarded side is (`server`: a guarded build; `boundary`: a control shim;
+    /// `network`: an allowlisting egress proxy on the trial network);
     /// null when there is none.
     pub guarded_twin_layer: Option<GuardedLayer>,
     /// Iterations per side.
@@ -372,6 +373,7 @@ pub fn render_panel(report: &ValidationReport) -> String {
         match report.guarded_twin_layer {
             Some(GuardedLayer::Server) => "server-layer twin",
             Some(GuardedLayer::Boundary) => "boundary shim (a stand-in for your control)",
+            Some(GuardedLayer::Network) => "network egress proxy (a real network control)",
             None => "none",
         }
     );

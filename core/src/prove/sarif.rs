@@ -69,6 +69,7 @@ pub fn message(report: &ValidationReport) -> String {
         (Some(g), layer) => {
             let side = match layer {
                 Some(GuardedLayer::Boundary) => "the target behind the boundary control",
+                Some(GuardedLayer::Network) => "the target behind the network egress proxy",
                 Some(GuardedLayer::Server) | None => "the guarded build",
             };
             format!(

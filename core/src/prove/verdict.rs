@@ -73,14 +73,18 @@ pub enum GuardedLayer {
     /// A canonical control applied at the MCP boundary (the control shim) in front of a
     /// single-build target.
     Boundary,
+    /// A real network control: an allowlisting egress proxy on the trial network in front of
+    /// a single-build target (W3 enforced on the wire).
+    Network,
 }
 
 impl GuardedLayer {
-    /// `server` or `boundary`.
+    /// `server`, `boundary` or `network`.
     pub fn as_str(self) -> &'static str {
         match self {
             GuardedLayer::Server => "server",
             GuardedLayer::Boundary => "boundary",
+            GuardedLayer::Network => "network",
         }
     }
 }
@@ -90,6 +94,9 @@ pub const SERVER_CLAIM: &str = "the guarded build's own safeguard — not the mo
 /// The claim a KEPT finding with a boundary shim earns.
 pub const BOUNDARY_CLAIM: &str =
     "a canonical control at the MCP boundary stops this attack; this does not establish that your own control does";
+/// The claim a KEPT finding with a network guarded side (the egress proxy) earns.
+pub const NETWORK_CLAIM: &str = "an allowlisting egress proxy on the network stops this attack; this does not establish that \
+                                 your own server or network control does";
 /// The claim of a STABLE, NOT PROVEN finding.
 pub const REPRODUCTION_CLAIM: &str =
     "the attack reproduces; no guarded side was run, so nothing shows that a safeguard stops it";
@@ -105,6 +112,7 @@ pub fn claim(verdict: Verdict, layer: Option<GuardedLayer>) -> &'static str {
     match (verdict, layer) {
         (Verdict::Kept, Some(GuardedLayer::Server)) => SERVER_CLAIM,
         (Verdict::Kept, Some(GuardedLayer::Boundary)) => BOUNDARY_CLAIM,
+        (Verdict::Kept, Some(GuardedLayer::Network)) => NETWORK_CLAIM,
         (Verdict::Kept, None) | (Verdict::StableNotProven, _) => REPRODUCTION_CLAIM,
         (Verdict::Rejected, _) => NO_CLAIM,
     }

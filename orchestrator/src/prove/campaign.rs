@@ -28,7 +28,7 @@ pub const MAIL_DB: &str = "/data/mail.db";
 pub const STEP_BUDGET: u32 = 8;
 
 /// One target of a campaign: a twin build with a payload.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Leg {
     /// Target id (`vulnerable`, `guarded`, `vulnerable-casing`, …).
     pub target_id: String,
@@ -41,6 +41,19 @@ pub struct Leg {
     /// A target of the user's own (a campaign target) instead of a twin: its transport is
     /// used as written and the payload reaches it through the scenario's `payload` binding.
     pub custom: Option<Value>,
+    /// The target's `egress_proxy` (the guarded side as a real network control).
+    pub egress_proxy: Option<Value>,
+}
+
+/// The hosts the network guarded side's egress proxy forwards: the guarded twin's egress
+/// allowlist as it bears on the seeds (`example.com`; `attacker.example.com` is not on it).
+pub const NETWORK_ALLOW: [&str; 1] = ["example.com"];
+
+/// The egress proxy of the guarded side under `--guarded-side network`: every host prove
+/// resolves to the sink ([`SINK_HOSTS`]) resolves to the proxy instead, which forwards only
+/// [`NETWORK_ALLOW`] to the sink.
+pub fn network_config() -> Value {
+    json!({"allow": NETWORK_ALLOW, "route": SINK_HOSTS})
 }
 
 /// The control shim of the guarded side under `--guarded-side shim`: the vulnerable twin
@@ -57,6 +70,13 @@ pub fn shim_config(seed: &LoadedSeed) -> Value {
 
 /// The twin's command line for one leg (contract A).
 pub fn twin_command(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[Weakness]) -> Vec<Value> {
+    twin_args(seed, build, payload, disabled, true)
+}
+
+/// [`twin_command`], with `--resolve` of the sink hosts only when `resolve` (behind an egress
+/// proxy the hosts resolve to the proxy through the trial network's DNS instead, so the
+/// twin's request carries the real `Host`).
+fn twin_args(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[Weakness], resolve: bool) -> Vec<Value> {
     // The mail database on the trial's volume, named explicitly (the twin's default) so a
     // backend that maps absolute paths (the fake one of the tests) maps it too.
     let mut command = vec![json!("--build"), json!(build), json!("--mail-db"), json!(MAIL_DB)];
@@ -75,7 +95,7 @@ pub fn twin_command(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[W
         Delivery::User => command.extend([json!("--note"), json!(format!("{note_id}={BENIGN_NOTE}"))]),
     }
     // One argument each: `attacker.example.com=` joined with the trial's sink URL.
-    for host in SINK_HOSTS {
+    for host in SINK_HOSTS.iter().filter(|_| resolve) {
         command.extend([json!("--resolve"), json!([format!("{host}="), {"runner": "sink_url"}])]);
     }
     if build == "guarded" {
@@ -129,12 +149,15 @@ pub fn campaign(
                     "uid": 65534,
                     "gid": 65534,
                     "volumes": ["/data"],
-                    "command": twin_command(seed, leg.build, &leg.payload, disabled),
+                    "command": twin_args(seed, leg.build, &leg.payload, disabled, leg.egress_proxy.is_none()),
                 },
                 "bindings": { scenario_id.clone(): { "payload": leg.payload } },
             });
             if let Some(shim) = &leg.shim {
                 target["control_shim"] = shim.clone();
+            }
+            if let Some(proxy) = &leg.egress_proxy {
+                target["egress_proxy"] = proxy.clone();
             }
             target
         })

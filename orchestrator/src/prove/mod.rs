@@ -97,6 +97,9 @@ pub enum GuardedSide {
     Twin,
     /// The vulnerable twin behind the control shim at the MCP boundary (a stand-in).
     Shim,
+    /// The vulnerable twin behind an allowlisting egress proxy on the trial network (a real
+    /// network control; see [`campaign::network_config`]).
+    Network,
     /// No guarded side: reproduction only (the verdict is at best STABLE, NOT PROVEN).
     None,
 }
@@ -155,6 +158,20 @@ pub fn shim_note(shim: &serde_json::Value) -> String {
         "guarded side: a stand-in at the MCP boundary — the vulnerable twin behind the control shim (controls {}; \
          mode {mode}, approval policy {policy}); {how}; this does not show that a server's own control stops the attack",
         controls.join(", ")
+    )
+}
+
+/// The trust panel's line for a network guarded side: a real network control, its allowlist,
+/// and what that does and does not show.
+pub fn network_note(proxy: &serde_json::Value) -> String {
+    let allow: Vec<&str> =
+        proxy["allow"].as_array().map(|c| c.iter().filter_map(|h| h.as_str()).collect()).unwrap_or_default();
+    format!(
+        "guarded side: a real network control — the vulnerable twin on a trial network whose only route to the \
+         canary sink is an allowlisting egress proxy (allow {}); the twin's own request is refused on the wire, \
+         not at the MCP boundary, and only an egress attack can be stopped by it; this does not show that a \
+         server's own control stops the attack",
+        if allow.is_empty() { "nothing".to_owned() } else { allow.join(", ") }
     )
 }
 
@@ -337,6 +354,7 @@ struct Finding {
     seed: LoadedSeed,
     dir: PathBuf,
     shim: Option<serde_json::Value>,
+    network: Option<serde_json::Value>,
     repeat: Campaign,
     /// The metamorphic campaign (absent under `--no-metamorphic`) and its rewrites.
     metamorphic: Option<(Campaign, Vec<elengtis_core::prove::Rewrite>)>,
@@ -351,15 +369,17 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
         detail: e.to_string(),
     })?;
     let shim = (options.guarded_side == GuardedSide::Shim).then(|| campaign::shim_config(&seed));
+    let network = (options.guarded_side == GuardedSide::Network).then(campaign::network_config);
     let pair = |suffix: &str, payload: &str| {
         let name = |build: &str| if suffix.is_empty() { build.to_owned() } else { format!("{build}-{suffix}") };
-        let guarded_build = if shim.is_some() { "vulnerable" } else { "guarded" };
+        let guarded_build = if options.guarded_side == GuardedSide::Twin { "guarded" } else { "vulnerable" };
         let mut legs = vec![Leg {
             target_id: name("vulnerable"),
             build: "vulnerable",
             payload: payload.to_owned(),
             shim: None,
             custom: options.target.clone(),
+            egress_proxy: None,
         }];
         if options.guarded_side != GuardedSide::None {
             legs.push(Leg {
@@ -368,6 +388,7 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
                 payload: payload.to_owned(),
                 shim: shim.clone(),
                 custom: options.target.clone(),
+                egress_proxy: network.clone(),
             });
         }
         legs
@@ -381,7 +402,7 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
     } else {
         None
     };
-    Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, repeat, metamorphic })
+    Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, network, repeat, metamorphic })
 }
 
 /// Run a finding's campaigns — the repeat and the metamorphic one at once, their legs
@@ -392,7 +413,7 @@ async fn run_finding(
     pool: &Pool,
     options: &ProveOptions,
 ) -> Result<Proven, ProveError> {
-    let Finding { seed_path, seed, dir, shim, repeat, metamorphic } = finding;
+    let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic } = finding;
     let repeat_run = run_campaign(repeat, pool, options);
     let metamorphic_run = async {
         match metamorphic {
@@ -434,6 +455,7 @@ async fn run_finding(
     let layer = match options.guarded_side {
         GuardedSide::Twin => Some(GuardedLayer::Server),
         GuardedSide::Shim => Some(GuardedLayer::Boundary),
+        GuardedSide::Network => Some(GuardedLayer::Network),
         GuardedSide::None => None,
     };
     let report = build_report(&ReportInput {
@@ -453,7 +475,7 @@ async fn run_finding(
         seed_path: seed_path.clone(),
         report,
         report_path,
-        guarded_note: shim.as_ref().map(shim_note),
+        guarded_note: shim.as_ref().map(shim_note).or_else(|| network.as_ref().map(network_note)),
         undecided,
     })
 }
@@ -592,6 +614,7 @@ mod tests {
                         payload: r.text.clone(),
                         shim: (build == "guarded").then(|| campaign::shim_config(&seed)),
                         custom: None,
+                        egress_proxy: (build == "guarded").then(campaign::network_config),
                     });
                 }
             }

@@ -118,6 +118,14 @@ impl SandboxBackend for FakeBackend {
         let Some(program) = self.programs.get(&spec.image) else {
             return Err((SandboxError::ImageMissing { image: spec.image.clone() }, Value::Object(rec)));
         };
+        if spec.egress_proxy.is_some() {
+            return Err((
+                SandboxError::Unusable(
+                    "the fake sandbox backend has no network to place an egress proxy on (use Docker)".into(),
+                ),
+                Value::Object(rec),
+            ));
+        }
         if spec.mode != McpMode::Stdio {
             return Err((
                 SandboxError::Unusable("the fake sandbox backend runs stdio targets only".into()),
@@ -198,7 +206,13 @@ impl TrialSandbox for FakeSandbox {
         };
         self.children.push(child);
         self.record.insert("sink".into(), json!({"program": program.display().to_string()}));
-        Ok(SinkChannel { records: Box::new(records), control: Box::pin(control), url: None })
+        Ok(SinkChannel {
+            records: Box::new(records),
+            control: Box::pin(control),
+            url: None,
+            direct_url: None,
+            proxy: None,
+        })
     }
 
     async fn start_target(&mut self, command: Vec<String>) -> Result<TargetEndpoint, SandboxError> {

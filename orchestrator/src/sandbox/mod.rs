@@ -153,7 +153,23 @@ pub struct SandboxSpec {
     pub stderr_bytes: usize,
     /// Whose sandbox.
     pub labels: TrialLabels,
+    /// The allowlisting egress proxy between the target and the canary sink, if any.
+    pub egress_proxy: Option<EgressProxySpec>,
 }
+
+/// The egress proxy of a trial (the campaign's `egress_proxy`, docs/security.md): the canary
+/// sink moves to a network of its own that only the proxy shares, the `route` hosts resolve
+/// to the proxy on the trial network, and the proxy forwards only destinations on `allow`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressProxySpec {
+    /// Destination hosts forwarded to the sink.
+    pub allow: Vec<String>,
+    /// Host names resolving to the proxy on the trial network (besides [`EGRESS_PROXY_ALIAS`]).
+    pub route: Vec<String>,
+}
+
+/// The proxy's own name on the trial network (`http://egress-proxy` is `sink_url` then).
+pub const EGRESS_PROXY_ALIAS: &str = "egress-proxy";
 
 /// One image a run will start, and how it is reached.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -213,7 +229,28 @@ pub struct SinkChannel {
     /// Its stdin (barrier lines; dropping it ends the sink).
     pub control: Pin<Box<dyn AsyncWrite + Send>>,
     /// Where the target reaches it; `None`: on 127.0.0.1, at the port its ready line reports.
+    /// Behind an egress proxy, the proxy's URL.
     pub url: Option<String>,
+    /// The sink's own address, when it differs from `url` (behind an egress proxy: an address
+    /// the target must not be able to reach).
+    pub direct_url: Option<String>,
+    /// The egress proxy in front of the sink, if the trial has one.
+    pub proxy: Option<ProxyChannel>,
+}
+
+/// An egress proxy started beside the sink: its record stream and control input (the sink's
+/// protocol: a ready line, one record per request with its `egress` decision, barriers).
+pub struct ProxyChannel {
+    /// Its stdout.
+    pub records: Box<dyn AsyncRead + Send + Unpin>,
+    /// Its stdin (dropping it ends the proxy).
+    pub control: Pin<Box<dyn AsyncWrite + Send>>,
+}
+
+impl std::fmt::Debug for ProxyChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyChannel").finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for SinkChannel {

@@ -12,13 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use elengtis_core::format::Bundle;
-use elengtis_core::format::campaign::{ContainerMcp, EnvRef, Transport};
+use elengtis_core::format::campaign::{ContainerMcp, EgressProxy, EnvRef, Transport};
 use elengtis_core::refs::{self, Values};
 use serde_json::{Value, json};
 
 use crate::crashpoint::CrashPoint;
 use crate::sandbox::{
-    ImageNeed, McpMode, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, TargetEndpoint, TrialLabels, TrialSandbox,
+    EgressProxySpec, ImageNeed, McpMode, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, TargetEndpoint,
+    TrialLabels, TrialSandbox,
 };
 use crate::sink::{SinkHandle, SinkServer};
 use crate::toolhost::mcp::{self, CloseReport, HttpLaunch, Limits, Session, StdioLaunch};
@@ -38,6 +39,8 @@ pub struct OpenContext<'a> {
     pub needs_sink: bool,
     /// Where sink records are served to checks.
     pub sink_server: Option<&'a SinkServer>,
+    /// The target's egress proxy (container targets; it implies a sink).
+    pub egress_proxy: Option<&'a EgressProxy>,
 }
 
 /// A target as opened for one attempt.
@@ -48,6 +51,8 @@ pub struct Opened {
     closed: CloseReport,
     sandbox: Option<Box<dyn TrialSandbox>>,
     sink: Option<(Arc<SinkHandle>, &'static str)>,
+    /// The egress proxy's record stream (the sink's protocol) and its allowlist.
+    proxy: Option<(SinkHandle, Value)>,
     attempt_id: String,
     sink_server: Option<SinkServer>,
 }
@@ -66,6 +71,7 @@ impl Opened {
             closed: CloseReport::default(),
             sandbox: None,
             sink: None,
+            proxy: None,
             attempt_id: String::new(),
             sink_server: None,
         }
@@ -81,10 +87,14 @@ impl Opened {
     }
 }
 
-/// Whether a target × scenario pair needs a canary sink: something in the scenario, the
-/// target's command line or the campaign's script names `sink_url` or `sink_requests`.
+/// Whether a target × scenario pair needs a canary sink: the target has an egress proxy, or
+/// something in the scenario, the target's command line or the campaign's script names
+/// `sink_url`, `sink_direct_url` or `sink_requests`.
 pub fn needs_sink(bundle: &Bundle, target: usize, scenario: usize) -> bool {
     let campaign = &bundle.campaign.value;
+    if campaign.targets[target].egress_proxy.is_some() {
+        return true;
+    }
     let scenario = &bundle.scenarios[scenario].value;
     let parts = [
         serde_json::to_value(scenario).unwrap_or(Value::Null),
@@ -157,8 +167,9 @@ fn env_values(env: &std::collections::BTreeMap<String, EnvRef>) -> Result<Vec<(S
         .collect()
 }
 
-fn register_sink(ctx: &OpenContext<'_>, handle: &Arc<SinkHandle>, values: &mut Values) {
+fn register_sink(ctx: &OpenContext<'_>, handle: &Arc<SinkHandle>, direct: Option<&str>, values: &mut Values) {
     values.runner.insert("sink_url".into(), json!(handle.url()));
+    values.runner.insert("sink_direct_url".into(), json!(direct.unwrap_or(handle.url())));
     if let Some(server) = ctx.sink_server {
         values.runner.insert("sink_requests".into(), json!(server.register(ctx.attempt_id, handle.clone())));
     }
@@ -174,7 +185,7 @@ pub async fn open_target(ctx: OpenContext<'_>, transport: &Transport, values: &m
                 match SinkHandle::spawn_process().await {
                     Ok(handle) => {
                         let handle = Arc::new(handle);
-                        register_sink(&ctx, &handle, values);
+                        register_sink(&ctx, &handle, None, values);
                         sink = Some((handle, "process"));
                     }
                     Err(e) => return Opened::failed(format!("failed to start the canary sink: {e}"), json!({})),
@@ -263,6 +274,7 @@ async fn open_container(
             trial_id: ctx.trial_id.to_owned(),
             attempt_id: ctx.attempt_id.to_owned(),
         },
+        egress_proxy: ctx.egress_proxy.map(|p| EgressProxySpec { allow: p.allow.clone(), route: p.routed() }),
     };
     let begun = Instant::now();
     let mut sandbox = match backend.create(&spec).await {
@@ -270,18 +282,35 @@ async fn open_container(
         Err((e, record)) => return Opened::failed(e.to_string(), record),
     };
     let mut sink = None;
-    if ctx.needs_sink {
+    let mut proxy = None;
+    if ctx.needs_sink || ctx.egress_proxy.is_some() {
         let started = match sandbox.start_sink().await {
-            Ok(channel) => SinkHandle::follow(channel.records, channel.control, channel.url)
-                .await
-                .map_err(|e| SandboxError::NotReady(format!("failed to start the canary sink: {e}"))),
+            Ok(channel) => {
+                let direct = channel.direct_url.clone();
+                let placement = if channel.proxy.is_some() { "behind_egress_proxy" } else { "trial_network" };
+                let followed_proxy = match channel.proxy {
+                    Some(p) => match SinkHandle::follow(p.records, p.control, Some(String::new())).await {
+                        Ok(handle) => Ok(Some(handle)),
+                        Err(e) => Err(SandboxError::NotReady(format!("failed to start the egress proxy: {e}"))),
+                    },
+                    None => Ok(None),
+                };
+                match followed_proxy {
+                    Ok(followed_proxy) => SinkHandle::follow(channel.records, channel.control, channel.url)
+                        .await
+                        .map(|h| (h, direct, placement, followed_proxy))
+                        .map_err(|e| SandboxError::NotReady(format!("failed to start the canary sink: {e}"))),
+                    Err(e) => Err(e),
+                }
+            }
             Err(e) => Err(e),
         };
         match started {
-            Ok(handle) => {
+            Ok((handle, direct, placement, followed_proxy)) => {
                 let handle = Arc::new(handle);
-                register_sink(ctx, &handle, values);
-                sink = Some((handle, "trial_network"));
+                register_sink(ctx, &handle, direct.as_deref(), values);
+                sink = Some((handle, placement));
+                proxy = followed_proxy.zip(ctx.egress_proxy.map(|p| json!({"allow": p.allow, "route": p.routed()})));
             }
             Err(e) => return fail(sandbox, e).await,
         }
@@ -318,6 +347,7 @@ async fn open_container(
     };
     opened.sandbox = Some(sandbox);
     opened.sink = sink;
+    opened.proxy = proxy;
     opened
 }
 
@@ -331,7 +361,7 @@ async fn fail(mut sandbox: Box<dyn TrialSandbox>, e: SandboxError) -> Opened {
 /// Close the session and tear the sandbox down; the target's execution record, what closing
 /// the session found, and the teardown errors.
 pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
-    let Opened { session, execution: mut target_execution, mut closed, sandbox, sink, attempt_id, sink_server } =
+    let Opened { session, execution: mut target_execution, mut closed, sandbox, sink, proxy, attempt_id, sink_server } =
         opened;
     let mut open_stderr = None;
     if let Ok(session) = session {
@@ -342,8 +372,21 @@ pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
             closed = session.close().await;
         }
     }
-    // The sink is closed before its sandbox goes: end of stdin lets it flush the records of
-    // requests that came after the last check.
+    // The egress proxy, then the sink, are closed before their sandbox goes: end of stdin lets
+    // each flush the records of requests that came after the last check.
+    let proxy = match proxy {
+        Some((handle, config)) => {
+            let requests = handle.close().await;
+            let allowed = requests.iter().filter(|r| r["egress"]["decision"] == "allowed").count();
+            let refused = requests.iter().filter(|r| r["egress"]["decision"] == "refused").count();
+            let mut config = config;
+            config["requests"] = json!(requests);
+            config["allowed"] = json!(allowed);
+            config["refused"] = json!(refused);
+            Some(config)
+        }
+        None => None,
+    };
     let sink = match sink {
         Some((handle, placement)) => {
             if let Some(server) = &sink_server {
@@ -379,6 +422,12 @@ pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
     let mut errors = closed.errors.clone();
     errors.extend(cleanup_errors);
     target_execution["close"] = serde_json::to_value(&closed).unwrap_or(Value::Null);
+    if let Some(Value::Object(extra)) = proxy {
+        match target_execution.get_mut("egress_proxy") {
+            Some(Value::Object(existing)) => existing.extend(extra),
+            _ => target_execution["egress_proxy"] = Value::Object(extra),
+        }
+    }
     if let Some(sink) = sink {
         match target_execution.get_mut("sink") {
             Some(Value::Object(existing)) => {

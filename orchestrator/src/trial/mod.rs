@@ -116,6 +116,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             sandbox: attempt.sandbox,
             needs_sink: launch::needs_sink(bundle, attempt.spec.target, attempt.spec.scenario),
             sink_server: attempt.sink_server,
+            egress_proxy: target.egress_proxy.as_ref(),
         };
         tokio::select! {
             biased;

@@ -73,6 +73,7 @@ async fn receive(
             body_truncated: body.total > body.kept.len() as u64,
             remote,
             body_error: body.error,
+            egress: None,
         };
         sink.recorder.record(record).await;
     });
@@ -82,7 +83,7 @@ async fn receive(
 
 /// Lowercased names (hyper already stores them so) in arrival order, repeated
 /// headers joined with `", "`.
-fn headers(map: &HeaderMap) -> Headers {
+pub fn headers(map: &HeaderMap) -> Headers {
     Headers(
         map.keys()
             .map(|name| {
@@ -94,15 +95,15 @@ fn headers(map: &HeaderMap) -> Headers {
 }
 
 #[derive(Debug, Default)]
-struct Captured {
-    kept: Vec<u8>,
-    total: u64,
-    error: Option<String>,
+pub struct Captured {
+    pub kept: Vec<u8>,
+    pub total: u64,
+    pub error: Option<String>,
 }
 
 /// Reads the whole body, keeping the first `cap` bytes and counting the rest: never
 /// more than `cap` plus the chunk in hand in memory.
-async fn read_capped(mut body: Body, cap: usize) -> Captured {
+pub async fn read_capped(mut body: Body, cap: usize) -> Captured {
     let mut captured = Captured::default();
     loop {
         match poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {

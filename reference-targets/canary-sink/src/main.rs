@@ -42,12 +42,21 @@
 //!   flushes, and exits 0. SIGTERM (and SIGINT) do the same.
 //! - Logs go to stderr, never stdout.
 //!
+//! # Egress-proxy mode
+//!
+//! With `--proxy-upstream IP:PORT` the same binary is the trial network's allowlisting egress
+//! proxy instead (see [`proxy`]): a request whose destination host is on `--allow` is
+//! forwarded to the upstream (the sink, on a network only the proxy shares) and its answer
+//! returned; any other is answered `403` and never forwarded. The stdout protocol is the
+//! sink's, each record carrying an `egress` object with the decision.
+//!
 //! Everything is bounded: bodies are read with a cap (at most `--max-body` bytes plus one
 //! chunk held), header count and size keep hyper's limits, each connection has a read
 //! deadline that only a delivered response extends (a slowloris client is cut off), and
 //! the number of open connections is capped.
 
 mod http;
+mod proxy;
 mod record;
 
 use std::{io::Read as _, net::IpAddr, sync::Arc, time::Duration};
@@ -97,6 +106,15 @@ struct Args {
     /// accept or from the previous response; then it is closed.
     #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     read_timeout: u64,
+
+    /// Egress-proxy mode: forward requests whose destination host is on `--allow` to this
+    /// numeric upstream address (the canary sink) and refuse every other with 403.
+    #[arg(long, value_name = "IP:PORT")]
+    proxy_upstream: Option<std::net::SocketAddr>,
+
+    /// A destination host the egress proxy forwards (exact, case-insensitive; repeatable).
+    #[arg(long = "allow", value_name = "HOST", requires = "proxy_upstream")]
+    allow: Vec<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -155,7 +173,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // that is once the server, every connection and every recording task has ended.
     let (alive_tx, mut alive) = mpsc::channel::<()>(1);
     let cut = Cut::default();
-    let app = http::app(Arc::clone(&recorder), args.max_body, alive_tx);
+    let app = match args.proxy_upstream {
+        Some(addr) => {
+            let allow = Arc::new(args.allow.iter().map(|h| proxy::normalise_host(h)).collect());
+            tracing::info!(%addr, allow = ?args.allow, "egress proxy mode");
+            proxy::app(Arc::clone(&recorder), args.max_body, alive_tx, proxy::Upstream { addr, allow })
+        }
+        None => http::app(Arc::clone(&recorder), args.max_body, alive_tx),
+    };
     let listener = SinkListener::new(listener, Duration::from_secs(args.read_timeout), cut.clone());
     tokio::spawn(
         axum::serve(listener, app.into_make_service_with_connect_info::<Remote>())

@@ -80,6 +80,33 @@ pub struct RequestRecord {
     pub remote: SocketAddr,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body_error: Option<String>,
+    /// Egress-proxy mode only: what the proxy decided about this request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<EgressRecord>,
+}
+
+/// The egress proxy's decision about one request (`--proxy-upstream` mode):
+/// `{"decision":"allowed"|"refused","host":…,"form":…,"reason":…,"upstream_status":…}`.
+#[derive(Debug, Serialize)]
+pub struct EgressRecord {
+    /// `allowed` (forwarded to the upstream) or `refused` (answered 403, never forwarded).
+    pub decision: &'static str,
+    /// The destination host the decision was about (lowercased, without port or trailing
+    /// dot); `null` when the request named none that could be parsed.
+    pub host: Option<String>,
+    /// The port the request named, if any.
+    pub port: Option<u16>,
+    /// Where the destination came from: `absolute` (an absolute-form request target, a
+    /// forward-proxy request) or `host_header` (an origin-form request to the gateway).
+    pub form: Option<&'static str>,
+    /// Why.
+    pub reason: String,
+    /// The upstream's status code, for a forwarded request that was answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream_status: Option<u16>,
+    /// Why forwarding failed, for an allowed request that got no answer upstream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream_error: Option<String>,
 }
 
 fn display<S: Serializer>(value: &SocketAddr, serializer: S) -> Result<S::Ok, S::Error> {
@@ -221,6 +248,7 @@ mod tests {
             body_truncated: false,
             remote: "[::1]:4000".parse().expect("address"),
             body_error: None,
+            egress: None,
         };
         let line = String::from_utf8(to_line(&record).expect("line")).expect("utf-8");
         assert_eq!(

@@ -300,8 +300,10 @@ struct ProveArgs {
     disable_guard: Vec<elengtis_core::format::seed::Weakness>,
     /// What stands on the guarded side: `twin` (the guarded reference twin, a server-layer
     /// guard), `shim` (the vulnerable side behind the control shim at the MCP boundary, a
-    /// stand-in; see docs/shim.md) or `none` (reproduction only: STABLE, NOT PROVEN at best).
-    #[arg(long, value_name = "twin|shim|none", default_value = "twin", value_parser = parse_guarded_side)]
+    /// stand-in; see docs/shim.md), `network` (the vulnerable twin behind an allowlisting
+    /// egress proxy on the trial network, a real network control for W3; docs/security.md) or
+    /// `none` (reproduction only: STABLE, NOT PROVEN at best).
+    #[arg(long, value_name = "twin|shim|network|none", default_value = "twin", value_parser = parse_guarded_side)]
     guarded_side: elengtis::prove::GuardedSide,
     /// Prove against a target of your own instead of the reference twins: FILE holds one
     /// campaign target (id, transport, bindings); the seed's scenario plants the payload
@@ -364,8 +366,9 @@ fn parse_guarded_side(value: &str) -> Result<elengtis::prove::GuardedSide, Strin
     match value {
         "twin" => Ok(elengtis::prove::GuardedSide::Twin),
         "shim" => Ok(elengtis::prove::GuardedSide::Shim),
+        "network" => Ok(elengtis::prove::GuardedSide::Network),
         "none" => Ok(elengtis::prove::GuardedSide::None),
-        other => Err(format!("expected twin, shim or none, got {other:?}")),
+        other => Err(format!("expected twin, shim, network or none, got {other:?}")),
     }
 }
 
@@ -620,7 +623,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     }
     let target = match &args.target {
         None => None,
-        Some(_) if args.guarded_side == prove::GuardedSide::Twin => {
+        Some(_) if matches!(args.guarded_side, prove::GuardedSide::Twin | prove::GuardedSide::Network) => {
             return Err(Error::Usage(
                 "--target proves your own target: choose its guarded side with --guarded-side shim or none".into(),
             ));

@@ -95,8 +95,11 @@ pub struct Expected {
     pub image_id: String,
     /// `uid:gid`.
     pub user: String,
-    /// The trial network's id.
+    /// The trial network's id (the container's primary network).
     pub network_id: String,
+    /// Further networks the container must be attached to, and no others (the egress proxy:
+    /// the sink's network).
+    pub also_attached: Vec<String>,
     /// Paths of the anonymous volumes asked for.
     pub volumes: Vec<String>,
     /// Whether the trial network's bridge may hold a host address (the runner routes to the
@@ -169,11 +172,17 @@ pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact>
     fact("network_mode", json!(expected.network_id), &hc["NetworkMode"], net_ok);
     let attached: Vec<&String> =
         inspect["NetworkSettings"]["Networks"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
-    let only_ours = attached.len() == 1
-        && inspect["NetworkSettings"]["Networks"]
-            .as_object()
-            .is_some_and(|m| m.values().all(|n| n["NetworkID"] == expected.network_id.as_str()));
-    fact("attached_networks", json!([expected.network_id]), &json!(attached), only_ours);
+    let mut wanted: Vec<&str> = std::iter::once(expected.network_id.as_str())
+        .chain(expected.also_attached.iter().map(String::as_str))
+        .collect();
+    wanted.sort_unstable();
+    let mut found: Vec<&str> = inspect["NetworkSettings"]["Networks"]
+        .as_object()
+        .map(|m| m.values().map(|n| n["NetworkID"].as_str().unwrap_or_default()).collect())
+        .unwrap_or_default();
+    found.sort_unstable();
+    let only_ours = found == wanted;
+    fact("attached_networks", json!(wanted), &json!(attached), only_ours);
     fact("network_internal", json!(true), &network["Internal"], network["Internal"] == true);
     let inhibit = &network["Options"][INHIBIT_IPV4];
     if expected.host_route {
@@ -249,6 +258,7 @@ mod tests {
                 image_id: "sha256:abc".into(),
                 user: "10001:10001".into(),
                 network_id: "net1".into(),
+                also_attached: Vec::new(),
                 volumes: Vec::new(),
                 host_route: false,
             },
@@ -261,6 +271,19 @@ mod tests {
         let failed = failures(&check(&inspect, &network, &expected));
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert!(failed[0].starts_with("cgroupns_mode"));
+    }
+
+    #[test]
+    fn a_container_on_two_networks_passes_only_when_both_are_expected() {
+        let (mut inspect, network, mut expected) = good();
+        inspect["HostConfig"]["CgroupnsMode"] = json!("private");
+        inspect["NetworkSettings"]["Networks"]["elengtis-x-sink"] = json!({"NetworkID": "net2"});
+        let failed = failures(&check(&inspect, &network, &expected));
+        assert!(failed.iter().any(|f| f.starts_with("attached_networks")), "{failed:?}");
+        expected.also_attached = vec!["net2".into()];
+        assert!(failures(&check(&inspect, &network, &expected)).is_empty());
+        expected.also_attached = vec!["net3".into()];
+        assert!(!failures(&check(&inspect, &network, &expected)).is_empty());
     }
 
     #[test]

@@ -158,7 +158,7 @@ impl SandboxBackend for DockerBackend {
             stderr_bytes: spec.stderr_bytes,
         };
         let mut container = TrialContainer::new_network(&self.engine, &container_spec).await?;
-        container.prepare(container_spec, relay, self.sink_image.clone());
+        container.prepare(container_spec, relay, self.sink_image.clone(), spec.egress_proxy.clone());
         Ok(Box::new(container))
     }
 

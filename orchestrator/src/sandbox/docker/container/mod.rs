@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use bollard::models::{ContainerCreateBody, EndpointSettings, NetworkCreateRequest, NetworkingConfig};
+use bollard::models::{
+    ContainerCreateBody, EndpointSettings, NetworkConnectRequest, NetworkCreateRequest, NetworkingConfig,
+};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
     StartContainerOptions,
@@ -25,7 +27,10 @@ use super::attach::{AttachedStdio, split_attached};
 use super::hardening::{self, Expected, INHIBIT_IPV4};
 use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL};
 use crate::crashpoint::CrashPoint;
-use crate::sandbox::{McpMode, SandboxError, SinkChannel, SnapshotFiles, TargetEndpoint, TrialSandbox};
+use crate::sandbox::{
+    EGRESS_PROXY_ALIAS, EgressProxySpec, McpMode, ProxyChannel, SandboxError, SinkChannel, SnapshotFiles,
+    TargetEndpoint, TrialSandbox,
+};
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -82,6 +87,8 @@ fn now() -> String {
 pub struct TrialContainer {
     docker: bollard::Docker,
     network_id: Option<String>,
+    /// The sink's own network, behind an egress proxy (shared only by the sink and the proxy).
+    sink_network_id: Option<String>,
     /// Containers of this trial (the target, and the canary sink when there is one).
     containers: Vec<(String, &'static str)>,
     /// The sink's stdin: dropping it ends the sink, so it lives until teardown.
@@ -103,6 +110,7 @@ struct Plan {
     spec: ContainerSpec,
     relay: Option<ResolvedImage>,
     sink_image: Option<ResolvedImage>,
+    egress_proxy: Option<EgressProxySpec>,
 }
 
 impl std::fmt::Debug for TrialContainer {
@@ -153,6 +161,10 @@ impl std::fmt::Debug for StartedSink {
 
 /// Port the canary sink listens on inside its container.
 pub const SINK_PORT: u16 = 8080;
+/// Port the egress proxy listens on: plain HTTP's, so a client that resolves an intercepted
+/// host to the proxy reaches it at the URL's default port (Docker lets an unprivileged
+/// process bind it inside the container's network namespace).
+pub const PROXY_PORT: u16 = 80;
 
 impl TrialContainer {
     fn stamp(&mut self, event: &str) {
@@ -193,6 +205,7 @@ impl TrialContainer {
         let mut this = TrialContainer {
             docker: engine.docker.clone(),
             network_id: None,
+            sink_network_id: None,
             containers: Vec::new(),
             record: Map::new(),
             started: Instant::now(),
@@ -236,19 +249,19 @@ impl TrialContainer {
         }
     }
 
-    async fn network(&self) -> Result<Value, SandboxError> {
-        let id = self.network_id.clone().unwrap_or_default();
+    async fn network(&self, id: &str) -> Result<Value, SandboxError> {
         let network = docker::call(
             "inspect the trial network",
             CALL_DEADLINE,
-            self.docker.inspect_network(&id, None::<InspectNetworkOptions>),
+            self.docker.inspect_network(id, None::<InspectNetworkOptions>),
         )
         .await?;
         Ok(serde_json::to_value(&network).unwrap_or(Value::Null))
     }
 
-    /// Create one container of the trial on its network (alias `role`) and, for `stdio`,
-    /// attach to it. It is on the teardown list from the moment it exists.
+    /// Create one container of the trial on its network (alias `role`), or on the network
+    /// and with the aliases of `placement`, and, for `stdio`, attach to it. It is on the
+    /// teardown list from the moment it exists.
     #[expect(clippy::too_many_arguments, reason = "one place that creates every trial container")]
     async fn create(
         &mut self,
@@ -260,9 +273,10 @@ impl TrialContainer {
         exposed: Option<u16>,
         volumes: &[String],
         stdio: bool,
+        placement: Option<(String, Vec<String>)>,
     ) -> Result<Created, SandboxError> {
-        let alias = role;
-        let network_id = self.network_id.clone().unwrap_or_default();
+        let (network_id, aliases) =
+            placement.unwrap_or_else(|| (self.network_id.clone().unwrap_or_default(), vec![role.replace('_', "-")]));
         let body = ContainerCreateBody {
             image: Some(image.id.clone()),
             user: Some(user.clone()),
@@ -281,7 +295,7 @@ impl TrialContainer {
             networking_config: Some(NetworkingConfig {
                 endpoints_config: Some(HashMap::from([(
                     network_id.clone(),
-                    EndpointSettings { aliases: Some(vec![alias.to_owned()]), ..EndpointSettings::default() },
+                    EndpointSettings { aliases: Some(aliases), ..EndpointSettings::default() },
                 )])),
             }),
             ..ContainerCreateBody::default()
@@ -342,12 +356,25 @@ impl TrialContainer {
 
     /// Check a started container's hardening against the engine's answer and record it.
     async fn register(&mut self, created: &Created, inspect: &Value) -> Result<Vec<hardening::Fact>, SandboxError> {
-        let network = self.network().await?;
         let network_id = self.network_id.clone().unwrap_or_default();
+        self.register_on(created, inspect, network_id, Vec::new()).await
+    }
+
+    /// [`Self::register`] for a container whose primary network is `network_id` and which
+    /// must also be attached to `also_attached` (and to nothing else).
+    async fn register_on(
+        &mut self,
+        created: &Created,
+        inspect: &Value,
+        network_id: String,
+        also_attached: Vec<String>,
+    ) -> Result<Vec<hardening::Fact>, SandboxError> {
+        let network = self.network(&network_id).await?;
         let expected = Expected {
             image_id: created.image.id.clone(),
             user: created.user.clone(),
             network_id,
+            also_attached,
             volumes: created.volumes.clone(),
             host_route: self.host_route,
         };
@@ -369,8 +396,9 @@ impl TrialContainer {
     /// Start the canary sink on the trial network (alias `sink`), attached to its stdio.
     async fn start_sink_container(&mut self, image: &ResolvedImage) -> Result<StartedSink, SandboxError> {
         let command = vec!["--bind".into(), "0.0.0.0".into(), "--port".into(), SINK_PORT.to_string()];
-        let created =
-            self.create("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true).await?;
+        let created = self
+            .create("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true, None)
+            .await?;
         let inspect = self.start_created(&created).await?;
         let facts = self.register(&created, &inspect).await?;
         let attached = created.take_attached();
@@ -391,8 +419,129 @@ impl TrialContainer {
         spec: ContainerSpec,
         relay: Option<ResolvedImage>,
         sink_image: Option<ResolvedImage>,
+        egress_proxy: Option<EgressProxySpec>,
     ) {
-        self.plan = Some(Plan { spec, relay, sink_image });
+        self.plan = Some(Plan { spec, relay, sink_image, egress_proxy });
+    }
+
+    /// Create the sink's own network (internal, no host address, labelled like the trial's),
+    /// shared only by the sink and the egress proxy.
+    async fn create_sink_network(&mut self) -> Result<String, SandboxError> {
+        let request = NetworkCreateRequest {
+            name: format!("{}-sink", self.name),
+            driver: Some("bridge".into()),
+            internal: Some(true),
+            labels: Some(self.labels.clone()),
+            options: Some(HashMap::from([(INHIBIT_IPV4.to_owned(), "true".to_owned())])),
+            ..NetworkCreateRequest::default()
+        };
+        let created =
+            docker::call("create the sink's network", CALL_DEADLINE, self.docker.create_network(request)).await?;
+        self.sink_network_id = Some(created.id.clone());
+        Ok(created.id)
+    }
+
+    /// The canary sink behind an allowlisting egress proxy: the sink alone on a network of
+    /// its own, the proxy (the sink image in `--proxy-upstream` mode) on the trial network —
+    /// under [`EGRESS_PROXY_ALIAS`] and every routed host — and on the sink's network. The
+    /// target can reach the sink only through the proxy.
+    async fn start_sink_behind_proxy(
+        &mut self,
+        image: &ResolvedImage,
+        proxy: &EgressProxySpec,
+    ) -> Result<SinkChannel, SandboxError> {
+        let sink_network = self.create_sink_network().await?;
+        let trial_network = self.network_id.clone().unwrap_or_default();
+        let command = vec!["--bind".into(), "0.0.0.0".into(), "--port".into(), SINK_PORT.to_string()];
+        let placement = Some((sink_network.clone(), vec!["sink".to_owned()]));
+        let sink = self
+            .create("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true, placement)
+            .await?;
+        let inspect = self.start_created(&sink).await?;
+        let facts = self.register_on(&sink, &inspect, sink_network.clone(), Vec::new()).await?;
+        let failed = hardening::failures(&facts);
+        if !failed.is_empty() {
+            return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("sink {f}")).collect()));
+        }
+        let sink_addr = container_addr(&inspect, SINK_PORT)?;
+        let sink_stdio =
+            sink.take_attached().ok_or_else(|| SandboxError::NotReady("the sink's attach stream is missing".into()))?;
+
+        let mut command = vec![
+            "--bind".into(),
+            "0.0.0.0".into(),
+            "--port".into(),
+            PROXY_PORT.to_string(),
+            "--proxy-upstream".into(),
+            sink_addr.to_string(),
+        ];
+        for host in &proxy.allow {
+            command.extend(["--allow".to_owned(), host.clone()]);
+        }
+        let mut aliases = vec![EGRESS_PROXY_ALIAS.to_owned()];
+        aliases.extend(proxy.route.iter().filter(|h| h.as_str() != EGRESS_PROXY_ALIAS).cloned());
+        let placement = Some((trial_network.clone(), aliases.clone()));
+        let created = self
+            .create(
+                "egress_proxy",
+                image,
+                "65534:65534".into(),
+                command,
+                Vec::new(),
+                Some(PROXY_PORT),
+                &[],
+                true,
+                placement,
+            )
+            .await?;
+        let connect = NetworkConnectRequest { container: created.id.clone(), endpoint_config: None };
+        docker::call(
+            "connect the egress proxy to the sink's network",
+            CALL_DEADLINE,
+            self.docker.connect_network(&sink_network, connect),
+        )
+        .await?;
+        let inspect = self.start_created(&created).await?;
+        let facts = self.register_on(&created, &inspect, trial_network.clone(), vec![sink_network.clone()]).await?;
+        let failed = hardening::failures(&facts);
+        if !failed.is_empty() {
+            return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("egress proxy {f}")).collect()));
+        }
+        let address = inspect["NetworkSettings"]["Networks"]
+            .as_object()
+            .and_then(|m| m.values().find(|n| n["NetworkID"] == trial_network.as_str()))
+            .map(|n| n["IPAddress"].clone())
+            .unwrap_or(Value::Null);
+        let proxy_stdio = created
+            .take_attached()
+            .ok_or_else(|| SandboxError::NotReady("the egress proxy's attach stream is missing".into()))?;
+        if let Some(Value::Object(entry)) = self.record.get_mut("egress_proxy") {
+            entry.insert("allow".into(), json!(proxy.allow));
+            entry.insert("aliases".into(), json!(aliases));
+            entry.insert("address".into(), json!({"network": trial_network, "ip": address, "port": PROXY_PORT}));
+            entry.insert("upstream".into(), json!(sink_addr.to_string()));
+        }
+        if let Some(Value::Object(entry)) = self.record.get_mut("sink") {
+            entry.insert(
+                "address".into(),
+                json!({"network": sink_network, "ip": sink_addr.ip().to_string(), "port": SINK_PORT}),
+            );
+        }
+        let sink_net = self.network(&sink_network).await?;
+        self.record.insert(
+            "sink_network".into(),
+            json!({"id": sink_network, "name": sink_net["Name"], "internal": sink_net["Internal"], "members": ["sink", "egress_proxy"]}),
+        );
+        let (records, control, _stderr) = split_attached(sink_stdio, 16 * 1024);
+        let (proxy_records, proxy_control, _proxy_stderr) = split_attached(proxy_stdio, 16 * 1024);
+        self.stamp("sink_started");
+        Ok(SinkChannel {
+            records: Box::new(records),
+            control,
+            url: Some(format!("http://{EGRESS_PROXY_ALIAS}")),
+            direct_url: Some(format!("http://{sink_addr}")),
+            proxy: Some(ProxyChannel { records: Box::new(proxy_records), control: proxy_control }),
+        })
     }
 
     /// Start the target container, check its hardening, and wait for its port (HTTP) or
@@ -411,7 +560,17 @@ impl TrialContainer {
         };
         let user = format!("{}:{}", spec.uid, spec.gid);
         let target = self
-            .create("target", &spec.image, user, spec.command.clone(), spec.env.clone(), port, &spec.volumes, stdio)
+            .create(
+                "target",
+                &spec.image,
+                user,
+                spec.command.clone(),
+                spec.env.clone(),
+                port,
+                &spec.volumes,
+                stdio,
+                None,
+            )
             .await?;
         // A relay container starts alongside the target: neither needs the other to start.
         let relay = match relay {
@@ -425,6 +584,7 @@ impl TrialContainer {
                     None,
                     &[],
                     false,
+                    None,
                 )
                 .await?,
             ),
@@ -520,6 +680,11 @@ impl TrialSandbox for TrialContainer {
             self.plan.as_ref().and_then(|p| p.sink_image.clone()).ok_or_else(|| {
                 SandboxError::NotReady("the canary sink image was not resolved before the run".into())
             })?;
+        if let Some(proxy) = self.plan.as_ref().and_then(|p| p.egress_proxy.clone()) {
+            return self.start_sink_behind_proxy(&image, &proxy).await.map_err(|e| {
+                SandboxError::NotReady(format!("failed to start the canary sink and its egress proxy: {e}"))
+            });
+        }
         let started = self
             .start_sink_container(&image)
             .await
@@ -528,6 +693,8 @@ impl TrialSandbox for TrialContainer {
             records: Box::new(started.records),
             control: started.control,
             url: Some(format!("http://{}", started.addr)),
+            direct_url: None,
+            proxy: None,
         })
     }
 

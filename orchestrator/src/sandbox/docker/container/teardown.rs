@@ -1,6 +1,6 @@
-//! Teardown of a trial's sandbox: every container (target, relay, sink) removed with its
-//! anonymous volumes, then the network, each step bounded in time; the final state of each
-//! container recorded. A sandbox dropped without teardown is removed in the background.
+//! Teardown of a trial's sandbox: every container (target, relay, sink, egress proxy) removed
+//! with its anonymous volumes, then the networks (the sink's own, behind a proxy, and the
+//! trial's), each step bounded in time; the final state of each container recorded. A sandbox dropped without teardown is removed in the background.
 
 use std::time::Duration;
 
@@ -56,6 +56,23 @@ impl TrialContainer {
                 Err(e) => errors.push(e.to_string()),
             }
         }
+        // The sink's own network (behind an egress proxy) goes first; then the trial network.
+        if let Some(id) = self.sink_network_id.take() {
+            let mut removed = false;
+            for attempt in 0..3 {
+                match docker::call("remove the sink's network", CALL_DEADLINE, self.docker.remove_network(&id)).await {
+                    Ok(()) => {
+                        removed = true;
+                        break;
+                    }
+                    Err(e) if attempt == 2 => errors.push(e.to_string()),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
+            }
+            if removed {
+                self.stamp("sink_network_removed");
+            }
+        }
         if let Some(id) = self.network_id.take() {
             let mut removed = false;
             for attempt in 0..3 {
@@ -82,8 +99,8 @@ impl Drop for TrialContainer {
     /// background; `elengtis gc` finds anything that survives even that.
     fn drop(&mut self) {
         let containers = std::mem::take(&mut self.containers);
-        let network = self.network_id.take();
-        if containers.is_empty() && network.is_none() {
+        let networks: Vec<String> = self.sink_network_id.take().into_iter().chain(self.network_id.take()).collect();
+        if containers.is_empty() && networks.is_empty() {
             return;
         }
         let docker = self.docker.clone();
@@ -93,7 +110,7 @@ impl Drop for TrialContainer {
                     let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
                     let _ = tokio::time::timeout(CALL_DEADLINE, docker.remove_container(&id, Some(options))).await;
                 }
-                if let Some(id) = network {
+                for id in networks {
                     let _ = tokio::time::timeout(CALL_DEADLINE, docker.remove_network(&id)).await;
                 }
             });
