@@ -57,36 +57,13 @@ impl TrialContainer {
             }
         }
         // The sink's own network (behind an egress proxy) goes first; then the trial network.
-        if let Some(id) = self.sink_network_id.take() {
-            let mut removed = false;
-            for attempt in 0..3 {
-                match docker::call("remove the sink's network", CALL_DEADLINE, self.docker.remove_network(&id)).await {
-                    Ok(()) => {
-                        removed = true;
-                        break;
-                    }
-                    Err(e) if attempt == 2 => errors.push(e.to_string()),
-                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-                }
-            }
-            if removed {
-                self.stamp("sink_network_removed");
-            }
-        }
-        if let Some(id) = self.network_id.take() {
-            let mut removed = false;
-            for attempt in 0..3 {
-                match docker::call("remove the trial network", CALL_DEADLINE, self.docker.remove_network(&id)).await {
-                    Ok(()) => {
-                        removed = true;
-                        break;
-                    }
-                    Err(e) if attempt == 2 => errors.push(e.to_string()),
-                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-                }
-            }
-            if removed {
-                self.stamp("network_removed");
+        for (id, what, stamp) in [
+            (self.sink_network_id.take(), "remove the sink's network", "sink_network_removed"),
+            (self.network_id.take(), "remove the trial network", "network_removed"),
+        ] {
+            let Some(id) = id else { continue };
+            if remove_network(&self.docker, &id, what, &mut errors).await {
+                self.stamp(stamp);
             }
         }
         self.record.insert("cleanup".into(), json!({"ok": errors.is_empty(), "errors": errors}));
@@ -152,4 +129,17 @@ mod end_state_tests {
         assert_eq!(end_state(&running), "running");
         assert_eq!(end_state(&json!({})), "unknown");
     }
+}
+
+/// Remove a network, three tries 200 ms apart (an engine may still be detaching the last
+/// endpoint); the last failure goes into `errors`. Whether it was removed.
+async fn remove_network(docker: &bollard::Docker, id: &str, what: &'static str, errors: &mut Vec<String>) -> bool {
+    for attempt in 0..3 {
+        match docker::call(what, CALL_DEADLINE, docker.remove_network(id)).await {
+            Ok(()) => return true,
+            Err(e) if attempt == 2 => errors.push(e.to_string()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    false
 }
