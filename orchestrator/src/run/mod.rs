@@ -592,8 +592,10 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         }
     }
     drop(in_flight);
-    if let (Some(sandbox), RunEnd::Interrupted) = (backend, &end) {
-        // Belt and braces: anything of this run that a cancelled trial could not remove.
+    if let Some(sandbox) = backend {
+        // Belt and braces: anything of this run that a cancelled trial could not remove, and
+        // what a killed earlier runner of it had asked the engine for just before it died (a
+        // create the engine completed after the resume's first sweep).
         let _ = sandbox.sweep(&run_id).await;
     }
     let mut summary = summarize(bundle, &trials, &rows);
