@@ -111,6 +111,19 @@ pub fn end_state(state: &Value) -> &'static str {
     }
 }
 
+/// Remove a network, three tries 200 ms apart (an engine may still be detaching the last
+/// endpoint); the last failure goes into `errors`. Whether it was removed.
+async fn remove_network(docker: &bollard::Docker, id: &str, what: &'static str, errors: &mut Vec<String>) -> bool {
+    for attempt in 0..3 {
+        match docker::call(what, CALL_DEADLINE, docker.remove_network(id)).await {
+            Ok(()) => return true,
+            Err(e) if attempt == 2 => errors.push(e.to_string()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod end_state_tests {
     use serde_json::json;
@@ -129,17 +142,4 @@ mod end_state_tests {
         assert_eq!(end_state(&running), "running");
         assert_eq!(end_state(&json!({})), "unknown");
     }
-}
-
-/// Remove a network, three tries 200 ms apart (an engine may still be detaching the last
-/// endpoint); the last failure goes into `errors`. Whether it was removed.
-async fn remove_network(docker: &bollard::Docker, id: &str, what: &'static str, errors: &mut Vec<String>) -> bool {
-    for attempt in 0..3 {
-        match docker::call(what, CALL_DEADLINE, docker.remove_network(id)).await {
-            Ok(()) => return true,
-            Err(e) if attempt == 2 => errors.push(e.to_string()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-    false
 }
