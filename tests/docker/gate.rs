@@ -118,7 +118,12 @@ fn the_ci_recipe_runs_the_gate_in_the_tool_image_with_the_socket_mounted() {
     }
     bundled_images();
     let dir = scratch();
-    copy_gate(dir.path());
+    let file = copy_gate(dir.path());
+    // One finding is enough to show the recipe works (the full gate runs in the test above).
+    let text = std::fs::read_to_string(&file).expect("gate file");
+    let (head, findings) = text.split_once("findings:\n").expect("findings");
+    let first: Vec<&str> = findings.lines().take(2).collect();
+    std::fs::write(&file, format!("{head}findings:\n{}\n", first.join("\n"))).expect("one finding");
     let workflow = std::fs::read_to_string(workspace().join("docs/ci/elengtis-gate.yml")).expect("the workflow");
     let step = workflow.split("- name: Run the gate inside the tool image").nth(1).expect("the gate step");
     let script: String = step

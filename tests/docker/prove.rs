@@ -69,7 +69,18 @@ fn a_guarded_twin_without_w4_rejects_the_seeds_only_w4_stops() {
     }
     bundled_images();
     let dir = scratch();
-    let json = prove_all(&dir.path().join("out"), &["--disable-guard", "W4"]);
+    // Four seeds in containers (every class is covered seed by seed over the fake backend in
+    // tests/cli/prove.rs): the two W4 alone stops, one W4 shares with W2, one without W4.
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir_all(&seeds).expect("seeds dir");
+    for id in ONLY_W4.iter().chain(&["w2-note-body-direct", "w3-fetch-attacker-url-direct"]) {
+        for name in [format!("{id}.seed.yaml"), format!("{id}.yaml")] {
+            std::fs::copy(workspace().join("scenarios/seeds").join(&name), seeds.join(&name)).expect("copy a seed");
+        }
+    }
+    let seeds_dir = seeds.to_str().expect("UTF-8").to_owned();
+    let json = prove_all(&dir.path().join("out"), &["--disable-guard", "W4", "--seeds-dir", &seeds_dir]);
+    assert_eq!(verdicts(&json).len(), 4);
     for (seed, verdict, report) in &verdicts(&json) {
         let expected = if ONLY_W4.contains(&seed.as_str()) { "REJECTED" } else { "KEPT" };
         assert_eq!(verdict, expected, "{seed} with W4 disabled: {report}");
