@@ -15,7 +15,7 @@ use elengtis::sandbox::fake::FakeBackend;
 use elengtis_core::format::gate::load_gate;
 use elengtis_tests::gate::model_script;
 use elengtis_tests::model_server::ModelServer;
-use elengtis_tests::{bin, scratch, workspace, write};
+use elengtis_tests::{bin, copy_tree, scratch, workspace, write};
 
 const TWIN_IMAGE: &str = "elengtis/twin:0.1.0";
 
@@ -36,19 +36,6 @@ fn run(file: &Path, options: &GateOptions) -> gate::GateOutcome {
     let catalogue = prove::catalogue(&workspace().join("scenarios/seeds"));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     runtime.block_on(gate::run(&loaded, &catalogue, options)).expect("the gate runs")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create");
-    for entry in std::fs::read_dir(from).expect("list") {
-        let path = entry.expect("entry").path();
-        let name = path.file_name().expect("name").to_owned();
-        if path.is_dir() {
-            copy_tree(&path, &to.join(name));
-        } else {
-            std::fs::copy(&path, to.join(name)).expect("copy");
-        }
-    }
 }
 
 /// A copy of the committed gate and the seeds it names.

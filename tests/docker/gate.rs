@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use elengtis_tests::gate::model_script;
 use elengtis_tests::model_server::ModelServer;
-use elengtis_tests::{bundled_images, docker_or_skip, elengtis, scratch, stderr, stdout, workspace};
+use elengtis_tests::{bundled_images, copy_tree, docker_or_skip, elengtis, scratch, stderr, stdout, workspace};
 
 /// `scenarios/gate` and `scenarios/seeds` copied into `dir/scenarios`, so a test can break
 /// them; returns the copied gate file.
@@ -17,19 +17,6 @@ fn copy_gate(dir: &Path) -> PathBuf {
         copy_tree(&workspace().join("scenarios").join(sub), &dir.join("scenarios").join(sub));
     }
     dir.join("scenarios/gate/gate.yaml")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create");
-    for entry in std::fs::read_dir(from).expect("list") {
-        let entry = entry.expect("entry");
-        let path = entry.path();
-        if path.is_dir() {
-            copy_tree(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
 }
 
 fn gate(cwd: &Path, file: &Path, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {

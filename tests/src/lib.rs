@@ -407,3 +407,21 @@ pub fn fixture_target(id: &str, image: &str, mcp: FixtureMcp, uid: u32, extra: &
 pub fn support_note_campaign(trials: impl std::fmt::Display, targets: &[String]) -> String {
     format!("schema_version: 1\ntrials: {trials}\ntargets:\n{}scenarios: [support-note.yaml]\n", targets.concat())
 }
+
+/// Copy the directory tree `from` to `to` (created), files and subdirectories.
+///
+/// # Panics
+///
+/// On any I/O error (test setup).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create");
+    for entry in std::fs::read_dir(from).expect("list") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().expect("name").to_owned();
+        if path.is_dir() {
+            copy_tree(&path, &to.join(name));
+        } else {
+            std::fs::copy(&path, to.join(name)).expect("copy");
+        }
+    }
+}

@@ -282,6 +282,11 @@ fn judged(seed: String, kind: &'static str, proven: prove::Proven) -> FindingOut
     }
 }
 
+/// SHA-256 of a seed's scenario file (empty when unreadable: the lock then reads stale).
+fn scenario_sha256(seed: &elengtis_core::format::seed::LoadedSeed) -> String {
+    std::fs::read(&seed.scenario_path).map(|b| sha256_hex(&b)).unwrap_or_default()
+}
+
 fn no_evidence(seed: String, kind: &'static str, details: Vec<String>) -> FindingOutcome {
     FindingOutcome { seed, kind, status: Status::NoEvidence, details, report_path: None, report: None }
 }
@@ -309,7 +314,7 @@ async fn replay_reference(
         Ok(lock) => lock,
         Err(e) => return Ok(no_evidence(id.clone(), "reference", vec![e, rerecord_hint(gate, &id)])),
     };
-    let scenario_sha = std::fs::read(&seed.scenario_path).map(|b| sha256_hex(&b)).unwrap_or_default();
+    let scenario_sha = scenario_sha256(&seed);
     let twin = images::twin_ref();
     let expected = lock::Expected {
         seed: &id,
@@ -376,7 +381,7 @@ async fn record_reference(
         return Ok(outcome);
     }
     let count = lock::fixture_files(fixtures).map_err(GateError::Record)?.len();
-    let scenario_sha = std::fs::read(&seed.scenario_path).map(|b| sha256_hex(&b)).unwrap_or_default();
+    let scenario_sha = scenario_sha256(&seed);
     // The lock keeps the model without where it was served from: a replay contacts nothing.
     let mut locked_model = model;
     if let Some(provider) = locked_model.provider.as_mut() {

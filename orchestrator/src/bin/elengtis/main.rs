@@ -637,14 +637,9 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         None => None,
         Some(path) => Some(load_model_config(path)?),
     };
-    let model_options = {
-        use elengtis::model::fixtures::FixtureMode;
-        let fixtures = match (&args.record_fixtures, &args.replay_fixtures) {
-            (Some(dir), _) => FixtureMode::Record(dir.clone()),
-            (None, Some(dir)) => FixtureMode::Replay(dir.clone()),
-            (None, None) => FixtureMode::Off,
-        };
-        elengtis::model::ModelOptions { fixtures, ..Default::default() }
+    let model_options = elengtis::model::ModelOptions {
+        fixtures: fixture_mode(args.record_fixtures.as_ref(), args.replay_fixtures.as_ref()),
+        ..Default::default()
     };
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
@@ -1071,18 +1066,23 @@ fn parse_usd(text: &str) -> Result<f64, String> {
 
 /// The live-model options of `run`.
 fn model_options(args: &RunArgs) -> Result<elengtis::model::ModelOptions, Error> {
-    use elengtis::model::fixtures::FixtureMode;
     use elengtis::model::pricing::PriceTable;
     let mut prices = PriceTable::builtin();
     if let Some(path) = &args.prices {
         prices.extend_from_file(path).map_err(|e| Error::Usage(e.to_string()))?;
     }
-    let fixtures = match (&args.record_fixtures, &args.replay_fixtures) {
+    let fixtures = fixture_mode(args.record_fixtures.as_ref(), args.replay_fixtures.as_ref());
+    Ok(elengtis::model::ModelOptions { budget_usd: args.budget_usd, prices, fixtures })
+}
+
+/// `--record-fixtures DIR` / `--replay-fixtures DIR` (clap makes them exclusive).
+fn fixture_mode(record: Option<&PathBuf>, replay: Option<&PathBuf>) -> elengtis::model::fixtures::FixtureMode {
+    use elengtis::model::fixtures::FixtureMode;
+    match (record, replay) {
         (Some(dir), _) => FixtureMode::Record(dir.clone()),
         (None, Some(dir)) => FixtureMode::Replay(dir.clone()),
         (None, None) => FixtureMode::Off,
-    };
-    Ok(elengtis::model::ModelOptions { budget_usd: args.budget_usd, prices, fixtures })
+    }
 }
 
 /// Whether stderr is an interactive terminal (progress displays are drawn only there).
