@@ -103,14 +103,6 @@ fn the_ci_recipe_runs_the_gate_in_the_tool_image_with_the_socket_mounted() {
     if !docker_or_skip("the_ci_recipe_runs_the_gate_in_the_tool_image_with_the_socket_mounted") {
         return;
     }
-    bundled_images();
-    let dir = scratch();
-    let file = copy_gate(dir.path());
-    // One finding is enough to show the recipe works (the full gate runs in the test above).
-    let text = std::fs::read_to_string(&file).expect("gate file");
-    let (head, findings) = text.split_once("findings:\n").expect("findings");
-    let first: Vec<&str> = findings.lines().take(2).collect();
-    std::fs::write(&file, format!("{head}findings:\n{}\n", first.join("\n"))).expect("one finding");
     let workflow = std::fs::read_to_string(workspace().join("docs/ci/elengtis-gate.yml")).expect("the workflow");
     let step = workflow.split("- name: Run the gate inside the tool image").nth(1).expect("the gate step");
     let script: String = step
@@ -124,6 +116,46 @@ fn the_ci_recipe_runs_the_gate_in_the_tool_image_with_the_socket_mounted() {
         .map(str::trim)
         .collect::<Vec<_>>()
         .join("\n");
+    run_recipe(&script, &[]);
+}
+
+/// The GitLab recipe of docs/ci/gitlab-ci.yml, its job's `script` run as written (after the
+/// toolchain build, which the test has done): `images build`, then the gate in the tool image
+/// with the checkout mounted read-only at the image's working directory and relative paths.
+#[test]
+fn the_gitlab_recipe_runs_the_gate_from_the_checkout_mounted_at_the_working_directory() {
+    if !docker_or_skip("the_gitlab_recipe_runs_the_gate_from_the_checkout_mounted_at_the_working_directory") {
+        return;
+    }
+    let text = std::fs::read_to_string(workspace().join("docs/ci/gitlab-ci.yml")).expect("the recipe");
+    let recipe = elengtis_core::format::yaml::parse(&text).expect("the recipe is YAML").to_json();
+    let job = &recipe["elengtis-gate"];
+    let lines: Vec<&str> = job["script"].as_array().expect("a script").iter().filter_map(|l| l.as_str()).collect();
+    assert!(lines.first().is_some_and(|l| l.starts_with("cargo build")), "{lines:?}");
+    let script = lines[1..].join("\n");
+    let variables: Vec<(String, String)> = job["variables"]
+        .as_object()
+        .expect("variables")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().expect("a string").to_owned()))
+        .collect();
+    run_recipe(&script, &variables);
+}
+
+/// Runs a recipe's shell lines in a scratch checkout (`scenarios/` with the gate trimmed to
+/// one finding: one is enough to show the recipe works; the full gate runs above), with this
+/// build's binary for `target/release/elengtis`, and checks the gate passed and left its SARIF.
+fn run_recipe(script: &str, env: &[(String, String)]) {
+    use std::os::unix::fs::PermissionsExt as _;
+    bundled_images();
+    let dir = scratch();
+    // The tool image runs as 65534; a CI checkout is world-readable.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("test setup");
+    let file = copy_gate(dir.path());
+    let text = std::fs::read_to_string(&file).expect("gate file");
+    let (head, findings) = text.split_once("findings:\n").expect("findings");
+    let first: Vec<&str> = findings.lines().take(2).collect();
+    std::fs::write(&file, format!("{head}findings:\n{}\n", first.join("\n"))).expect("one finding");
     assert!(script.contains("-v /var/run/docker.sock:/var/run/docker.sock"), "{script}");
     // This project's CI engine is one the engine gate refuses (docs/security.md).
     let script = script
@@ -135,6 +167,7 @@ fn the_ci_recipe_runs_the_gate_in_the_tool_image_with_the_socket_mounted() {
         .arg("-c")
         .arg(&script)
         .current_dir(dir.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env_remove("OPENROUTER_API_KEY")
         .output()
         .expect("bash");

@@ -42,21 +42,83 @@ fn run_in_tool_image(campaign: &str, env: &[&str]) -> tempfile::TempDir {
     bundled_images();
     let dir = scratch();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("test setup");
-    let version = env!("CARGO_PKG_VERSION");
     write(dir.path(), "campaign.yaml", campaign);
     write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+    // Relative paths: the image's working directory is /work.
+    let (code, logs) =
+        tool_container(&["run", "--config", "campaign.yaml", "--out", "out"], env, true, Some(dir.path()));
+    assert_eq!(code, Some(0), "the tool container failed:\n{logs}");
+    let rows = rows(&dir.path().join("out/runs.jsonl"));
+    assert_eq!(rows.len(), 2, "{logs}");
+    assert!(rows.iter().all(|r| r["evidence_status"] == "complete" && r["proposed"] == true), "{rows:?}");
+    assert!(logs.contains("proposed: 2/2"), "{logs}");
+    dir
+}
+
+/// Without the socket's group the tool says who it runs as, who owns the socket, and the
+/// `--group-add` that fixes it (instead of a bare "permission denied").
+#[test]
+fn the_tool_image_without_the_socket_group_names_the_fix() {
+    if !docker_or_skip("the_tool_image_without_the_socket_group_names_the_fix") {
+        return;
+    }
+    bundled_images();
     let socket_gid = std::fs::metadata("/var/run/docker.sock").expect("test setup").gid();
+    let (code, logs) = tool_container(&["images", "build"], &[], false, None);
+    assert_ne!(code, Some(0), "{logs}");
+    assert!(logs.contains("permission denied on the socket /var/run/docker.sock"), "{logs}");
+    assert!(logs.contains("runs as uid 65534 gid 65534"), "{logs}");
+    assert!(logs.contains(&format!("--group-add {socket_gid}")), "{logs}");
+}
+
+/// `images build` inside the tool image (no source tree there) imports the bundled images
+/// from the static executables the image carries; they are the very executables the host
+/// imported, so every image is found unchanged.
+#[test]
+fn images_build_inside_the_tool_image_uses_its_bundled_executables() {
+    if !docker_or_skip("images_build_inside_the_tool_image_uses_its_bundled_executables") {
+        return;
+    }
+    bundled_images();
+    let (code, logs) = tool_container(&["images", "build", "--json"], &[], true, None);
+    assert_eq!(code, Some(0), "{logs}");
+    assert!(logs.contains("importing the bundled images from the static executables in /"), "{logs}");
+    let json_line = logs.lines().find(|l| l.contains("\"images\"")).expect("the JSON line");
+    let json: serde_json::Value = serde_json::from_str(&json_line[json_line.find('{').expect("JSON")..]).expect("JSON");
+    let images = json["images"].as_array().expect("images");
+    assert_eq!(images.len(), 6, "{json}");
+    for image in images {
+        let reference = image["reference"].as_str().expect("reference");
+        let (status, inspected) = docker_api("GET", &format!("/images/{reference}/json"), None);
+        assert_eq!(status, 200, "{inspected}");
+        let host: serde_json::Value = serde_json::from_str(&inspected).expect("JSON");
+        assert_eq!(image["id"], host["Id"], "{reference}");
+        assert_eq!(image["unchanged"], true, "{image}");
+    }
+}
+
+/// Runs the tool image hardened as the CI recipes do, with the Docker socket mounted (and its
+/// group added when `group_add`), `work` bound at /work; returns the exit code and the logs.
+fn tool_container(
+    cmd: &[&str],
+    env: &[&str],
+    group_add: bool,
+    work: Option<&std::path::Path>,
+) -> (Option<i64>, String) {
+    let version = env!("CARGO_PKG_VERSION");
+    let socket_gid = std::fs::metadata("/var/run/docker.sock").expect("test setup").gid();
+    let mut binds = vec!["/var/run/docker.sock:/var/run/docker.sock".to_owned()];
+    binds.extend(work.map(|dir| format!("{}:/work", dir.display())));
     let body = json!({
         "Image": format!("elengtis/elengtis:{version}"),
         "User": "65534:65534",
-        "Cmd": ["run", "--config", "/work/campaign.yaml", "--out", "/work/out"],
+        "Cmd": cmd,
         // This project's CI engine is one the engine gate refuses (docs/security.md).
         "Env": env.iter().copied().chain(["ELENGTIS_ALLOW_VULNERABLE_ENGINE=1"]).collect::<Vec<_>>(),
-        "WorkingDir": "/work",
         "Labels": {"org.elengtis.test": "mounted-socket"},
         "HostConfig": {
-            "Binds": ["/var/run/docker.sock:/var/run/docker.sock", format!("{}:/work", dir.path().display())],
-            "GroupAdd": [socket_gid.to_string()],
+            "Binds": binds,
+            "GroupAdd": if group_add { vec![socket_gid.to_string()] } else { Vec::new() },
             "ReadonlyRootfs": true,
             "Tmpfs": {"/tmp": "rw,nosuid,nodev,size=64m"},
             "CapDrop": ["ALL"],
@@ -76,10 +138,5 @@ fn run_in_tool_image(campaign: &str, env: &[&str]) -> tempfile::TempDir {
     assert_eq!(status, 204, "{started}");
     let code = serde_json::from_str::<serde_json::Value>(&waited).expect("test setup")["StatusCode"].as_i64();
     let logs = String::from_utf8_lossy(logs.as_bytes()).replace(|c: char| c.is_control() && c != '\n', "");
-    assert_eq!(code, Some(0), "the tool container failed:\n{logs}");
-    let rows = rows(&dir.path().join("out/runs.jsonl"));
-    assert_eq!(rows.len(), 2, "{logs}");
-    assert!(rows.iter().all(|r| r["evidence_status"] == "complete" && r["proposed"] == true), "{rows:?}");
-    assert!(logs.contains("proposed: 2/2"), "{logs}");
-    dir
+    (code, logs)
 }

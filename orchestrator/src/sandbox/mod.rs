@@ -40,6 +40,14 @@ pub enum SandboxError {
         /// The cause.
         detail: String,
     },
+    /// The engine's socket exists but this process may not open it.
+    #[error("failed to connect to the Docker engine: permission denied on the socket {path}: {detail}")]
+    SocketDenied {
+        /// The socket.
+        path: String,
+        /// Who we are, who owns the socket, and what to do.
+        detail: String,
+    },
     /// A call did not answer in time.
     #[error("failed to {what}: the Docker engine did not answer within {} s", .limit.as_secs_f32())]
     Timeout {
@@ -82,7 +90,7 @@ impl SandboxError {
     /// A short classification for evidence.
     pub fn kind(&self) -> &'static str {
         match self {
-            SandboxError::Connect { .. } => "engine_unreachable",
+            SandboxError::Connect { .. } | SandboxError::SocketDenied { .. } => "engine_unreachable",
             SandboxError::Timeout { .. } => "timeout",
             SandboxError::Docker { .. } => "engine",
             SandboxError::ImageMissing { .. } => "image_missing",

@@ -173,8 +173,10 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum ImagesCommand {
-    /// Build the bundled images (the fixture, the elengtis tool) from static binaries of this
-    /// source tree and import them through the Docker API.
+    /// Build the bundled images (the reference targets, the elengtis tool) from static
+    /// binaries of this source tree and import them through the Docker API. Inside the tool
+    /// image, where there is no source tree, they are imported from the static executables
+    /// the image carries.
     Build {
         /// The elengtis source tree (default: the one this binary was built from).
         #[arg(long)]
@@ -873,18 +875,28 @@ async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Error> {
     let engine = docker::api::connect().await?;
     // An engine accepted despite findings is reported by the run that follows.
     docker::engine_gate::check(&engine, allow_vulnerable_engine).await?;
-    let Some(source) = default_source() else {
-        // Without the source tree the images must already exist; the run says which one is missing.
+    let Some(from) = binary_source(None) else {
+        // Without a source tree or prebuilt executables the images must already exist; the
+        // run says which one is missing.
         return Ok(());
     };
-    docker::images::ensure_bundled(&engine, &source).await?;
+    docker::images::ensure_bundled(&engine, &from).await?;
     Ok(())
 }
 
-/// The source tree this binary was built from, if it is still there.
-fn default_source() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
-    dir.join("Cargo.toml").is_file().then_some(dir)
+/// Where the bundled images come from: `--source`, else the source tree this binary was
+/// built from (if it is still there), else the static executables beside this one (the tool
+/// image's layout).
+fn binary_source(source: Option<PathBuf>) -> Option<docker::images::BinarySource> {
+    use docker::images::BinarySource;
+    let built_from = || {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+        dir.join("Cargo.toml").is_file().then_some(dir)
+    };
+    source
+        .or_else(built_from)
+        .map(BinarySource::Build)
+        .or_else(|| docker::images::prebuilt_dir().map(BinarySource::Prebuilt))
 }
 
 async fn images(command: ImagesCommand) -> Result<i32, Error> {
@@ -892,21 +904,23 @@ async fn images(command: ImagesCommand) -> Result<i32, Error> {
     let engine = docker::api::connect().await?;
     match command {
         ImagesCommand::Build { source, json } => {
-            let Some(source) = source.or_else(default_source) else {
+            let Some(from) = binary_source(source) else {
                 return Err(Error::Usage(
-                    "the source tree this binary was built from is gone; pass --source DIR (an elengtis checkout)"
+                    "failed to find what to build the images from: the source tree this binary was built from is gone and no static `elengtis-*` executables are beside it; pass --source DIR (an elengtis checkout)"
                         .into(),
                 ));
             };
-            let dir = tokio::task::spawn_blocking(move || images::static_build(&source))
-                .await
-                .map_err(|e| Error::Unavailable(format!("failed to run the static build: {e}")))??;
+            if let images::BinarySource::Prebuilt(dir) = &from {
+                eprintln!("importing the bundled images from the static executables in {}", dir.display());
+            }
+            let dir = from.binaries().await?;
             let built = images::build_bundled(&engine, &dir).await?;
             if json {
                 println!("{}", json!({"images": built}));
             } else {
                 for image in &built {
-                    println!("{} {} ({:.1} MB)", image.reference, image.id, image.size as f64 / 1e6);
+                    let unchanged = if image.unchanged { ", unchanged" } else { "" };
+                    println!("{} {} ({:.1} MB{unchanged})", image.reference, image.id, image.size as f64 / 1e6);
                 }
             }
             Ok(exit_codes::SUCCESS)

@@ -86,7 +86,9 @@ pub async fn connect() -> Result<DockerEngine, SandboxError> {
         },
         other => other,
     };
-    call("ping the engine", Duration::from_secs(10), docker.ping()).await.map_err(connect_err)?;
+    if let Err(e) = call("ping the engine", Duration::from_secs(10), docker.ping()).await {
+        return Err(socket_denied(&endpoint).unwrap_or_else(|| connect_err(e)));
+    }
     let version = call("read the engine version", CALL_DEADLINE, docker.version()).await?;
     let info = call("read the engine info", CALL_DEADLINE, docker.info()).await?;
     let info = serde_json::to_value(&info).unwrap_or(Value::Null);
@@ -113,6 +115,46 @@ pub async fn connect() -> Result<DockerEngine, SandboxError> {
             .unwrap_or_default(),
     };
     Ok(DockerEngine { docker, facts })
+}
+
+/// When `endpoint` is a Unix socket this process is not allowed to open, the error that says
+/// who we are, who owns the socket, and how to get access (the tool image runs as 65534 and
+/// needs the socket's group added).
+fn socket_denied(endpoint: &str) -> Option<SandboxError> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let path = endpoint.strip_prefix("unix://").unwrap_or(endpoint);
+    if !path.starts_with('/') {
+        return None;
+    }
+    match std::os::unix::net::UnixStream::connect(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
+        _ => return None,
+    }
+    let socket = std::fs::metadata(path).ok();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|rest| rest.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let first = |name: &str| field(name).into_iter().next().unwrap_or_else(|| "?".into());
+    let (uid, gid, groups) = (first("Uid:"), first("Gid:"), field("Groups:"));
+    let groups = if groups.is_empty() { "none".to_owned() } else { groups.join(" ") };
+    let detail = match socket {
+        Some(meta) => format!(
+            "this process runs as uid {uid} gid {gid} (supplementary groups: {groups}); the socket is owned by uid {} gid {} with mode {:04o}. Add the socket's group to this process (for the tool image: `docker run --group-add {}` or `--group-add \"$(stat -c %g {path})\"`), or run it as a member of that group",
+            meta.uid(),
+            meta.gid(),
+            meta.permissions().mode() & 0o7777,
+            meta.gid(),
+        ),
+        None => format!(
+            "this process runs as uid {uid} gid {gid} (supplementary groups: {groups}) and cannot read the socket's owner; give it access to the socket's group"
+        ),
+    };
+    Some(SandboxError::SocketDenied { path: path.to_owned(), detail })
 }
 
 /// An image resolved to its immutable id.

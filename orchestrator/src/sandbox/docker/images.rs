@@ -55,6 +55,10 @@ pub const TAG: &str = env!("CARGO_PKG_VERSION");
 pub const LABEL_IMAGE: &str = "org.elengtis.image";
 /// Label carrying the elengtis version that built the image.
 pub const LABEL_VERSION: &str = "org.elengtis.version";
+/// Label on bundled images: the SHA-256 of the root filesystem tar and the change list, so a
+/// rebuild of identical content keeps the existing image (and containers already resolved to
+/// its id) instead of importing a copy.
+pub const LABEL_CONTENT: &str = "org.elengtis.content-sha256";
 /// The unprivileged user and group every image runs as unless told otherwise (`nobody`).
 pub const IMAGE_USER: &str = "65534:65534";
 /// The fixture executable's name, in `target/` and in the image.
@@ -77,6 +81,9 @@ pub const TWIN_BIN: &str = "elengtis-twin";
 pub const TWIN_REPO: &str = "elengtis/twin";
 /// The tool executable's name, in `target/` and in the image.
 pub const TOOL_BIN: &str = "elengtis";
+/// The tool image's working directory (empty, owned by the image user; CI mounts the checkout
+/// there).
+pub const TOOL_WORKDIR: &str = "/work";
 /// Target triple of the static build. It must be explicit, because with `crt-static` and no
 /// `--target`, cargo also applies the flag to proc-macros, which then fail to build.
 pub const IMAGE_TARGET: &str = "x86_64-unknown-linux-gnu";
@@ -167,6 +174,8 @@ pub struct BuiltImage {
     pub id: String,
     /// Size in bytes as the engine reports it.
     pub size: i64,
+    /// The engine already held this exact image (same content), so nothing was imported.
+    pub unchanged: bool,
 }
 
 /// What goes into one bundled image.
@@ -175,18 +184,29 @@ struct Bundled {
     repo: &'static str,
     binaries: &'static [&'static str],
     entrypoint: &'static str,
+    /// The image's working directory (`WORKDIR`), if it has one.
+    workdir: Option<&'static str>,
 }
 
 const BUNDLED: [Bundled; 6] = [
-    Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN },
-    Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN },
-    Bundled { name: "notes", repo: NOTES_REPO, binaries: &[NOTES_BIN], entrypoint: NOTES_BIN },
+    Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN, workdir: None },
+    Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN, workdir: None },
+    Bundled { name: "notes", repo: NOTES_REPO, binaries: &[NOTES_BIN], entrypoint: NOTES_BIN, workdir: None },
     // The mail database goes to `/data` (`--mail-db`, a volume in the sandbox).
-    Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN },
+    Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN, workdir: None },
     // Used only by the Docker tests (egress battery, resource abuse).
-    Bundled { name: "hostile", repo: HOSTILE_REPO, binaries: &[HOSTILE_BIN], entrypoint: HOSTILE_BIN },
-    // The fixture sits beside the tool, where `elengtis example` looks for bare `elengtis-*`.
-    Bundled { name: "elengtis", repo: TOOL_REPO, binaries: &[TOOL_BIN, FIXTURE_BIN], entrypoint: TOOL_BIN },
+    Bundled { name: "hostile", repo: HOSTILE_REPO, binaries: &[HOSTILE_BIN], entrypoint: HOSTILE_BIN, workdir: None },
+    // The tool carries every bundled executable: `elengtis example` finds bare `elengtis-*`
+    // beside itself, and `images build` inside the image imports the other images from them
+    // (there is no source tree in the image). It starts in `/work`, where CI mounts the
+    // checkout, so relative paths in commands and campaign files resolve.
+    Bundled {
+        name: "elengtis",
+        repo: TOOL_REPO,
+        binaries: &[TOOL_BIN, FIXTURE_BIN, SINK_BIN, NOTES_BIN, TWIN_BIN, HOSTILE_BIN],
+        entrypoint: TOOL_BIN,
+        workdir: Some(TOOL_WORKDIR),
+    },
 ];
 
 /// `elengtis/fixture:<version>`.
@@ -346,7 +366,7 @@ fn is_static_executable(path: &Path) -> Result<bool, ImageError> {
 }
 
 /// An in-memory root filesystem tar: each `(name in image, host file)` as `/<name>` (0755,
-/// uid/gid 0), plus `tmp/` (01777, root) and `data/` (0755, 65534:65534). Every mtime is 0,
+/// uid/gid 0), plus `tmp/` (01777, root), `data/` and `work/` (0755, 65534:65534). Every mtime is 0,
 /// so the same inputs always give the same bytes. Names must be plain file names (no `/`).
 pub fn rootfs_tar(files: &[(&str, &Path)]) -> Result<Vec<u8>, ImageError> {
     let mut seen = BTreeSet::new();
@@ -361,7 +381,7 @@ pub fn rootfs_tar(files: &[(&str, &Path)]) -> Result<Vec<u8>, ImageError> {
                 "`{name}` is not a plain file name; binaries go at the image root"
             )));
         }
-        if *name == "tmp" || *name == "data" {
+        if matches!(*name, "tmp" | "data" | "work") {
             return Err(ImageError::Rootfs(format!("`{name}` is reserved for the image's directory")));
         }
         if !seen.insert(*name) {
@@ -372,6 +392,7 @@ pub fn rootfs_tar(files: &[(&str, &Path)]) -> Result<Vec<u8>, ImageError> {
     let tar_error = |e: io::Error| ImageError::Rootfs(format!("could not write the tar: {e}"));
     append_dir(&mut builder, "tmp/", 0o1777, 0).map_err(tar_error)?;
     append_dir(&mut builder, "data/", 0o755, 65534).map_err(tar_error)?;
+    append_dir(&mut builder, "work/", 0o755, 65534).map_err(tar_error)?;
     for (name, host) in files {
         let io_error =
             |source| ImageError::Io { what: "read the file for the image", path: host.to_path_buf(), source };
@@ -416,11 +437,21 @@ pub fn image_changes(
     user: &str,
     entrypoint: Option<&[String]>,
     cmd: Option<&[String]>,
+    workdir: Option<&str>,
     labels: &[(String, String)],
 ) -> Result<Vec<String>, ImageError> {
     let config_error = |detail: String| ImageError::Config { reference: reference.to_owned(), detail };
     check_user(user).map_err(config_error)?;
     let mut changes = Vec::new();
+    if let Some(dir) = workdir {
+        check_value(dir).map_err(|why| config_error(format!("WORKDIR {dir:?} {why}")))?;
+        if !dir.starts_with('/') || dir.contains(['$', '\\', '"']) || dir.chars().any(char::is_whitespace) {
+            return Err(config_error(format!(
+                "WORKDIR {dir:?} must be an absolute path without spaces, quotes, `$` or `\\`"
+            )));
+        }
+        changes.push(format!("WORKDIR {dir}"));
+    }
     for (instruction, argv) in [("ENTRYPOINT", entrypoint), ("CMD", cmd)] {
         let Some(argv) = argv else { continue };
         if argv.is_empty() {
@@ -633,7 +664,8 @@ pub async fn import_rootfs_file(
     deadline: Duration,
 ) -> Result<String, ImageError> {
     let docker = &engine.docker;
-    let changes = image_changes(reference, user.unwrap_or(IMAGE_USER), entrypoint.as_deref(), cmd.as_deref(), labels)?;
+    let changes =
+        image_changes(reference, user.unwrap_or(IMAGE_USER), entrypoint.as_deref(), cmd.as_deref(), None, labels)?;
     let io_error = |source| ImageError::Io { what: "open the rootfs tarball", path: tar_path.to_path_buf(), source };
     let file = tokio::fs::File::open(tar_path).await.map_err(io_error)?;
     if !file.metadata().await.map_err(io_error)?.is_file() {
@@ -673,8 +705,9 @@ fn describe(e: &bollard::errors::Error) -> String {
     }
 }
 
-/// Import both bundled images from the static executables in `binaries_dir` (as returned by
-/// [`static_build`]), tagged with this version. The tags move to the new images.
+/// Import the bundled images from the static executables in `binaries_dir` (as returned by
+/// [`static_build`], or [`prebuilt_dir`]), tagged with this version. The tags move to the new
+/// images; an image whose content (root filesystem and configuration) is unchanged is kept.
 pub async fn build_bundled(engine: &DockerEngine, binaries_dir: &Path) -> Result<Vec<BuiltImage>, ImageError> {
     let docker = &engine.docker;
     let mut built = Vec::with_capacity(BUNDLED.len());
@@ -692,43 +725,105 @@ pub async fn build_bundled(engine: &DockerEngine, binaries_dir: &Path) -> Result
         let files: Vec<(&str, &Path)> = paths.iter().map(|(name, path)| (*name, path.as_path())).collect();
         let tar = rootfs_tar(&files)?;
         let entrypoint = [format!("/{}", image.entrypoint)];
-        let labels = [(LABEL_IMAGE.to_owned(), image.name.to_owned()), (LABEL_VERSION.to_owned(), TAG.to_owned())];
-        let changes = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, &labels)?;
+        let mut labels =
+            vec![(LABEL_IMAGE.to_owned(), image.name.to_owned()), (LABEL_VERSION.to_owned(), TAG.to_owned())];
+        let unlabelled = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, &labels)?;
+        let content = content_digest(&tar, &unlabelled);
+        if let Some(existing) = inspect(docker, &reference).await?
+            && let Some(id) = existing.id.clone()
+            && label(&existing, LABEL_CONTENT) == Some(content.as_str())
+        {
+            built.push(BuiltImage {
+                name: image.name,
+                reference,
+                id,
+                size: existing.size.unwrap_or_default(),
+                unchanged: true,
+            });
+            continue;
+        }
+        labels.push((LABEL_CONTENT.to_owned(), content));
+        let changes = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, &labels)?;
         let id = import(docker, tar, &reference, &changes, IMPORT_DEADLINE).await?;
         let size = inspect(docker, &id).await?.and_then(|i| i.size).unwrap_or_default();
-        built.push(BuiltImage { name: image.name, reference, id, size });
+        built.push(BuiltImage { name: image.name, reference, id, size, unchanged: false });
     }
     Ok(built)
 }
 
-/// The bundled images of this version: the existing ones when both are present (and carry
-/// our label), otherwise freshly built from `source` ([`static_build`]) and imported
-/// ([`build_bundled`]). Never pulls.
+/// The directory of this executable when it holds every bundled executable, each static:
+/// the layout of the tool image (`/elengtis`, `/elengtis-fixture`, …), where there is no
+/// source tree to build from. `None` anywhere else.
+pub fn prebuilt_dir() -> Option<PathBuf> {
+    let dir = std::env::current_exe().ok()?.parent()?.to_path_buf();
+    PACKAGES.iter().all(|(_, binary)| is_static_executable(&dir.join(binary)).unwrap_or(false)).then_some(dir)
+}
+
+/// Where `images build` takes the bundled executables from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BinarySource {
+    /// A static build of this elengtis checkout ([`static_build`]).
+    Build(PathBuf),
+    /// Static executables already built, as in the tool image ([`prebuilt_dir`]).
+    Prebuilt(PathBuf),
+}
+
+impl BinarySource {
+    /// The directory holding the static executables, building them first when needed.
+    pub async fn binaries(&self) -> Result<PathBuf, ImageError> {
+        match self {
+            Self::Prebuilt(dir) => Ok(dir.clone()),
+            Self::Build(source) => {
+                let source = source.clone();
+                tokio::task::spawn_blocking(move || static_build(&source))
+                    .await
+                    .map_err(|e| ImageError::Build(format!("the build task failed: {e}")))?
+            }
+        }
+    }
+}
+
+/// SHA-256 (hex) over the root filesystem tar and the change list that configure an image.
+fn content_digest(tar: &[u8], changes: &[String]) -> String {
+    use sha2::{Digest as _, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(tar);
+    for change in changes {
+        hasher.update([0]);
+        hasher.update(change.as_bytes());
+    }
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn label<'a>(image: &'a ImageInspect, key: &str) -> Option<&'a str> {
+    image.config.as_ref()?.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+/// The bundled images of this version: the existing ones when all are present (and carry
+/// our label), otherwise imported from `from` ([`build_bundled`]). Never pulls.
 ///
 /// Existing images are trusted by tag: after changing the code without changing the
-/// version, call [`build_bundled`] (after [`static_build`]) to refresh them.
-pub async fn ensure_bundled(engine: &DockerEngine, source: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+/// version, call [`build_bundled`] to refresh them.
+pub async fn ensure_bundled(engine: &DockerEngine, from: &BinarySource) -> Result<Vec<BuiltImage>, ImageError> {
     let docker = &engine.docker;
     let mut present = Vec::with_capacity(BUNDLED.len());
     for image in &BUNDLED {
         let reference = format!("{}:{TAG}", image.repo);
         let Some(found) = inspect(docker, &reference).await? else { break };
-        let ours = found
-            .config
-            .as_ref()
-            .and_then(|c| c.labels.as_ref())
-            .and_then(|l| l.get(LABEL_IMAGE))
-            .is_some_and(|v| v == image.name);
+        let ours = label(&found, LABEL_IMAGE) == Some(image.name);
         let (Some(id), true) = (found.id, ours) else { break };
-        present.push(BuiltImage { name: image.name, reference, id, size: found.size.unwrap_or_default() });
+        present.push(BuiltImage {
+            name: image.name,
+            reference,
+            id,
+            size: found.size.unwrap_or_default(),
+            unchanged: true,
+        });
     }
     if present.len() == BUNDLED.len() {
         return Ok(present);
     }
-    let source = source.to_path_buf();
-    let dir = tokio::task::spawn_blocking(move || static_build(&source))
-        .await
-        .map_err(|e| ImageError::Build(format!("the build task failed: {e}")))??;
+    let dir = from.binaries().await?;
     build_bundled(engine, &dir).await
 }
 
@@ -772,6 +867,7 @@ mod tests {
             vec![
                 ("tmp/".to_owned(), Directory, 0o1777, 0, 0, 0, vec![]),
                 ("data/".to_owned(), Directory, 0o755, 65534, 65534, 0, vec![]),
+                ("work/".to_owned(), Directory, 0o755, 65534, 65534, 0, vec![]),
                 ("elengtis".to_owned(), Regular, 0o755, 0, 0, 0, b"#!binary a".to_vec()),
                 ("elengtis-fixture".to_owned(), Regular, 0o755, 0, 0, 0, b"binary b, longer".to_vec()),
             ]
@@ -815,7 +911,7 @@ mod tests {
             ("org.elengtis.image".to_owned(), "custom".to_owned()),
             ("note".to_owned(), r#"a "quoted" $VAR \ value = ok"#.to_owned()),
         ];
-        let changes = image_changes("x/y:1", "65534:65534", Some(&entrypoint), Some(&cmd), &labels).unwrap();
+        let changes = image_changes("x/y:1", "65534:65534", Some(&entrypoint), Some(&cmd), None, &labels).unwrap();
         assert_eq!(
             changes,
             vec![
@@ -826,20 +922,27 @@ mod tests {
                 r#"LABEL "note"="a \"quoted\" \$VAR \\ value = ok""#.to_owned(),
             ]
         );
-        assert_eq!(image_changes("x/y:1", "1000", None, None, &[]).unwrap(), vec!["USER 1000".to_owned()]);
+        assert_eq!(image_changes("x/y:1", "1000", None, None, None, &[]).unwrap(), vec!["USER 1000".to_owned()]);
+        assert_eq!(
+            image_changes("x/y:1", "1000", None, None, Some("/work"), &[]).unwrap(),
+            vec!["WORKDIR /work".to_owned(), "USER 1000".to_owned()]
+        );
+        for bad in ["work", "/a b", "/$HOME", "/a\nUSER 0"] {
+            assert!(image_changes("x/y:1", "1000", None, None, Some(bad), &[]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
     fn changes_refuse_newlines_and_empty_lists() {
         let injected = ["/server\nUSER 0".to_owned()];
-        let error = image_changes("x/y:1", IMAGE_USER, Some(&injected), None, &[]).unwrap_err();
+        let error = image_changes("x/y:1", IMAGE_USER, Some(&injected), None, None, &[]).unwrap_err();
         assert!(error.to_string().starts_with("failed to configure image `x/y:1`: ENTRYPOINT argument"), "{error}");
-        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&["a\rb".to_owned()]), &[]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, &[("k\n".into(), "v".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, &[("k".into(), "v\nUSER 0".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, &[(String::new(), "v".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, Some(&[]), None, &[]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&[]), &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&["a\rb".to_owned()]), None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[("k\n".into(), "v".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[("k".into(), "v\nUSER 0".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[(String::new(), "v".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, Some(&[]), None, None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&[]), None, &[]).is_err());
     }
 
     #[test]
@@ -856,7 +959,7 @@ mod tests {
         for user in ["65534:65534", "65534", "1000", "10", "nobody", "nobody:nogroup", "app-user", "100:1000"] {
             assert!(check_user(user).is_ok(), "{user:?}");
         }
-        let error = image_changes("x/y:1", "root", None, None, &[]).unwrap_err();
+        let error = image_changes("x/y:1", "root", None, None, None, &[]).unwrap_err();
         assert!(error.to_string().contains("must run unprivileged"), "{error}");
     }
 
