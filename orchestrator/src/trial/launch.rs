@@ -222,13 +222,9 @@ async fn open_local(ctx: &OpenContext<'_>, transport: &Transport, values: &Value
             };
             let sandbox = match (&stdio.sandbox, ctx.trial_dir) {
                 (None, _) => None,
-                (Some(sandbox), Some(dir)) => {
-                    let scratch = dir.join("scratch");
-                    if let Err(e) = std::fs::create_dir_all(&scratch) {
-                        return Opened::failed(format!("failed to create the sandbox scratch directory: {e}"), json!({}));
-                    }
-                    Some(mcp::Confinement::resolve(sandbox, ctx.campaign_dir, scratch))
-                }
+                // The trial directory (fresh per trial; the collector lives there) is the
+                // target's scratch directory.
+                (Some(sandbox), Some(dir)) => Some(mcp::Confinement::resolve(sandbox, ctx.campaign_dir, dir.to_owned())),
                 (Some(_), None) => {
                     return Opened::failed("a sandboxed stdio target needs a trial directory".into(), json!({}));
                 }

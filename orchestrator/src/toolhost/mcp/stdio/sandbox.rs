@@ -133,7 +133,7 @@ fn new_network_namespace() -> Result<(), String> {
 #[cfg(target_os = "linux")]
 fn landlock_rules(c: &Confinement) -> Result<(), String> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        ABI, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
         RulesetStatus, Scope, path_beneath_rules,
     };
     let missing = |e: landlock::RulesetError| format!("failed to apply Landlock (kernel feature Landlock, ABI 3 or later needed): {e}");
@@ -161,8 +161,8 @@ fn landlock_rules(c: &Confinement) -> Result<(), String> {
     }
     let created = ruleset.create().map_err(missing)?;
     let status = created
-        .add_rules(path_beneath_rules(&writable, AccessFs::from_all(ABI::V6)))
-        .and_then(|r| r.add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(ABI::V6))))
+        .add_rules(path_beneath_rules(&writable, AccessFs::from_write(ABI::V6)))
+        .and_then(|r| r.add_rules(path_beneath_rules(DEVICES, AccessFs::from_write(ABI::V6))))
         .map_err(|e| format!("failed to add a Landlock rule: {e}"))?
         .restrict_self()
         .map_err(missing)?;
