@@ -63,10 +63,7 @@ fn a_sigkilled_runner_takes_its_stdio_target_and_the_targets_children_along() {
             .spawn()
             .expect("start the runner"),
     );
-    assert!(
-        wait_until(Duration::from_secs(20), || pids.join("server.pid").exists()),
-        "the target never started"
-    );
+    assert!(wait_until(Duration::from_secs(20), || pids.join("server.pid").exists()), "the target never started");
     let server = read_pid(&pids.join("server.pid"));
     let child = read_pid(&pids.join("child.pid"));
     let escaped = read_pid(&pids.join("escaped.pid"));
@@ -92,8 +89,7 @@ fn a_sigkilled_runner_takes_its_stdio_target_and_the_targets_children_along() {
 /// A process group the test starts (`sleep 300`, its own group) recorded as a leftover of a
 /// killed guard in `out/stdio-live/`.
 fn recorded_leftover(out: &Path) -> std::process::Child {
-    let sleeper =
-        std::process::Command::new("sleep").arg("300").process_group(0).spawn().expect("start sleep");
+    let sleeper = std::process::Command::new("sleep").arg("300").process_group(0).spawn().expect("start sleep");
     let pid = i32::try_from(sleeper.id()).expect("pid");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
     let start: u64 = stat[stat.rfind(')').expect(")") + 1..]
@@ -103,7 +99,8 @@ fn recorded_leftover(out: &Path) -> std::process::Child {
         .parse()
         .expect("a number");
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
-    let record = json!({"boot": boot.trim(), "guard": null, "target": {"pid": pid, "start": start}, "program": "sleep"});
+    let record =
+        json!({"boot": boot.trim(), "guard": null, "target": {"pid": pid, "start": start}, "program": "sleep"});
     let live = out.join("stdio-live");
     std::fs::create_dir_all(&live).expect("mkdir");
     std::fs::write(live.join("guard-4194304.json"), record.to_string()).expect("write record");
@@ -198,7 +195,8 @@ fn the_light_sandbox_stops_the_hostile_servers_escapes_that_succeed_without_it()
     assert_eq!(outcome(&control, "write", "path", s(&outside)), "created", "{control:#}");
     std::fs::remove_file(&outside).expect("the control wrote outside");
 
-    let sandbox = "      sandbox: {network: none, writable: [w], memory_mb: 1024, max_open_files: 256, cpu_seconds: 30}\n";
+    let sandbox =
+        "      sandbox: {network: none, writable: [w], memory_mb: 1024, max_open_files: 256, cpu_seconds: 30}\n";
     let confined = escape_report(dir.path(), &spec, sandbox);
     for target in [loopback.as_str(), "169.254.169.254:80"] {
         assert_ne!(outcome(&confined, "tcp", "target", target), "connected", "{confined:#}");
@@ -218,19 +216,11 @@ fn the_light_sandbox_stops_the_hostile_servers_escapes_that_succeed_without_it()
 #[test]
 fn a_sandbox_that_cannot_be_applied_fails_the_target_instead_of_running_it_unconfined() {
     let dir = scratch();
-    let config = campaign_with(
-        dir.path(),
-        "elengtis-hostile",
-        "[]",
-        "      sandbox: {writable: [does-not-exist]}\n",
-    );
+    let config = campaign_with(dir.path(), "elengtis-hostile", "[]", "      sandbox: {writable: [does-not-exist]}\n");
     let output = elengtis(dir.path(), &["preflight", s(&config)]);
     assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
     let text = stdout(&output);
-    assert!(
-        text.contains("failed to confine stdio target `local-demo`") && text.contains("does-not-exist"),
-        "{text}"
-    );
+    assert!(text.contains("failed to confine stdio target `local-demo`") && text.contains("does-not-exist"), "{text}");
 }
 
 #[test]

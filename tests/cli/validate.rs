@@ -458,10 +458,7 @@ fn unknown_field_in_the_stdio_sandbox() {
 #[test]
 fn stdio_sandbox_values_are_checked() {
     Case::new()
-        .c(
-            "      command: elengtis-fixture\n",
-            "      command: elengtis-fixture\n      sandbox: {network: offline}\n",
-        )
+        .c("      command: elengtis-fixture\n", "      command: elengtis-fixture\n      sandbox: {network: offline}\n")
         .rejected()
         .error("campaign.yaml:10:26", "targets[0].transport.sandbox.network", "unknown variant `offline`");
     Case::new()

@@ -210,10 +210,8 @@ pub fn escape_probe(spec: &EscapeSpec) -> Value {
 /// session; their pids and this process's written into DIR.
 pub fn spawn_children(dir: &Path) -> std::io::Result<()> {
     let child = std::process::Command::new("sleep").arg("300").stdin(std::process::Stdio::null()).spawn()?;
-    let escaped = std::process::Command::new("setsid")
-        .args(["sleep", "300"])
-        .stdin(std::process::Stdio::null())
-        .spawn()?;
+    let escaped =
+        std::process::Command::new("setsid").args(["sleep", "300"]).stdin(std::process::Stdio::null()).spawn()?;
     std::fs::write(dir.join("child.pid"), child.id().to_string())?;
     std::fs::write(dir.join("escaped.pid"), escaped.id().to_string())?;
     std::fs::write(dir.join("server.pid"), std::process::id().to_string())?;

@@ -1003,16 +1003,16 @@ fn gc_stdio(out: &Path, json: bool) -> Result<i32, Error> {
         Vec::new()
     } else {
         match elengtis::results::store::DirLock::acquire(out) {
-        Ok(_lock) => elengtis::toolhost::mcp::reap_stdio_leftovers(out),
-        Err(e) => {
-            let message = format!("kept the stdio targets of {}: {e}", out.display());
-            if json {
-                println!("{}", json!({"stdio": [], "kept": [message]}));
-            } else {
-                println!("{message}");
+            Ok(_lock) => elengtis::toolhost::mcp::reap_stdio_leftovers(out),
+            Err(e) => {
+                let message = format!("kept the stdio targets of {}: {e}", out.display());
+                if json {
+                    println!("{}", json!({"stdio": [], "kept": [message]}));
+                } else {
+                    println!("{message}");
+                }
+                return Ok(exit_codes::SUCCESS);
             }
-            return Ok(exit_codes::SUCCESS);
-        }
         }
     };
     if json {

@@ -68,10 +68,7 @@ pub fn guard_executable() -> Result<PathBuf, TargetError> {
         [dir, dir.and_then(Path::parent)].into_iter().flatten().map(|d| d.join("elengtis")).collect();
     candidates.iter().find(|c| is_executable(c)).cloned().ok_or_else(|| TargetError::NotFound {
         program: "elengtis (the stdio guard)".into(),
-        searched: format!(
-            "{}",
-            candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and ")
-        ),
+        searched: candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and "),
     })
 }
 
@@ -150,9 +147,11 @@ pub async fn open_stdio(launch: &StdioLaunch, limits: Limits) -> Result<Session,
     };
     initialize(session, reader, stdin).await.map_err(|mut failure| {
         // The exec stage could not confine or start the target: its own words, not "closed".
-        let line = failure.closed.stderr.as_ref().and_then(|c| {
-            c.text.lines().find_map(|l| l.strip_prefix(sandbox::FAILURE_PREFIX)).map(str::to_owned)
-        });
+        let line = failure
+            .closed
+            .stderr
+            .as_ref()
+            .and_then(|c| c.text.lines().find_map(|l| l.strip_prefix(sandbox::FAILURE_PREFIX)).map(str::to_owned));
         if let Some(detail) = line {
             failure.error = if detail.starts_with("failed to start `") {
                 TargetError::Init(detail)

@@ -107,7 +107,8 @@ fn guard(args: &GuardArgs) -> Result<Ended, String> {
     mask.thread_block().map_err(|e| format!("failed to block signals: {e}"))?;
     let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
         .map_err(|e| format!("failed to open a signalfd: {e}"))?;
-    nix::sys::prctl::set_pdeathsig(Signal::SIGUSR1).map_err(|e| format!("failed to set the parent-death signal: {e}"))?;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGUSR1)
+        .map_err(|e| format!("failed to set the parent-death signal: {e}"))?;
     if nix::unistd::getppid().as_raw() != args.parent {
         // The runner died before the parent-death signal was armed.
         return Err("the runner is gone; not starting the target".into());

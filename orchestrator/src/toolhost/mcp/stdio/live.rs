@@ -156,11 +156,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let live = dir.path().join(LIVE_DIR);
         std::fs::create_dir_all(&live).expect("mkdir");
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .expect("sleep");
+        let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().expect("sleep");
         let pid = i32::try_from(child.id()).expect("pid");
         let me = ProcessId::of(i32::try_from(std::process::id()).expect("pid")).expect("self");
         // A record whose start time does not match (a reused pid): this process is spared.

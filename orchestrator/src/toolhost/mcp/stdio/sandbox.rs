@@ -133,10 +133,12 @@ fn new_network_namespace() -> Result<(), String> {
 #[cfg(target_os = "linux")]
 fn landlock_rules(c: &Confinement) -> Result<(), String> {
     use landlock::{
-        ABI, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
-        RulesetStatus, Scope, path_beneath_rules,
+        ABI, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+        Scope, path_beneath_rules,
     };
-    let missing = |e: landlock::RulesetError| format!("failed to apply Landlock (kernel feature Landlock, ABI 3 or later needed): {e}");
+    let missing = |e: landlock::RulesetError| {
+        format!("failed to apply Landlock (kernel feature Landlock, ABI 3 or later needed): {e}")
+    };
     // Writes are handled at the ABI this build knows; the base (ABI 3: writes, truncation,
     // cross-directory links) is a hard requirement, newer rights are taken where present.
     let mut ruleset = Ruleset::default()
@@ -179,7 +181,9 @@ fn drop_capabilities() -> Result<(), String> {
     if can_drop_bounding {
         caps::clear(None, CapSet::Bounding).map_err(|e| format!("failed to empty the capability bounding set: {e}"))?;
     } else if !caps::read(None, CapSet::Permitted).is_ok_and(|s| s.is_empty()) {
-        return Err("failed to empty the capability bounding set: the process has capabilities but not CAP_SETPCAP".into());
+        return Err(
+            "failed to empty the capability bounding set: the process has capabilities but not CAP_SETPCAP".into()
+        );
     }
     // Without CAP_SETPCAP and with no permitted capabilities, the bounding set cannot be
     // emptied but also cannot be used: no-new-privileges keeps set-user-ID and file
