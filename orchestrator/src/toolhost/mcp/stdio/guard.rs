@@ -126,6 +126,16 @@ fn guard(args: &GuardArgs) -> Result<Ended, String> {
     let target = Pid::from_raw(target_pid);
     // The child is reaped below with waitpid, never through `child`.
     drop(child);
+    // The guard's copies of the runner's stdin and stdout go: the runner must see the end of
+    // the target's output when the target closes it (and the target must be the only reader
+    // of its input). Stderr stays for the guard's own messages.
+    match std::fs::File::options().read(true).write(true).open("/dev/null") {
+        Ok(null) => {
+            let _ = nix::unistd::dup2_stdin(&null);
+            let _ = nix::unistd::dup2_stdout(&null);
+        }
+        Err(e) => say(&format!("failed to open /dev/null: {e}")),
+    }
 
     let guard_pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
     let record = args.record.as_ref().map(|dir| live::record_path(dir, guard_pid));
