@@ -18,6 +18,10 @@
 //! - the runner dies (parent-death signal SIGUSR1, also what the runner sends when it drops
 //!   a session: SIGKILL at once).
 //!
+//! The parent-death signal follows the runner *thread* that started the guard: the runner
+//! starts it from a tokio worker thread (never a blocking-pool thread, which may exit while
+//! the runner lives), and worker threads live as long as the runtime.
+//!
 //! The guard itself is killed only by SIGKILL (or by the runner after it failed to stop in
 //! time): then its exec stage and target still die (their own parent-death signal), the
 //! target's children survive as orphans, and the record it wrote in the run's results
