@@ -490,6 +490,24 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                     c.err(doc, &t.k("command"), "must name a program");
                 }
                 check_env_map(c, doc, &t.k("env"), &s.env, options, "env");
+                if let Some(sandbox) = &s.sandbox {
+                    let b = t.k("sandbox");
+                    for (j, path) in sandbox.writable.iter().enumerate() {
+                        if path.is_empty() || path.contains('\0') {
+                            c.err(doc, &b.k("writable").i(j), "must name a path");
+                        }
+                    }
+                    for (key, value, min) in [
+                        ("memory_mb", sandbox.memory_mb, 16),
+                        ("max_open_files", sandbox.max_open_files, 16),
+                        ("cpu_seconds", sandbox.cpu_seconds, 1),
+                        ("max_file_mb", sandbox.max_file_mb, 1),
+                    ] {
+                        if value.is_some_and(|v| v < min) {
+                            c.err(doc, &b.k(key), format!("must be at least {min}"));
+                        }
+                    }
+                }
             }
             Transport::StreamableHttp(h) => {
                 match url::Url::parse(&h.url) {

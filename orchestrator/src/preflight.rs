@@ -92,6 +92,13 @@ fn named_tools(scenario: &Scenario, target: &Target, script: Option<&Script>) ->
     out
 }
 
+/// The warning for a stdio target without `sandbox` when the runner is root.
+pub fn unconfined_root_warning(target: &str) -> String {
+    format!(
+        "{target} is an unconfined stdio target and will run as root (uid 0): it can write anywhere on this host and reach any address; add `sandbox:` to its transport (docs/security.md) or run elengtis as an unprivileged user"
+    )
+}
+
 /// Check every target of a bundle. `sandbox` is needed for container targets.
 pub async fn run(bundle: &Bundle, limits: Limits, sandbox: Option<&dyn SandboxBackend>) -> Vec<TargetCheck> {
     let run_id = format!("preflight-{}", uuid::Uuid::new_v4());
@@ -139,6 +146,12 @@ async fn check_target(
     if let Transport::StreamableHttp(_) = &target.transport {
         check.warning = Some(format!("{} is externally managed; reset and isolation are not asserted", target.id));
     }
+    if let Transport::Stdio(stdio) = &target.transport
+        && stdio.sandbox.is_none()
+        && nix::unistd::geteuid().is_root()
+    {
+        check.warning = Some(unconfined_root_warning(&target.id));
+    }
     let trial_id = format!("{}--preflight--0", target.id);
     // Preflight starts no sink; sink values point nowhere.
     values.runner.insert("sink_url".into(), json!("http://192.0.2.1:9"));
@@ -152,6 +165,10 @@ async fn check_target(
         needs_sink: false,
         sink_server: None,
         egress_proxy: None,
+        target_id: &target.id,
+        campaign_dir: bundle.campaign.path.parent().unwrap_or(std::path::Path::new(".")),
+        trial_dir: Some(dir.path()),
+        results_dir: None,
     };
     let opened = launch::open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {

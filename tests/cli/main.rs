@@ -15,5 +15,6 @@ mod resume;
 mod run;
 mod schema;
 mod shim;
+mod stdio;
 mod validate;
 mod verify;

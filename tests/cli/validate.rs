@@ -441,6 +441,36 @@ fn unknown_field_in_transport() {
 }
 
 #[test]
+fn unknown_field_in_the_stdio_sandbox() {
+    Case::new()
+        .c(
+            "      command: elengtis-fixture\n",
+            "      command: elengtis-fixture\n      sandbox:\n        network: none\n        writeable: [w]\n",
+        )
+        .rejected()
+        .error(
+            "campaign.yaml:12:9",
+            "targets[0].transport.sandbox.writeable",
+            "unknown field `writeable`, expected one of `network`, `writable`, `memory_mb`",
+        );
+}
+
+#[test]
+fn stdio_sandbox_values_are_checked() {
+    Case::new()
+        .c("      command: elengtis-fixture\n", "      command: elengtis-fixture\n      sandbox: {network: offline}\n")
+        .rejected()
+        .error("campaign.yaml:10:26", "targets[0].transport.sandbox.network", "unknown variant `offline`");
+    Case::new()
+        .c(
+            "      command: elengtis-fixture\n",
+            "      command: elengtis-fixture\n      sandbox: {memory_mb: 1, writable: ['']}\n",
+        )
+        .rejected()
+        .problems(2);
+}
+
+#[test]
 fn unknown_field_at_scenario_top() {
     Case::new().s("bindings: [", "bogus: 1\nbindings: [").rejected().problems(1).error(
         "support-note.yaml:5:1",

@@ -420,6 +420,55 @@ pub struct StdioTransport {
     /// Extra environment variables for the child, from the runner's environment.
     #[serde(default)]
     pub env: BTreeMap<String, EnvRef>,
+    /// Opt-in light sandbox (Linux only): applied before the program starts; a requested
+    /// confinement that cannot be applied fails the trial (never runs unconfined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<StdioSandbox>,
+}
+
+/// The light sandbox of a stdio target: an empty network namespace, Landlock write (and TCP)
+/// rules, no capabilities, no-new-privileges and resource limits. Weaker than
+/// `isolated_container` (same kernel, same filesystem view, reads allowed): see
+/// docs/security.md.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StdioSandbox {
+    /// `none` (default): an empty network namespace (no interfaces but a down loopback) and,
+    /// where Landlock has it, TCP bind and connect denied. `host`: the runner's network.
+    #[serde(default)]
+    pub network: StdioNetwork,
+    /// Paths the target may write under besides its fresh per-trial scratch directory (its
+    /// working directory, `HOME` and `TMPDIR`); relative paths are relative to the campaign
+    /// file. Each must exist when the trial starts. Everything else is read-only.
+    #[serde(default)]
+    pub writable: Vec<String>,
+    /// Address-space limit in MiB (`RLIMIT_AS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 16))]
+    pub memory_mb: Option<u64>,
+    /// Most open file descriptors (`RLIMIT_NOFILE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 16))]
+    pub max_open_files: Option<u64>,
+    /// CPU seconds (`RLIMIT_CPU`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub cpu_seconds: Option<u64>,
+    /// Largest file the target may write, in MiB (`RLIMIT_FSIZE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_file_mb: Option<u64>,
+}
+
+/// The network of a sandboxed stdio target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StdioNetwork {
+    /// An empty network namespace; TCP bind/connect denied by Landlock where available.
+    #[default]
+    None,
+    /// The runner's network (only the filesystem, capabilities and limits are confined).
+    Host,
 }
 
 /// A remote server reached over Streamable HTTP (externally managed).

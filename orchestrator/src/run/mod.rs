@@ -340,6 +340,11 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         }
     }
     let lock = DirLock::acquire(out)?;
+    // stdio targets a killed predecessor's guards could not take down (the guard itself was
+    // SIGKILLed): the lock proves that run is gone.
+    for reaped in crate::toolhost::mcp::reap_stdio_leftovers(out) {
+        tracing::warn!(record = %reaped.record, "reaped a stdio target left by the killed run: {}", reaped.detail);
+    }
     let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| manifest_error(e.to_string()))?;
     let raw: Value = serde_json::from_str(&text).map_err(|e| manifest_error(format!("not valid JSON: {e}")))?;

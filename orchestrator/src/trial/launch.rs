@@ -41,6 +41,14 @@ pub struct OpenContext<'a> {
     pub sink_server: Option<&'a SinkServer>,
     /// The target's egress proxy (container targets; it implies a sink).
     pub egress_proxy: Option<&'a EgressProxy>,
+    /// The target's id (messages).
+    pub target_id: &'a str,
+    /// The campaign file's directory (relative sandbox paths).
+    pub campaign_dir: &'a std::path::Path,
+    /// The fresh per-trial directory (a sandboxed stdio target's scratch directory).
+    pub trial_dir: Option<&'a std::path::Path>,
+    /// The run's results directory (live stdio targets are recorded under it).
+    pub results_dir: Option<&'a std::path::Path>,
 }
 
 /// A target as opened for one attempt.
@@ -191,7 +199,7 @@ pub async fn open_target(ctx: OpenContext<'_>, transport: &Transport, values: &m
                     Err(e) => return Opened::failed(format!("failed to start the canary sink: {e}"), json!({})),
                 }
             }
-            let mut opened = open_local(other, values, limits).await;
+            let mut opened = open_local(&ctx, other, values, limits).await;
             opened.sink = sink;
             opened
         }
@@ -201,7 +209,7 @@ pub async fn open_target(ctx: OpenContext<'_>, transport: &Transport, values: &m
     opened
 }
 
-async fn open_local(transport: &Transport, values: &Values, limits: Limits) -> Opened {
+async fn open_local(ctx: &OpenContext<'_>, transport: &Transport, values: &Values, limits: Limits) -> Opened {
     match transport {
         Transport::Stdio(stdio) => {
             let args = match command_line(&stdio.args, values) {
@@ -212,8 +220,36 @@ async fn open_local(transport: &Transport, values: &Values, limits: Limits) -> O
                 Ok(env) => env,
                 Err(e) => return Opened::failed(e, json!({})),
             };
-            let execution = json!({"isolation": "none", "session": "fresh_process", "reset_asserted": true, "command": stdio.command, "args": args});
-            let launch = StdioLaunch { command: stdio.command.clone(), args, env };
+            let sandbox = match (&stdio.sandbox, ctx.trial_dir) {
+                (None, _) => None,
+                // The trial directory (fresh per trial; the collector lives there) is the
+                // target's scratch directory.
+                (Some(sandbox), Some(dir)) => {
+                    Some(mcp::Confinement::resolve(sandbox, ctx.campaign_dir, dir.to_owned()))
+                }
+                (Some(_), None) => {
+                    return Opened::failed("a sandboxed stdio target needs a trial directory".into(), json!({}));
+                }
+            };
+            let isolation = if sandbox.is_some() { "light_sandbox" } else { "none" };
+            let mut execution = json!({"isolation": isolation, "session": "fresh_process", "reset_asserted": true, "command": stdio.command, "args": args, "guard": true});
+            if let Some(c) = &sandbox {
+                execution["sandbox"] = json!(c);
+            }
+            let record = ctx.results_dir.map(|d| d.join(mcp::LIVE_DIR));
+            if let Some(dir) = &record
+                && let Err(e) = std::fs::create_dir_all(dir)
+            {
+                return Opened::failed(format!("failed to create {}: {e}", dir.display()), execution);
+            }
+            let launch = StdioLaunch {
+                command: stdio.command.clone(),
+                args,
+                env,
+                target: ctx.target_id.to_owned(),
+                sandbox,
+                record,
+            };
             match mcp::open_stdio(&launch, limits).await {
                 Ok(session) => Opened::with_session(Ok(session), execution, CloseReport::default()),
                 Err(failure) => Opened::with_session(Err(failure.error.to_string()), execution, failure.closed),

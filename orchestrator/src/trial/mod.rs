@@ -117,6 +117,10 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             needs_sink: launch::needs_sink(bundle, attempt.spec.target, attempt.spec.scenario),
             sink_server: attempt.sink_server,
             egress_proxy: target.egress_proxy.as_ref(),
+            target_id: &target.id,
+            campaign_dir: bundle.campaign.path.parent().unwrap_or(Path::new(".")),
+            trial_dir: trial_dir.as_ref().map(tempfile::TempDir::path),
+            results_dir: Some(attempt.out_dir),
         };
         tokio::select! {
             biased;

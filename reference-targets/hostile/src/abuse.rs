@@ -156,6 +156,68 @@ pub fn write_outside(dirs: &[PathBuf]) -> Value {
     Value::Array(results)
 }
 
+/// What `--escape-probe` tries.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EscapeSpec {
+    /// TCP connects to try (`ADDR:PORT`).
+    #[serde(default)]
+    pub tcp: Vec<String>,
+    /// Files to create (and remove again when created).
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+}
+
+/// The escapes a stdio sandbox must stop: `{tcp: [{target, outcome, detail}], write: [{path,
+/// outcome: created|failed, error}], status: {Uid, CapEff, CapPrm, CapBnd, CapAmb, NoNewPrivs}}`.
+/// A file that was created is left in place (the caller checks and removes it).
+pub fn escape_probe(spec: &EscapeSpec) -> Value {
+    let tcp: Vec<Value> = spec
+        .tcp
+        .iter()
+        .map(|target| {
+            let outcome = crate::probe::run(&crate::probe::Spec {
+                name: target.clone(),
+                kind: crate::probe::Kind::Tcp,
+                target: target.clone(),
+                resolver: None,
+                timeout_ms: Some(1000),
+            });
+            json!({"target": target, "outcome": outcome.outcome, "detail": outcome.detail})
+        })
+        .collect();
+    let write: Vec<Value> = spec
+        .write
+        .iter()
+        .map(|path| match std::fs::write(path, b"elengtis-hostile") {
+            Ok(()) => json!({"path": path.display().to_string(), "outcome": "created"}),
+            Err(e) => json!({"path": path.display().to_string(), "outcome": "failed", "error": errno_text(&e)}),
+        })
+        .collect();
+    let status_text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let mut status = serde_json::Map::new();
+    for line in status_text.lines() {
+        if let Some((key, value)) = line.split_once(':')
+            && ["Uid", "CapEff", "CapPrm", "CapBnd", "CapAmb", "CapInh", "NoNewPrivs"].contains(&key)
+        {
+            status.insert(key.to_owned(), json!(value.trim()));
+        }
+    }
+    json!({"tcp": tcp, "write": write, "status": status})
+}
+
+/// `--spawn-children DIR`: a child `sleep 300` in this process group and one in a new
+/// session; their pids and this process's written into DIR.
+pub fn spawn_children(dir: &Path) -> std::io::Result<()> {
+    let child = std::process::Command::new("sleep").arg("300").stdin(std::process::Stdio::null()).spawn()?;
+    let escaped =
+        std::process::Command::new("setsid").args(["sleep", "300"]).stdin(std::process::Stdio::null()).spawn()?;
+    std::fs::write(dir.join("child.pid"), child.id().to_string())?;
+    std::fs::write(dir.join("escaped.pid"), escaped.id().to_string())?;
+    std::fs::write(dir.join("server.pid"), std::process::id().to_string())?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

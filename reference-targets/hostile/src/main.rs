@@ -36,6 +36,18 @@ struct Args {
     #[arg(long)]
     never_initialize: bool,
 
+    /// Before serving: try the escapes a stdio sandbox must stop (TCP connects, file
+    /// creation, capabilities) and print the outcomes on stderr as one line
+    /// `ELENGTIS-HOSTILE-PROBE {json}`. SPEC: `{"tcp": ["ADDR:PORT", …], "write": [PATH, …]}`.
+    #[arg(long, value_name = "SPEC")]
+    escape_probe: Option<String>,
+
+    /// Before serving: start a child (`sleep 300`) and a grandchild in a new session (escaping
+    /// the process group), and write their pids and this process's into DIR (`child.pid`,
+    /// `escaped.pid`, `server.pid`).
+    #[arg(long, value_name = "DIR")]
+    spawn_children: Option<std::path::PathBuf>,
+
     /// Internal: the fork bomb's child process.
     #[arg(long = "fork-bomb-child", hide = true)]
     fork_bomb_child: bool,
@@ -76,6 +88,21 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         };
+    }
+    if let Some(spec) = &args.escape_probe {
+        match serde_json::from_str::<abuse::EscapeSpec>(spec) {
+            Ok(spec) => eprintln!("ELENGTIS-HOSTILE-PROBE {}", abuse::escape_probe(&spec)),
+            Err(e) => {
+                eprintln!("failed to read the escape probe spec: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if let Some(dir) = &args.spawn_children
+        && let Err(e) = abuse::spawn_children(dir)
+    {
+        eprintln!("failed to spawn children: {e}");
+        return ExitCode::from(2);
     }
     elengtis_target_kit::init_logging("warn,elengtis_hostile=info,elengtis_target_kit=info");
     match elengtis_target_kit::run_main(run(args)) {

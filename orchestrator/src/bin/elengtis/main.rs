@@ -112,6 +112,10 @@ enum Command {
         /// Remove every object of this run id, even if its runner is alive.
         #[arg(long)]
         run: Option<String>,
+        /// Instead of Docker objects: kill the stdio targets a killed run recorded in this
+        /// results directory (`stdio-live/`), unless the run is still live (holds its lock).
+        #[arg(long, conflicts_with = "run")]
+        out: Option<PathBuf>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -138,6 +142,12 @@ enum Command {
         #[arg(long)]
         provider_only: bool,
     },
+    /// (internal) The guard between the runner and a stdio target.
+    #[command(hide = true, name = "__stdio-guard")]
+    StdioGuard(elengtis::toolhost::mcp::GuardArgs),
+    /// (internal) A stdio target's exec stage: parent-death signal, light sandbox, exec.
+    #[command(hide = true, name = "__stdio-exec")]
+    StdioExec(elengtis::toolhost::mcp::ExecArgs),
     /// (internal) Relay container: stay alive until stopped.
     #[command(hide = true, name = "relay-idle")]
     RelayIdle,
@@ -401,6 +411,13 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
+    // The guard and the exec stage stay single-threaded (no runtime, no logging): the exec
+    // stage may create a user namespace, which needs exactly one thread.
+    match &cli.command {
+        Command::StdioGuard(args) => return exit_status(elengtis::toolhost::mcp::guard_main(args)),
+        Command::StdioExec(args) => return exit_status(elengtis::toolhost::mcp::exec_main(args)),
+        _ => {}
+    }
     init_logging(cli.log.as_deref());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -417,6 +434,11 @@ fn main() -> ExitCode {
             exit(error.exit_code())
         }
     }
+}
+
+/// The guard's exit: the target's status, 0..=255.
+fn exit_status(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
 }
 
 fn exit(code: i32) -> ExitCode {
@@ -459,7 +481,8 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         }
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Verify { dir, json } => verify_command(&dir, json),
-        Command::Gc { run, json } => gc(run.as_deref(), json).await,
+        Command::Gc { out: Some(out), json, .. } => gc_stdio(&out, json),
+        Command::Gc { run, json, out: None } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
         Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: true } => {
             let trials = if short { 3 } else { trials };
@@ -486,6 +509,8 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             }
             Ok(exit_codes::SUCCESS)
         }
+        // Dispatched in `main` before the runtime starts.
+        Command::StdioGuard(_) | Command::StdioExec(_) => Ok(exit_codes::USAGE),
         Command::RelayIdle => {
             docker::relay::idle().await;
             Ok(exit_codes::SUCCESS)
@@ -984,6 +1009,36 @@ async fn gc(run: Option<&str>, json: bool) -> Result<i32, Error> {
         }
     }
     Ok(if report.errors.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
+}
+
+/// `gc --out DIR`: reap the stdio leftovers a dead run recorded.
+fn gc_stdio(out: &Path, json: bool) -> Result<i32, Error> {
+    let reaped = if !out.join(elengtis::toolhost::mcp::LIVE_DIR).is_dir() {
+        Vec::new()
+    } else {
+        match elengtis::results::store::DirLock::acquire(out) {
+            Ok(_lock) => elengtis::toolhost::mcp::reap_stdio_leftovers(out),
+            Err(e) => {
+                let message = format!("kept the stdio targets of {}: {e}", out.display());
+                if json {
+                    println!("{}", json!({"stdio": [], "kept": [message]}));
+                } else {
+                    println!("{message}");
+                }
+                return Ok(exit_codes::SUCCESS);
+            }
+        }
+    };
+    if json {
+        println!("{}", json!({"stdio": reaped, "kept": []}));
+    } else if reaped.is_empty() {
+        println!("nothing to remove");
+    } else {
+        for r in &reaped {
+            println!("reaped stdio record {}: {}", r.record, r.detail);
+        }
+    }
+    Ok(exit_codes::SUCCESS)
 }
 
 /// The exit code of `verify` for what it found: 0, 3 (malformed records) or 4.

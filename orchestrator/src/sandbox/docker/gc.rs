@@ -86,7 +86,7 @@ impl RunnerIdentity {
     }
 }
 
-fn read_trimmed(path: &str) -> String {
+pub(crate) fn read_trimmed(path: &str) -> String {
     std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
 }
 
@@ -99,7 +99,7 @@ fn pid_namespace() -> String {
 }
 
 /// Field 22 of `/proc/PID/stat` (after the parenthesised command name, which may hold spaces).
-fn process_start(pid: u32) -> Option<u64> {
+pub fn process_start(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(19)?.parse().ok()

@@ -20,8 +20,11 @@ use tokio::task::JoinHandle;
 pub use self::frame::FrameGuard;
 use self::frame::{Expect, SharedFrameLog, explain};
 pub use self::http::open_http;
+pub use self::stdio::guard::{ExecArgs, GuardArgs, exec_main, guard_main};
+pub use self::stdio::live::{LIVE_DIR, reap_dir as reap_stdio_leftovers};
+pub use self::stdio::sandbox::Confinement;
 use self::stdio::{describe_exit, signal_group};
-pub use self::stdio::{open_stdio, resolve_program};
+pub use self::stdio::{guard_executable, open_stdio, resolve_program};
 pub use crate::capture::Captured;
 use crate::toolhost::ToolInfo;
 
@@ -126,6 +129,14 @@ pub enum TargetError {
         /// What the server sent.
         detail: String,
     },
+    /// The light sandbox of a stdio target could not be applied; the target did not run.
+    #[error("failed to confine stdio target `{target}`: {detail}")]
+    Sandbox {
+        /// Target id.
+        target: String,
+        /// What could not be applied (names the missing kernel feature).
+        detail: String,
+    },
     /// The server closed its output (or exited) before answering.
     #[error("failed to {what}: the server closed the connection{detail}")]
     Closed {
@@ -142,6 +153,7 @@ impl TargetError {
         match self {
             TargetError::NotFound { .. } => "program_not_found",
             TargetError::Spawn { .. } => "spawn",
+            TargetError::Sandbox { .. } => "sandbox",
             TargetError::Header { .. } => "header",
             TargetError::Client(_) => "client",
             TargetError::InitTimeout(..) | TargetError::Timeout { .. } => "timeout",
@@ -162,6 +174,12 @@ pub struct StdioLaunch {
     pub args: Vec<String>,
     /// Extra environment (values never logged).
     pub env: Vec<(String, String)>,
+    /// Target id (messages).
+    pub target: String,
+    /// The light sandbox, resolved.
+    pub sandbox: Option<Confinement>,
+    /// Where the guard records the live target (the run's `stdio-live/`).
+    pub record: Option<std::path::PathBuf>,
 }
 
 /// How to reach an HTTP target.
@@ -415,8 +433,11 @@ impl Session {
             let status = match tokio::time::timeout(self.limits.shutdown, child.wait()).await {
                 Ok(Ok(status)) => Some(status),
                 _ => {
+                    // The guard forwards SIGTERM to the target's group and SIGKILLs the
+                    // whole tree after the same grace: give it that and a second more.
                     signal_group(pid, nix::sys::signal::Signal::SIGTERM);
-                    match tokio::time::timeout(self.limits.shutdown, child.wait()).await {
+                    let grace = self.limits.shutdown + Duration::from_secs(1);
+                    match tokio::time::timeout(grace, child.wait()).await {
                         Ok(Ok(status)) => Some(status),
                         _ => {
                             signal_group(pid, nix::sys::signal::Signal::SIGKILL);
@@ -435,8 +456,7 @@ impl Session {
                     }
                 }
             };
-            // Whatever the child left behind in its process group goes too.
-            signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+            // The guard has killed and reaped the target's whole tree before it exited.
             report.exit = status.map(describe_exit);
         }
         let mut pending = None;
@@ -459,10 +479,10 @@ impl Session {
 
 impl Drop for Session {
     /// A session dropped without [`Session::close`] (for example when a run is interrupted)
-    /// still takes its whole process group with it.
+    /// still takes its whole process tree with it: the guard kills it at once on SIGUSR1.
     fn drop(&mut self) {
         if let Some(child) = &self.child {
-            signal_group(child.id(), nix::sys::signal::Signal::SIGKILL);
+            signal_group(child.id(), nix::sys::signal::Signal::SIGUSR1);
         }
     }
 }

@@ -1,6 +1,12 @@
-//! stdio targets: a fresh child per trial, run directly (never through a shell) in its own
-//! process group with a minimal environment; its stderr kept (bounded); on every path the
-//! whole group killed and the child reaped.
+//! stdio targets: a fresh child per trial, run directly (never through a shell) under a
+//! guard process ([`guard`]) with a minimal environment, optionally confined by the light
+//! sandbox ([`sandbox`]); its stderr kept (bounded); on every path the guard kills the whole
+//! process tree and is reaped. Live targets are recorded in the run's results directory
+//! ([`live`]) so a leftover of a killed guard can be reaped later.
+
+pub mod guard;
+pub mod live;
+pub mod sandbox;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -49,23 +55,63 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Start a fresh child and initialize an MCP session over its stdio.
+/// The `elengtis` executable that runs the guard: this executable when it is `elengtis`,
+/// else an `elengtis` beside it or in its parent directory (test binaries live in
+/// `target/debug/deps`).
+pub fn guard_executable() -> Result<PathBuf, TargetError> {
+    let exe = std::env::current_exe().map_err(|source| TargetError::Spawn { program: "elengtis".into(), source })?;
+    if exe.file_name().and_then(|n| n.to_str()) == Some("elengtis") {
+        return Ok(exe);
+    }
+    let dir = exe.parent();
+    let candidates: Vec<PathBuf> =
+        [dir, dir.and_then(Path::parent)].into_iter().flatten().map(|d| d.join("elengtis")).collect();
+    candidates.iter().find(|c| is_executable(c)).cloned().ok_or_else(|| TargetError::NotFound {
+        program: "elengtis (the stdio guard)".into(),
+        searched: candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and "),
+    })
+}
+
+/// Start a fresh child under its guard and initialize an MCP session over its stdio.
 pub async fn open_stdio(launch: &StdioLaunch, limits: Limits) -> Result<Session, OpenFailure> {
     let fail = |error| OpenFailure { error, closed: CloseReport::default() };
     let program = resolve_program(&launch.command).map_err(fail)?;
-    let mut command = tokio::process::Command::new(&program);
+    let program = std::path::absolute(&program).unwrap_or(program);
+    let guard = guard_executable().map_err(fail)?;
+    let mut command = tokio::process::Command::new(&guard);
     command
+        .arg(guard::GUARD_COMMAND)
+        .arg("--parent")
+        .arg(std::process::id().to_string())
+        .arg("--grace-ms")
+        .arg(limits.shutdown.as_millis().to_string());
+    if let Some(dir) = &launch.record {
+        command.arg("--record").arg(dir);
+    }
+    if let Some(confinement) = &launch.sandbox {
+        let json = serde_json::to_string(confinement)
+            .map_err(|e| fail(TargetError::Sandbox { target: launch.target.clone(), detail: e.to_string() }))?;
+        command.arg("--confine").arg(json).current_dir(&confinement.scratch);
+    }
+    command
+        .arg("--")
+        .arg(&program)
         .args(&launch.args)
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // Never SIGKILL the guard on drop: it could not take the target's tree with it.
+        // `Session`'s drop asks it to (SIGUSR1); a dropped child is still reaped by tokio.
+        .kill_on_drop(false);
     for name in INHERITED_ENV {
         if let Some(value) = std::env::var_os(name) {
             command.env(name, value);
         }
+    }
+    if let Some(confinement) = &launch.sandbox {
+        command.env("HOME", &confinement.scratch).env("TMPDIR", &confinement.scratch);
     }
     command.envs(launch.env.iter().map(|(k, v)| (k, v)));
     let mut child = command
@@ -99,7 +145,22 @@ pub async fn open_stdio(launch: &StdioLaunch, limits: Limits) -> Result<Session,
         frames: Some(frames),
         broken: Default::default(),
     };
-    initialize(session, reader, stdin).await
+    initialize(session, reader, stdin).await.map_err(|mut failure| {
+        // The exec stage could not confine or start the target: its own words, not "closed".
+        let line = failure
+            .closed
+            .stderr
+            .as_ref()
+            .and_then(|c| c.text.lines().find_map(|l| l.strip_prefix(sandbox::FAILURE_PREFIX)).map(str::to_owned));
+        if let Some(detail) = line {
+            failure.error = if detail.starts_with("failed to start `") {
+                TargetError::Init(detail)
+            } else {
+                TargetError::Sandbox { target: launch.target.clone(), detail }
+            };
+        }
+        failure
+    })
 }
 
 pub(super) fn signal_group(pid: Option<u32>, signal: nix::sys::signal::Signal) {
