@@ -133,9 +133,7 @@ impl Skipped {
         match &node.kind {
             NodeKind::Seq(items) => items.iter().any(|n| self.has(n)),
             NodeKind::Map(entries) => {
-                let missing = message
-                    .strip_prefix("missing field `")
-                    .and_then(|rest| rest.strip_suffix('`'));
+                let missing = message.strip_prefix("missing field `").and_then(|rest| rest.strip_suffix('`'));
                 match missing {
                     Some(field) => entries.iter().any(|e| self.entry(e) && key_text(&e.0) == field),
                     None => entries.iter().any(|e| self.entry(e)),
@@ -293,8 +291,15 @@ impl<'de, 'p> NodeDe<'de, 'p> {
     }
 
     fn visit_map<V: Visitor<'de>>(&self, entries: &'de [(Node, Node)], visitor: V) -> Result<V::Value, LocatedError> {
-        let mut access =
-            MapDe { entries, next: 0, taken: 0, skip: self.skip, pending: None, parent: self.path, skipped: self.skipped };
+        let mut access = MapDe {
+            entries,
+            next: 0,
+            taken: 0,
+            skip: self.skip,
+            pending: None,
+            parent: self.path,
+            skipped: self.skipped,
+        };
         let value = self.located(visitor.visit_map(&mut access))?;
         let left = access.remaining();
         if left > 0 {
@@ -1139,9 +1144,8 @@ targets:
         check(&e[2], "bogus", 3, 1, "unknown field `bogus`");
         // Problems in two targets and in a variant's content; what leaving them out causes
         // (the targets now lack `transport` and `id`) is not reported.
-        let text = edit("type: stdio", "type: stdoi")
-            .replace("uid: 1000", "uid: x")
-            .replace("  - id: boxed\n", "  - id: 7\n");
+        let text =
+            edit("type: stdio", "type: stdoi").replace("uid: 1000", "uid: x").replace("  - id: boxed\n", "  - id: 7\n");
         let e = fail_all::<Campaign>(&text);
         let found: Vec<String> = e.iter().map(ToString::to_string).collect();
         assert_eq!(e.len(), 3, "{found:?}");

@@ -423,7 +423,10 @@ mod tests {
             let path = write(name, &bytes);
             let d = refused(&path);
             assert_eq!((d.line, d.column), (1, 1), "{d}");
-            assert_eq!(d.to_string(), format!("{}:1:1: the file is {found} (at byte offset 0); expected UTF-8", path.display()));
+            assert_eq!(
+                d.to_string(),
+                format!("{}:1:1: the file is {found} (at byte offset 0); expected UTF-8", path.display())
+            );
         }
         // Latin-1: the offending byte's line, column and offset.
         let path = write("latin1.yaml", b"schema_version: 1\ntitle: caf\xE9\n");

@@ -385,7 +385,8 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| manifest_error(e.to_string()))?;
     let raw: Value = serde_json::from_str(&text).map_err(|e| {
-        let what = if e.is_eof() { "it is truncated (malformed: not valid JSON" } else { "it is malformed (not valid JSON" };
+        let what =
+            if e.is_eof() { "it is truncated (malformed: not valid JSON" } else { "it is malformed (not valid JSON" };
         manifest_error(format!("{what}: {e}); restore it from a copy, or start a new run"))
     })?;
     for (key, expected) in [("schema_version", RESULTS_SCHEMA_VERSION), ("metrics_version", METRICS_VERSION)] {
