@@ -272,21 +272,24 @@ pub fn read_limited(path: &Path) -> Result<String, LoadError> {
 
 /// What a file that is not a regular file is.
 fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
     let kind = meta.file_type();
     if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
+        return "a directory";
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        } else if kind.is_char_device() {
+            return "a character device";
+        } else if kind.is_block_device() {
+            return "a block device";
+        } else if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    "a special file"
 }
 
 /// UTF-16 or UTF-32 text, told by its byte order mark or, without one, by the zero bytes
@@ -355,7 +358,7 @@ pub(crate) fn check_extension(path: &Path) -> Option<Diagnostic> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::time::{Duration, Instant};
 
