@@ -10,7 +10,7 @@ use crate::format::campaign::Campaign;
 use crate::format::scenario::Scenario;
 use crate::format::yaml::Node;
 use crate::format::{
-    Bundle, Document, LoadError, canonical_json, check_extension, de, diagnostic_at, parse_document, read_limited,
+    Bundle, Document, LoadError, canonical_json, check_extension, de, diagnostic_at, parse_document_all, read_limited,
     sha256_hex,
 };
 use crate::validate::{self, LoadOptions, Overrides};
@@ -22,7 +22,7 @@ pub fn load_campaign(path: &Path, options: &LoadOptions) -> Result<Bundle, LoadE
     }
     let text = read_limited(path)?;
     let sha256 = sha256_hex(text.as_bytes());
-    let (campaign, node) = parse_document::<Campaign>(path, &text).map_err(|d| LoadError::Invalid(vec![d]))?;
+    let (campaign, node) = parse_document_all::<Campaign>(path, &text).map_err(LoadError::Invalid)?;
     let campaign = Document { path: path.to_owned(), value: campaign, node, sha256 };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut diagnostics = Vec::new();
@@ -55,12 +55,12 @@ pub fn load_campaign(path: &Path, options: &LoadOptions) -> Result<Bundle, LoadE
                 continue;
             }
         };
-        match parse_document::<Scenario>(&scenario_path, &text) {
+        match parse_document_all::<Scenario>(&scenario_path, &text) {
             Ok((scenario, node)) => {
                 let sha256 = sha256_hex(&canonical_json(&scenario));
                 scenarios.push(Document { path: scenario_path, value: scenario, node, sha256 });
             }
-            Err(d) => diagnostics.push(d),
+            Err(d) => diagnostics.extend(d),
         }
     }
     if !diagnostics.is_empty() {

@@ -134,6 +134,8 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::Unavailable(_) | RunError::Sandbox(_) => exit_codes::UNAVAILABLE,
         RunError::Store(s) if s.is_disk_full() => exit_codes::IO,
         RunError::Exists(_)
+        | RunError::NotADirectory(_)
+        | RunError::Unusable { .. }
         | RunError::NotARun { .. }
         | RunError::Manifest { .. }
         | RunError::Version { .. }

@@ -9,9 +9,11 @@ pub const SUCCESS: i32 = 0;
 pub const RUN_INCOMPLETE: i32 = 1;
 /// The command line is invalid (unknown flag, missing argument).
 pub const USAGE: i32 = 2;
-/// A campaign or scenario file is invalid; nothing was contacted or created.
+/// A campaign or scenario file is invalid (or not a readable regular UTF-8 file of at most
+/// 8 MiB); nothing was contacted or created.
 pub const INVALID_CONFIG: i32 = 3;
-/// The results directory cannot be used (exists, locked, corrupt, or from another version).
+/// The results directory cannot be used (exists, names a file, cannot be created, locked,
+/// corrupt or truncated, or from another version).
 pub const RESULTS_DIR: i32 = 4;
 /// The campaign is valid but cannot run here (a key, price, fixture directory, engine or image missing; an engine the gate refuses).
 pub const UNAVAILABLE: i32 = 5;

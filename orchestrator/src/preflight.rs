@@ -3,6 +3,7 @@
 //! it down — no scenario action, no model.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -49,6 +50,54 @@ impl TargetCheck {
             format!("{}: {kind} preflight FAILED: {}", self.target, self.problems.join("; "))
         }
     }
+
+    /// What the text output prints for this target: [`TargetCheck::line`] and, when the check
+    /// failed, the tail of what the server wrote on stderr (the traceback that explains a
+    /// server that failed to start), each line indented.
+    pub fn render(&self) -> String {
+        let mut out = self.line();
+        out.push('\n');
+        if self.ok {
+            return out;
+        }
+        let close = &self.execution["close"];
+        let Some(text) = close["stderr"]["text"].as_str().filter(|t| !t.trim().is_empty()) else {
+            return out;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
+        let shown = if tail.len() < lines.len() {
+            format!("last {} of {} lines", tail.len(), lines.len())
+        } else {
+            format!("{} line{}", lines.len(), if lines.len() == 1 { "" } else { "s" })
+        };
+        let exit = close["exit"].as_str().map(|e| format!(", {e}")).unwrap_or_default();
+        let _ = writeln!(out, "  stderr of {} ({shown}{exit}):", self.target);
+        for line in tail {
+            let line: String = line.chars().take(STDERR_TAIL_WIDTH).collect();
+            let _ = writeln!(out, "    {line}");
+        }
+        out
+    }
+}
+
+/// Lines of a failed server's stderr shown in text output.
+pub const STDERR_TAIL_LINES: usize = 20;
+/// Characters shown of each such line.
+const STDERR_TAIL_WIDTH: usize = 300;
+
+/// The run id of one preflight invocation: unique, so that two preflights on one engine
+/// never name their objects alike (the container and network names derive from it and
+/// from [`attempt_id`]; the objects carry the same labels as a run's, so `gc` knows them).
+fn run_id() -> String {
+    format!("preflight-{}", uuid::Uuid::new_v4())
+}
+
+/// The attempt id of one target's check: unique per invocation and target. Object names
+/// use the first 8 letters and digits of the run and attempt ids, so the attempt id starts
+/// with random hex digits.
+fn attempt_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// Tool names a scenario (and the campaign's script) will use for one target, with where.
@@ -101,7 +150,7 @@ pub fn unconfined_root_warning(target: &str) -> String {
 
 /// Check every target of a bundle. `sandbox` is needed for container targets.
 pub async fn run(bundle: &Bundle, limits: Limits, sandbox: Option<&dyn SandboxBackend>) -> Vec<TargetCheck> {
-    let run_id = format!("preflight-{}", uuid::Uuid::new_v4());
+    let run_id = run_id();
     let mut checks = Vec::new();
     for target in &bundle.campaign.value.targets {
         checks.push(check_target(bundle, target, limits, &run_id, sandbox).await);
@@ -138,7 +187,8 @@ async fn check_target(
     values.runner.insert("collector".into(), json!(dir.path().join("collector.jsonl").display().to_string()));
     values.runner.insert("evidence_dir".into(), json!(dir.path().display().to_string()));
     values.runner.insert("trial_id".into(), json!(format!("{}--preflight--0", target.id)));
-    values.runner.insert("attempt_id".into(), json!("preflight"));
+    let attempt_id = attempt_id();
+    values.runner.insert("attempt_id".into(), json!(attempt_id));
     if let Some(first) = bundle.scenarios.first() {
         // Arguments may bind per scenario; the first scenario's bindings stand in.
         values.bindings = target.bindings.get(&first.value.id).cloned().unwrap_or_default();
@@ -160,7 +210,7 @@ async fn check_target(
     let context = OpenContext {
         run_id,
         trial_id: &trial_id,
-        attempt_id: "preflight",
+        attempt_id: &attempt_id,
         sandbox,
         needs_sink: false,
         sink_server: None,
@@ -209,4 +259,53 @@ async fn check_target(
     }
     check.ok = check.problems.is_empty();
     check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::docker::container::object_name;
+
+    #[test]
+    fn two_preflights_name_their_objects_apart() {
+        // Before, every preflight was `elengtis-prefligh-prefligh`: a second one on the same
+        // engine failed with HTTP 409 (name in use).
+        let first = object_name(&run_id(), &attempt_id());
+        let second = object_name(&run_id(), &attempt_id());
+        assert_ne!(first, second);
+        assert!(first.starts_with("elengtis-prefligh-") && first.len() == "elengtis-prefligh-".len() + 8, "{first}");
+        // Two targets of one invocation too.
+        let run = run_id();
+        assert_ne!(object_name(&run, &attempt_id()), object_name(&run, &attempt_id()));
+    }
+
+    fn failed(execution: Value) -> TargetCheck {
+        TargetCheck {
+            target: "py".into(),
+            transport: "stdio",
+            ok: false,
+            tools: Vec::new(),
+            problems: vec!["failed to initialize the MCP session: the server closed the connection".into()],
+            warning: None,
+            execution,
+        }
+    }
+
+    #[test]
+    fn text_output_shows_the_tail_of_a_failed_servers_stderr() {
+        let stderr: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+        let check = failed(json!({"close": {"stderr": {"text": stderr}, "exit": "exit status 1"}}));
+        let text = check.render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("py: stdio target preflight FAILED: failed to initialize"), "{text}");
+        assert_eq!(lines[1], "  stderr of py (last 20 of 30 lines, exit status 1):");
+        assert_eq!(lines[2], "    line 11");
+        assert_eq!(lines.last().copied(), Some("    line 30"));
+        assert_eq!(lines.len(), 22);
+        // Nothing written, or a passing check: the one line.
+        assert_eq!(failed(json!({"close": {"errors": []}})).render().lines().count(), 1);
+        let mut ok = failed(json!({"close": {"stderr": {"text": "noise\n"}}}));
+        ok.ok = true;
+        assert_eq!(ok.render().lines().count(), 1);
+    }
 }

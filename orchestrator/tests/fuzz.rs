@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use elengtis::toolhost::mcp::{FrameGuard, Limits};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::format::scenario::Scenario;
-use elengtis_core::format::{LoadError, parse_document};
+use elengtis_core::format::{LoadError, parse_document, parse_document_all};
 use elengtis_core::load::load_campaign;
 use elengtis_core::validate::LoadOptions;
 use proptest::prelude::*;
@@ -241,12 +241,20 @@ fn text_mutation() -> impl Strategy<Value = Mutation> {
     ]
 }
 
-/// A parse error names the file and a line.
+/// A parse error names the file and a line; reporting every problem starts with the first
+/// and names the file and a line in each.
 fn check_parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<(), TestCaseError> {
-    if let Err(d) = parse_document::<T>(path, text) {
+    let first = parse_document::<T>(path, text).err();
+    if let Some(d) = &first {
         prop_assert_eq!(&d.file, path);
         prop_assert!(d.line >= 1, "no line in `{}`", d);
         prop_assert!(d.to_string().starts_with(&format!("{}:{}:", path.display(), d.line)), "{}", d);
+    }
+    let all = parse_document_all::<T>(path, text).err();
+    prop_assert_eq!(first.as_ref(), all.as_ref().and_then(|all| all.first()));
+    for d in all.iter().flatten() {
+        prop_assert_eq!(&d.file, path);
+        prop_assert!(d.line >= 1, "no line in `{}`", d);
     }
     Ok(())
 }

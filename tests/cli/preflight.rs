@@ -59,3 +59,30 @@ fn preflight_names_a_tool_the_target_lacks() {
     assert!(text.contains("local-demo: stdio target preflight FAILED"), "{text}");
     assert!(text.contains("delete_all_support_notes") && text.contains("no-wipe"), "{text}");
 }
+
+#[test]
+fn text_preflight_shows_the_stderr_of_a_server_that_failed_to_start() {
+    let dir = scratch();
+    let config = copy_example("support-note", dir.path());
+    let server = dir.path().join("broken-server.sh");
+    std::fs::write(
+        &server,
+        "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho '  File \"server.py\", line 1, in <module>' >&2\necho \"ModuleNotFoundError: No module named 'mcp'\" >&2\nexit 1\n",
+    )
+    .expect("write server");
+    let mut perms = std::fs::metadata(&server).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&server, perms).expect("chmod");
+    let campaign = std::fs::read_to_string(&config).expect("read campaign");
+    let campaign = campaign.replacen("command: elengtis-fixture", &format!("command: {}", s(&server)), 1);
+    std::fs::write(&config, campaign).expect("write campaign");
+
+    let output = elengtis(dir.path(), &["preflight", s(&config)]);
+    assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("local-demo: stdio target preflight FAILED"), "{text}");
+    // Before, only `--json` showed what the server said.
+    assert!(text.contains("  stderr of local-demo (3 lines, exit status 1):"), "{text}");
+    assert!(text.contains("    Traceback (most recent call last):"), "{text}");
+    assert!(text.contains("    ModuleNotFoundError: No module named 'mcp'"), "{text}");
+}

@@ -226,7 +226,7 @@ fn analyze_exit_codes_are_the_documented_ones() {
     std::fs::write(out.join("manifest.json"), "{\"run_id\": ").expect("truncate manifest");
     let output = elengtis(dir.path(), &["analyze", "--input", s(&out), "--out", s(&analysis)]);
     assert_eq!(output.status.code(), Some(3), "{}{}", stdout(&output), stderr(&output));
-    assert!(stderr(&output).contains("manifest.json:1: it is not valid JSON"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("manifest.json:1: it is truncated: not valid JSON"), "{}", stderr(&output));
 }
 
 #[test]

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use elengtis_tests::{
-    FixtureMcp, bundled_images, docker_api, docker_or_skip, elengtis, fixture_target, managed_objects, read_json, rows,
-    scratch, stderr, stdout, support_note_campaign, write,
+    ChildGuard, FixtureMcp, bundled_images, docker_api, docker_or_skip, elengtis, elengtis_cmd, fixture_target,
+    managed_objects, read_json, rows, scratch, stderr, stdout, support_note_campaign, write,
 };
 
 fn campaign(image: &str, trials: u32) -> String {
@@ -103,6 +103,35 @@ fn preflight_starts_and_tears_down_each_container() {
     }
     let text = elengtis(dir.path(), &["preflight", "campaign.yaml"]);
     assert!(stdout(&text).contains("iso-http: isolated container preflight passed"), "{}", stdout(&text));
+}
+
+#[test]
+fn two_preflights_on_one_engine_do_not_collide() {
+    if !docker_or_skip("two_preflights_on_one_engine_do_not_collide") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    setup(dir.path(), &fixture(), 1);
+    // Before, every preflight named its objects `elengtis-prefligh-prefligh`: the second one
+    // failed with HTTP 409 ("Conflict. The container name … is already in use").
+    let spawn = || {
+        elengtis_cmd(dir.path(), &["preflight", "campaign.yaml", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn preflight")
+    };
+    let (first, second) = (ChildGuard::new(spawn()), ChildGuard::new(spawn()));
+    for out in [first, second].map(|c| c.wait_output(std::time::Duration::from_secs(300))) {
+        assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+        assert!(!stdout(&out).contains("Conflict") && !stderr(&out).contains("Conflict"), "{}", stdout(&out));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        for target in report["targets"].as_array().unwrap() {
+            assert_eq!(target["ok"], true, "{target}");
+            assert_eq!(target["execution"]["cleanup"]["ok"], true, "{target}");
+        }
+    }
 }
 
 #[test]

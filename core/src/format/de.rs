@@ -25,6 +25,7 @@
 //!   `{command: x}`. Newtype, struct and unit variants are supported; tuple variants are
 //!   not.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{
@@ -56,7 +57,91 @@ pub struct DeError {
 /// The first mismatch between the document and `T`, with its path and mark.
 pub fn from_node<T: DeserializeOwned>(node: &Node) -> Result<T, DeError> {
     let root = PathRef::Root;
-    T::deserialize(NodeDe::new(node, &root)).map_err(|e| e.locate(&root, node.mark).finish())
+    let skipped = Skipped::default();
+    T::deserialize(NodeDe::new(node, &root, &skipped)).map_err(|e| e.locate(&root, node).finish())
+}
+
+/// Most problems [`from_node_all`] reports.
+pub const MAX_PROBLEMS: usize = 100;
+/// Most passes [`from_node_all`] makes over the tree.
+const MAX_PASSES: usize = 1000;
+
+/// Deserializes a `T` from `node`, reporting every mismatch, not only the first.
+///
+/// Serde stops at the first error, so the tree is read again with each offending node left
+/// out: a value of the wrong type, an unknown key, a mapping that lacks a field. Leaving a
+/// node out can cause errors of its own (the mapping that held it now lacks that field, a
+/// tuple is short); those are not reported, and their node is left out in turn, until the
+/// document reads or only its root is left. At most [`MAX_PROBLEMS`] are reported.
+///
+/// # Errors
+///
+/// Every mismatch found, in the order found, each with its path and mark.
+pub fn from_node_all<T: DeserializeOwned>(node: &Node) -> Result<T, Vec<DeError>> {
+    let mut skipped = Skipped::default();
+    let mut problems: Vec<DeError> = Vec::new();
+    for _ in 0..MAX_PASSES {
+        let root = PathRef::Root;
+        let error = match T::deserialize(NodeDe::new(node, &root, &skipped)) {
+            Ok(value) if problems.is_empty() => return Ok(value),
+            Ok(_) => break,
+            Err(e) => e.locate(&root, node),
+        };
+        let at = error.location.as_ref().map_or(std::ptr::from_ref(node), |(_, _, at)| *at);
+        let caused = find(node, at).is_some_and(|n| skipped.caused(n, &error.message));
+        if !caused || problems.is_empty() {
+            problems.push(error.finish());
+        }
+        if problems.len() >= MAX_PROBLEMS || std::ptr::eq(at, node) || !skipped.nodes.insert(at) {
+            break;
+        }
+    }
+    Err(problems)
+}
+
+/// The node at address `at` in the tree under `node`.
+fn find(node: &Node, at: *const Node) -> Option<&Node> {
+    if std::ptr::eq(node, at) {
+        return Some(node);
+    }
+    match &node.kind {
+        NodeKind::Seq(items) => items.iter().find_map(|n| find(n, at)),
+        NodeKind::Map(entries) => entries.iter().find_map(|(k, v)| find(k, at).or_else(|| find(v, at))),
+        _ => None,
+    }
+}
+
+/// The nodes [`from_node_all`] leaves out (by address; the tree does not change meanwhile).
+#[derive(Debug, Default)]
+struct Skipped {
+    nodes: HashSet<*const Node>,
+}
+
+impl Skipped {
+    fn has(&self, node: &Node) -> bool {
+        !self.nodes.is_empty() && self.nodes.contains(&std::ptr::from_ref(node))
+    }
+
+    fn entry(&self, (key, value): &(Node, Node)) -> bool {
+        self.has(key) || self.has(value)
+    }
+
+    /// Whether an error at `node` may be caused by what was left out below it: a missing
+    /// field whose entry was left out, or any other error of a collection with an element
+    /// or entry left out.
+    fn caused(&self, node: &Node, message: &str) -> bool {
+        match &node.kind {
+            NodeKind::Seq(items) => items.iter().any(|n| self.has(n)),
+            NodeKind::Map(entries) => {
+                let missing = message.strip_prefix("missing field `").and_then(|rest| rest.strip_suffix('`'));
+                match missing {
+                    Some(field) => entries.iter().any(|e| self.entry(e) && key_text(&e.0) == field),
+                    None => entries.iter().any(|e| self.entry(e)),
+                }
+            }
+            _ => false,
+        }
+    }
 }
 
 /// A path under construction: a linked list from the current node back to the root, so
@@ -103,19 +188,20 @@ fn key_text(key: &Node) -> String {
 #[derive(Debug)]
 struct LocatedError {
     message: String,
-    location: Option<(Path, Mark)>,
+    /// The path and mark of the innermost node that saw it, and that node's address.
+    location: Option<(Path, Mark, *const Node)>,
 }
 
 impl LocatedError {
-    fn locate(mut self, path: &PathRef<'_>, mark: Mark) -> Self {
+    fn locate(mut self, path: &PathRef<'_>, node: &Node) -> Self {
         if self.location.is_none() {
-            self.location = Some((path.to_path(), mark));
+            self.location = Some((path.to_path(), node.mark, std::ptr::from_ref(node)));
         }
         self
     }
 
     fn finish(self) -> DeError {
-        let (path, mark) = self.location.unwrap_or((Path::root(), Mark::UNKNOWN));
+        let (path, mark) = self.location.map_or((Path::root(), Mark::UNKNOWN), |(path, mark, _)| (path, mark));
         DeError { path, mark, message: self.message }
     }
 }
@@ -123,7 +209,7 @@ impl LocatedError {
 impl fmt::Display for LocatedError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.location {
-            Some((path, _)) => write!(f, "{path}: {}", self.message),
+            Some((path, _, _)) => write!(f, "{path}: {}", self.message),
             None => f.write_str(&self.message),
         }
     }
@@ -165,21 +251,22 @@ impl Expected for ExpectedLen {
 }
 
 /// Deserializes one node. With `skip`, the node is a mapping read without its entry at
-/// that index (the `type` key of an enum).
+/// that index (the `type` key of an enum). Elements and entries in `skipped` are left out.
 #[derive(Debug, Clone, Copy)]
 struct NodeDe<'de, 'p> {
     node: &'de Node,
     path: &'p PathRef<'p>,
     skip: Option<usize>,
+    skipped: &'p Skipped,
 }
 
 impl<'de, 'p> NodeDe<'de, 'p> {
-    fn new(node: &'de Node, path: &'p PathRef<'p>) -> Self {
-        NodeDe { node, path, skip: None }
+    fn new(node: &'de Node, path: &'p PathRef<'p>, skipped: &'p Skipped) -> Self {
+        NodeDe { node, path, skip: None, skipped }
     }
 
     fn locate(&self, error: LocatedError) -> LocatedError {
-        error.locate(self.path, self.node.mark)
+        error.locate(self.path, self.node)
     }
 
     fn located<T>(&self, result: Result<T, LocatedError>) -> Result<T, LocatedError> {
@@ -191,26 +278,35 @@ impl<'de, 'p> NodeDe<'de, 'p> {
     }
 
     fn visit_seq<V: Visitor<'de>>(&self, items: &'de [Node], visitor: V) -> Result<V::Value, LocatedError> {
-        let mut access = SeqDe { items, next: 0, parent: self.path };
+        let mut access = SeqDe { items, next: 0, taken: 0, parent: self.path, skipped: self.skipped };
         let value = self.located(visitor.visit_seq(&mut access))?;
-        if access.next < items.len() {
+        let left = access.remaining();
+        if left > 0 {
             return Err(self.locate(de::Error::invalid_length(
-                items.len(),
-                &ExpectedLen { len: access.next, one: "element", many: "elements", within: "sequence" },
+                access.taken + left,
+                &ExpectedLen { len: access.taken, one: "element", many: "elements", within: "sequence" },
             )));
         }
         Ok(value)
     }
 
     fn visit_map<V: Visitor<'de>>(&self, entries: &'de [(Node, Node)], visitor: V) -> Result<V::Value, LocatedError> {
-        let mut access = MapDe { entries, next: 0, skip: self.skip, pending: None, parent: self.path };
+        let mut access = MapDe {
+            entries,
+            next: 0,
+            taken: 0,
+            skip: self.skip,
+            pending: None,
+            parent: self.path,
+            skipped: self.skipped,
+        };
         let value = self.located(visitor.visit_map(&mut access))?;
         let left = access.remaining();
         if left > 0 {
-            let total = entries.len().saturating_sub(usize::from(self.skip.is_some()));
+            let total = access.taken + left;
             return Err(self.locate(de::Error::invalid_length(
                 total,
-                &ExpectedLen { len: total.saturating_sub(left), one: "entry", many: "entries", within: "map" },
+                &ExpectedLen { len: access.taken, one: "entry", many: "entries", within: "map" },
             )));
         }
         Ok(value)
@@ -450,10 +546,9 @@ impl<'de> Deserializer<'de> for NodeDe<'de, '_> {
         match &self.node.kind {
             NodeKind::Str(_) => self.located(visitor.visit_enum(EnumDe { de: self, tag: None })),
             NodeKind::Map(entries) => {
-                let tag = entries
-                    .iter()
-                    .enumerate()
-                    .find(|(i, (key, _))| Some(*i) != self.skip && key.as_str() == Some("type"));
+                let tag = entries.iter().enumerate().find(|(i, entry)| {
+                    Some(*i) != self.skip && !self.skipped.entry(entry) && entry.0.as_str() == Some("type")
+                });
                 match tag {
                     Some((index, entry)) => {
                         self.located(visitor.visit_enum(EnumDe { de: self, tag: Some((index, entry)) }))
@@ -474,48 +569,63 @@ impl<'de> Deserializer<'de> for NodeDe<'de, '_> {
     }
 }
 
-/// The elements of a sequence.
+/// The elements of a sequence, without those left out; paths keep the document's indices.
 struct SeqDe<'de, 'p> {
     items: &'de [Node],
     next: usize,
+    taken: usize,
     parent: &'p PathRef<'p>,
+    skipped: &'p Skipped,
+}
+
+impl SeqDe<'_, '_> {
+    fn remaining(&self) -> usize {
+        self.items.get(self.next..).unwrap_or_default().iter().filter(|n| !self.skipped.has(n)).count()
+    }
 }
 
 impl<'de> SeqAccess<'de> for SeqDe<'de, '_> {
     type Error = LocatedError;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, LocatedError> {
+        while self.items.get(self.next).is_some_and(|n| self.skipped.has(n)) {
+            self.next += 1;
+        }
         let index = self.next;
         let Some(item) = self.items.get(index) else {
             return Ok(None);
         };
         self.next += 1;
+        self.taken += 1;
         let path = PathRef::Index(self.parent, index);
-        let de = NodeDe::new(item, &path);
+        let de = NodeDe::new(item, &path, self.skipped);
         seed.deserialize(de).map(Some).map_err(|e| de.locate(e))
     }
 
     fn size_hint(&self) -> Option<usize> {
-        Some(self.items.len().saturating_sub(self.next))
+        Some(self.remaining())
     }
 }
 
-/// The entries of a mapping, in document order, without the entry at `skip`.
+/// The entries of a mapping, in document order, without the entry at `skip` and those left
+/// out.
 struct MapDe<'de, 'p> {
     entries: &'de [(Node, Node)],
     next: usize,
+    taken: usize,
     skip: Option<usize>,
     pending: Option<&'de (Node, Node)>,
     parent: &'p PathRef<'p>,
+    skipped: &'p Skipped,
 }
 
 impl MapDe<'_, '_> {
+    fn left_out(&self, index: usize) -> bool {
+        self.skip == Some(index) || self.entries.get(index).is_some_and(|e| self.skipped.entry(e))
+    }
+
     fn remaining(&self) -> usize {
-        let rest = self.entries.len().saturating_sub(self.next);
-        match self.skip {
-            Some(skip) if skip >= self.next && skip < self.entries.len() => rest.saturating_sub(1),
-            _ => rest,
-        }
+        (self.next..self.entries.len()).filter(|i| !self.left_out(*i)).count()
     }
 }
 
@@ -523,16 +633,17 @@ impl<'de> MapAccess<'de> for MapDe<'de, '_> {
     type Error = LocatedError;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, LocatedError> {
-        if self.skip == Some(self.next) {
+        while self.next < self.entries.len() && self.left_out(self.next) {
             self.next += 1;
         }
         let Some(entry) = self.entries.get(self.next) else {
             return Ok(None);
         };
         self.next += 1;
+        self.taken += 1;
         self.pending = Some(entry);
         let path = PathRef::Key(self.parent, &entry.0);
-        let de = NodeDe::new(&entry.0, &path);
+        let de = NodeDe::new(&entry.0, &path, self.skipped);
         seed.deserialize(de).map(Some).map_err(|e| de.locate(e))
     }
 
@@ -541,7 +652,7 @@ impl<'de> MapAccess<'de> for MapDe<'de, '_> {
             return Err(de::Error::custom("a map value was requested before its key"));
         };
         let path = PathRef::Key(self.parent, &entry.0);
-        let de = NodeDe::new(&entry.1, &path);
+        let de = NodeDe::new(&entry.1, &path, self.skipped);
         seed.deserialize(de).map_err(|e| de.locate(e))
     }
 
@@ -565,7 +676,7 @@ impl<'de, 'p> EnumAccess<'de> for EnumDe<'de, 'p> {
             None => seed.deserialize(self.de).map_err(|e| self.de.locate(e))?,
             Some((_, (key, value))) => {
                 let path = PathRef::Key(self.de.path, key);
-                let de = NodeDe::new(value, &path);
+                let de = NodeDe::new(value, &path, self.de.skipped);
                 seed.deserialize(de).map_err(|e| de.locate(e))?
             }
         };
@@ -582,7 +693,7 @@ struct VariantDe<'de, 'p> {
 impl<'de> VariantDe<'de, '_> {
     /// The mapping without its `type` entry.
     fn content(&self, tag: usize) -> NodeDe<'de, '_> {
-        NodeDe { node: self.de.node, path: self.de.path, skip: Some(tag) }
+        NodeDe { node: self.de.node, path: self.de.path, skip: Some(tag), skipped: self.de.skipped }
     }
 
     fn needs_fields(&self) -> LocatedError {
@@ -603,11 +714,11 @@ impl<'de> VariantAccess<'de> for VariantDe<'de, '_> {
         let NodeKind::Map(entries) = &self.de.node.kind else {
             return Ok(());
         };
-        match entries.iter().enumerate().find(|(i, _)| *i != tag) {
+        match entries.iter().enumerate().find(|(i, entry)| *i != tag && !self.de.skipped.entry(entry)) {
             None => Ok(()),
             Some((_, (key, _))) => {
                 let path = PathRef::Key(self.de.path, key);
-                Err(de::Error::unknown_field(&key_text(key), &[])).map_err(|e: LocatedError| e.locate(&path, key.mark))
+                Err(de::Error::unknown_field(&key_text(key), &[])).map_err(|e: LocatedError| e.locate(&path, key))
             }
         }
     }
@@ -1014,6 +1125,50 @@ targets:
         check(&e, "schema_version", 1, 17, "expected u32");
         let e = fail::<Campaign>("bogus: 1\nschema_version: x\n");
         check(&e, "bogus", 1, 1, "unknown field `bogus`");
+    }
+
+    fn fail_all<T: DeserializeOwned + fmt::Debug>(text: &str) -> Vec<DeError> {
+        match from_node_all::<T>(&node(text)) {
+            Ok(value) => panic!("{text:?} deserialized to {value:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        // Three problems at the top level, in document order.
+        let e = fail_all::<Campaign>("schema_version: x\ntargets: 5\nbogus: 1\n");
+        assert_eq!(e.len(), 3, "{e:?}");
+        check(&e[0], "schema_version", 1, 17, "expected u32");
+        check(&e[1], "targets", 2, 10, "invalid type: integer `5`, expected a sequence");
+        check(&e[2], "bogus", 3, 1, "unknown field `bogus`");
+        // Problems in two targets and in a variant's content; what leaving them out causes
+        // (the targets now lack `transport` and `id`) is not reported.
+        let text =
+            edit("type: stdio", "type: stdoi").replace("uid: 1000", "uid: x").replace("  - id: boxed\n", "  - id: 7\n");
+        let e = fail_all::<Campaign>(&text);
+        let found: Vec<String> = e.iter().map(ToString::to_string).collect();
+        assert_eq!(e.len(), 3, "{found:?}");
+        check(&e[0], "targets[0].transport.type", 5, 13, "unknown variant `stdoi`");
+        check(&e[1], "targets[1].id", 12, 9, "invalid type: integer `7`, expected a string");
+        check(&e[2], "targets[1].transport.uid", 13, 64, "expected u32");
+        // A genuinely missing field next to a left-out one is still reported.
+        let e = fail_all::<Campaign>("schema_version: 1\ntargets:\n  - transport: {type: stdio, command: 5}\n");
+        assert_eq!(e.len(), 2, "{e:?}");
+        check(&e[0], "targets[0].transport.command", 3, 39, "expected a string");
+        check(&e[1], "targets[0]", 3, 5, "missing field `id`");
+        // A good document reads; one problem is one problem.
+        let c: Campaign = from_node_all(&node(GOOD)).expect("good");
+        assert_eq!(c.targets.len(), 2);
+        let e = fail_all::<Campaign>(&edit("uid: 1000", "uid: -1"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        // Sequences keep the document's indices after an element is left out.
+        let e = fail_all::<Vec<u8>>("[1, x, 2, y, 300]");
+        let paths: Vec<String> = e.iter().map(|e| e.path.to_string()).collect();
+        assert_eq!(paths, ["[1]", "[3]", "[4]"]);
+        // The number reported is bounded.
+        let many: String = (0..150).map(|i| format!("k{i}: x\n")).collect();
+        assert_eq!(fail_all::<BTreeMap<String, u8>>(&many).len(), MAX_PROBLEMS);
     }
 
     #[test]

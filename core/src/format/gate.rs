@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use super::campaign::{Provider, Target};
 use super::path::Path as FieldPath;
 use super::yaml::Node;
-use super::{Diagnostic, LoadError, Severity, check_extension, diagnostic_at, parse_document, read_limited};
+use super::{Diagnostic, LoadError, Severity, check_extension, diagnostic_at, parse_document_all, read_limited};
 
 /// Iterations of the repeat filter under `gate` when the file gives none (the seed's 3).
 pub const DEFAULT_GATE_ITERATIONS: u32 = 3;
@@ -162,7 +162,7 @@ pub fn load_gate(path: &Path) -> Result<LoadedGate, LoadError> {
         return Err(LoadError::Invalid(vec![d]));
     }
     let text = read_limited(path)?;
-    let (gate, node) = parse_document::<GateFile>(path, &text).map_err(|d| LoadError::Invalid(vec![d]))?;
+    let (gate, node) = parse_document_all::<GateFile>(path, &text).map_err(LoadError::Invalid)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut problems = Vec::new();
     let at = |field: &FieldPath| {
@@ -256,7 +256,7 @@ pub fn load_target(path: &Path) -> Result<Target, LoadError> {
         return Err(LoadError::Invalid(vec![d]));
     }
     let text = read_limited(path)?;
-    let (target, _node): (Target, Node) = parse_document(path, &text).map_err(|d| LoadError::Invalid(vec![d]))?;
+    let (target, _node): (Target, Node) = parse_document_all(path, &text).map_err(LoadError::Invalid)?;
     Ok(target)
 }
 

@@ -205,31 +205,144 @@ pub fn canonical_json<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(&value).unwrap_or_default()
 }
 
-pub(crate) fn read_limited(path: &Path) -> Result<String, LoadError> {
+/// Read a configuration file as UTF-8 text: only a regular file (a FIFO, a device, a socket or
+/// a directory is refused before it is opened for reading, so nothing blocks on it), at most
+/// [`MAX_FILE_BYTES`], and UTF-8 (UTF-16 and UTF-32, with or without a byte order mark, and
+/// invalid UTF-8 are refused with the position of the first offending byte and what was found).
+///
+/// # Errors
+///
+/// [`LoadError::Read`] when the file cannot be opened or read; [`LoadError::Invalid`] (one
+/// diagnostic naming the file) when it is not a regular file, too large, or not UTF-8.
+pub fn read_limited(path: &Path) -> Result<String, LoadError> {
     use std::io::Read as _;
     let read_err = |source| LoadError::Read { path: path.to_owned(), source };
-    let file = std::fs::File::open(path).map_err(read_err)?;
-    let mut text = String::new();
-    let mut limited = file.take(MAX_FILE_BYTES + 1);
-    limited.read_to_string(&mut text).map_err(read_err)?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(LoadError::Invalid(vec![Diagnostic {
-            severity: Severity::Error,
-            file: path.to_owned(),
-            line: 0,
-            column: 0,
-            path: String::new(),
-            message: format!("file is larger than {} MiB", MAX_FILE_BYTES / (1024 * 1024)),
-        }]));
+    let refuse = |line: usize, column: usize, message: String| {
+        LoadError::Invalid(vec![diagnostic_at(path, line, column, String::new(), message)])
+    };
+    let not_regular = |meta: &std::fs::Metadata| {
+        refuse(0, 0, format!("not a regular file but {}; expected a regular file", file_kind(meta)))
+    };
+    let too_large = || {
+        refuse(
+            0,
+            0,
+            format!(
+                "the file is larger than {} MiB; expected at most {MAX_FILE_BYTES} bytes",
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+        )
+    };
+    // Checked before opening: opening a FIFO for reading blocks until a writer appears.
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
     }
-    Ok(text)
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    // And again on what was opened (the path may have been replaced in between).
+    let meta = file.metadata().map_err(read_err)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(read_err)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    if let Some(found) = wide_encoding(&bytes) {
+        return Err(refuse(1, 1, format!("the file is {found} (at byte offset 0); expected UTF-8")));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let (line, column) = text_position(&bytes[..at]);
+        let bad = bytes.get(at).copied().unwrap_or_default();
+        refuse(
+            line,
+            column,
+            format!(
+                "invalid UTF-8 at byte offset {at} (byte 0x{bad:02X}): the file is not UTF-8 (an 8-bit encoding such as Latin-1 or Windows-1252?); expected UTF-8"
+            ),
+        )
+    })
+}
+
+/// What a file that is not a regular file is.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        } else if kind.is_char_device() {
+            return "a character device";
+        } else if kind.is_block_device() {
+            return "a block device";
+        } else if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    "a special file"
+}
+
+/// UTF-16 or UTF-32 text, told by its byte order mark or, without one, by the zero bytes
+/// of its first character (as YAML's own encoding detection does).
+fn wide_encoding(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0xFF, 0xFE, 0, 0, ..] => Some("UTF-32LE (byte order mark FF FE 00 00)"),
+        [0, 0, 0xFE, 0xFF, ..] => Some("UTF-32BE (byte order mark 00 00 FE FF)"),
+        [0xFF, 0xFE, ..] => Some("UTF-16LE (byte order mark FF FE)"),
+        [0xFE, 0xFF, ..] => Some("UTF-16BE (byte order mark FE FF)"),
+        [0, 0, 0, b, ..] if *b != 0 => Some("UTF-32BE (no byte order mark)"),
+        [b, 0, 0, 0, ..] if *b != 0 => Some("UTF-32LE (no byte order mark)"),
+        [0, b, ..] if *b != 0 => Some("UTF-16BE (no byte order mark)"),
+        [b, 0, ..] if *b != 0 => Some("UTF-16LE (no byte order mark)"),
+        _ => None,
+    }
+}
+
+/// The 1-based line and column (in characters) just after `valid`, which is UTF-8.
+fn text_position(valid: &[u8]) -> (usize, usize) {
+    let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+    let start = valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let column = std::str::from_utf8(&valid[start..]).map_or(0, |s| s.chars().count()) + 1;
+    (line, column)
 }
 
 pub(crate) fn diagnostic_at(file: &Path, line: usize, column: usize, path: String, message: String) -> Diagnostic {
     Diagnostic { severity: Severity::Error, file: file.to_owned(), line, column, path, message }
 }
 
-/// Parse one YAML document into `T`, with positions in every error.
+/// Parse one YAML document into `T`, with positions in every error: a YAML syntax error, or
+/// every mismatch between the document and `T` (see [`de::from_node_all`]).
+///
+/// # Errors
+///
+/// The syntax error, or every mismatch, each naming the file, line, column and field path.
+pub fn parse_document_all<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    text: &str,
+) -> Result<(T, Node), Vec<Diagnostic>> {
+    let node = yaml::parse(text)
+        .map_err(|e| vec![diagnostic_at(file, e.mark.line, e.mark.column, String::new(), e.message)])?;
+    let value = de::from_node_all::<T>(&node).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| diagnostic_at(file, e.mark.line, e.mark.column, e.path.to_string(), e.message))
+            .collect::<Vec<_>>()
+    })?;
+    Ok((value, node))
+}
+
+/// Parse one YAML document into `T`, with positions in every error (the first problem only;
+/// loaders use [`parse_document_all`]).
 pub fn parse_document<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Result<(T, Node), Diagnostic> {
     let node =
         yaml::parse(text).map_err(|e| diagnostic_at(file, e.mark.line, e.mark.column, String::new(), e.message))?;
@@ -242,5 +355,90 @@ pub(crate) fn check_extension(path: &Path) -> Option<Diagnostic> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("yaml" | "yml") => None,
         _ => Some(diagnostic_at(path, 0, 0, String::new(), "configuration files must end in .yaml or .yml".into())),
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn refused(path: &Path) -> Diagnostic {
+        match read_limited(path) {
+            Err(LoadError::Invalid(d)) if d.len() == 1 => d.into_iter().next().expect("one"),
+            other => panic!("{}: expected one diagnostic, got {other:?}", path.display()),
+        }
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("fifo.yaml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+        assert!(made.success());
+        // A FIFO with no writer would block `open` forever; it is refused at once.
+        let started = Instant::now();
+        let d = refused(&fifo);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(d.file, fifo);
+        assert!(d.to_string().contains("not a regular file but a FIFO (named pipe)"), "{d}");
+        let d = refused(Path::new("/dev/zero"));
+        assert!(d.to_string().starts_with("/dev/zero: not a regular file but a character device"), "{d}");
+        let d = refused(dir.path());
+        assert!(d.message.contains("a directory"), "{d}");
+        // Through a symbolic link too.
+        let link = dir.path().join("link.yaml");
+        std::os::unix::fs::symlink("/dev/zero", &link).expect("symlink");
+        assert!(refused(&link).message.contains("character device"));
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused_unread() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = dir.path().join("big.yaml");
+        let file = std::fs::File::create(&big).expect("create");
+        file.set_len(MAX_FILE_BYTES + 1).expect("sparse file");
+        let d = refused(&big);
+        assert_eq!(d.file, big);
+        assert!(d.message.contains("larger than 8 MiB"), "{d}");
+        std::fs::File::create(&big).and_then(|f| f.set_len(MAX_FILE_BYTES)).expect("at the cap");
+        assert!(read_limited(&big).is_ok());
+    }
+
+    #[test]
+    fn encoding_errors_have_a_position_and_name_what_was_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("write");
+            path
+        };
+        let utf16le: Vec<u8> = "a: 1\n".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let utf16be: Vec<u8> = "a: 1\n".encode_utf16().flat_map(u16::to_be_bytes).collect();
+        for (name, bytes, found) in [
+            ("le-bom.yaml", [&[0xFF, 0xFE][..], &utf16le].concat(), "UTF-16LE (byte order mark FF FE)"),
+            ("be-bom.yaml", [&[0xFE, 0xFF][..], &utf16be].concat(), "UTF-16BE (byte order mark FE FF)"),
+            ("le.yaml", utf16le.clone(), "UTF-16LE (no byte order mark)"),
+            ("be.yaml", utf16be.clone(), "UTF-16BE (no byte order mark)"),
+            ("le32.yaml", vec![0xFF, 0xFE, 0, 0, b'a', 0, 0, 0], "UTF-32LE (byte order mark FF FE 00 00)"),
+        ] {
+            let path = write(name, &bytes);
+            let d = refused(&path);
+            assert_eq!((d.line, d.column), (1, 1), "{d}");
+            assert_eq!(
+                d.to_string(),
+                format!("{}:1:1: the file is {found} (at byte offset 0); expected UTF-8", path.display())
+            );
+        }
+        // Latin-1: the offending byte's line, column and offset.
+        let path = write("latin1.yaml", b"schema_version: 1\ntitle: caf\xE9\n");
+        let d = refused(&path);
+        assert_eq!((d.line, d.column), (2, 11), "{d}");
+        assert!(d.message.starts_with("invalid UTF-8 at byte offset 28 (byte 0xE9)"), "{d}");
+        // Columns count characters.
+        let path = write("mixed.yaml", "é: \"".bytes().chain([0xFF]).collect::<Vec<u8>>().as_slice());
+        assert_eq!((refused(&path).line, refused(&path).column), (1, 5));
+        assert_eq!(read_limited(&write("ok.yaml", "a: é\n".as_bytes())).expect("utf-8"), "a: é\n");
     }
 }

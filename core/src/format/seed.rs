@@ -19,7 +19,7 @@ use super::path::Path as FieldPath;
 use super::script::Script;
 use super::yaml::Node;
 use super::{
-    Diagnostic, LoadError, Severity, check_extension, diagnostic_at, parse_document, read_limited, sha256_hex,
+    Diagnostic, LoadError, Severity, check_extension, diagnostic_at, parse_document_all, read_limited, sha256_hex,
 };
 
 /// One attack seed.
@@ -289,7 +289,7 @@ pub fn load_seed(path: &Path) -> Result<LoadedSeed, LoadError> {
     }
     let text = read_limited(path)?;
     let sha256 = sha256_hex(text.as_bytes());
-    let (seed, node) = parse_document::<Seed>(path, &text).map_err(|d| LoadError::Invalid(vec![d]))?;
+    let (seed, node) = parse_document_all::<Seed>(path, &text).map_err(LoadError::Invalid)?;
     let mut diagnostics = check_seed(path, &seed, &node);
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let scenario_path = base.join(&seed.scenario);

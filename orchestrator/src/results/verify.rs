@@ -191,7 +191,11 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
                 file: "manifest.json".into(),
                 line: Some(e.line()),
                 kind: ProblemKind::Malformed,
-                problem: format!("it is not valid JSON ({})", strip_position(&e)),
+                problem: if e.is_eof() {
+                    format!("it is truncated: not valid JSON ({})", strip_position(&e))
+                } else {
+                    format!("it is not valid JSON ({})", strip_position(&e))
+                },
                 repair: RESTORE.into(),
             });
             return Ok(v);

@@ -44,6 +44,21 @@ pub enum RunError {
         .0.display(), .0.display()
     )]
     Exists(PathBuf),
+    /// The output directory of a new run names something that is not a directory.
+    #[error(
+        "failed to start the run: {} exists and is not a directory; choose a new --out (a directory that does not exist yet)",
+        .0.display()
+    )]
+    NotADirectory(PathBuf),
+    /// The output directory of a new run cannot be created (a read-only parent, a parent that
+    /// is a file).
+    #[error("failed to start the run: {} cannot be used as the results directory: {detail}; choose another --out", .path.display())]
+    Unusable {
+        /// The results directory asked for.
+        path: PathBuf,
+        /// Why, with the OS error.
+        detail: String,
+    },
     /// Resume found no run.
     #[error("failed to resume: {} has no {file}; it is not a results directory of elengtis", .dir.display())]
     NotARun {
@@ -304,19 +319,7 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
             return Err(RunError::Exists(out.to_owned()));
         }
     } else {
-        if out.exists() {
-            return Err(RunError::Exists(out.to_owned()));
-        }
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| RunError::Create { path: parent.to_owned(), source: e })?;
-        }
-        std::fs::create_dir(out).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                RunError::Exists(out.to_owned())
-            } else {
-                RunError::Create { path: out.to_owned(), source: e }
-            }
-        })?;
+        create_results_dir(out)?;
     }
     let lock = DirLock::acquire(out)?;
     std::fs::create_dir_all(out.join("evidence"))
@@ -329,6 +332,45 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
     let state = RunState { run_id, log, rows: Vec::new(), recovered_tail: None, sandbox, _lock: lock };
     execute(bundle, out, state, options).await
+}
+
+/// Create the results directory of a new run (and its parents). It must not exist yet.
+///
+/// # Errors
+///
+/// [`RunError::Exists`] when it is a directory already, [`RunError::NotADirectory`] when it is
+/// something else, [`RunError::Unusable`] when it cannot be created (a read-only parent, a
+/// parent that is a file), [`RunError::Create`] when the disk is full.
+pub fn create_results_dir(out: &Path) -> Result<(), RunError> {
+    match std::fs::metadata(out) {
+        Ok(meta) if meta.is_dir() => return Err(RunError::Exists(out.to_owned())),
+        Ok(_) => return Err(RunError::NotADirectory(out.to_owned())),
+        Err(_) => {}
+    }
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| create_error(out, parent, e))?;
+    }
+    std::fs::create_dir(out).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists && out.is_dir() {
+            RunError::Exists(out.to_owned())
+        } else {
+            create_error(out, out, e)
+        }
+    })
+}
+
+/// Why the results directory `out` could not be created at `path` (itself or a parent): a
+/// full disk is an I/O failure; anything else (a read-only or missing parent, a parent that
+/// is a file) makes `out` unusable, said with the ancestor at fault.
+fn create_error(out: &Path, path: &Path, source: std::io::Error) -> RunError {
+    if matches!(source.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) {
+        return RunError::Create { path: path.to_owned(), source };
+    }
+    let detail = match out.ancestors().skip(1).find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir()) {
+        Some(file) => format!("{} is a file, not a directory", file.display()),
+        None => format!("failed to create {}: {source}", path.display()),
+    };
+    RunError::Unusable { path: out.to_owned(), detail }
 }
 
 /// Continue a run.
@@ -347,7 +389,11 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     }
     let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| manifest_error(e.to_string()))?;
-    let raw: Value = serde_json::from_str(&text).map_err(|e| manifest_error(format!("not valid JSON: {e}")))?;
+    let raw: Value = serde_json::from_str(&text).map_err(|e| {
+        let what =
+            if e.is_eof() { "it is truncated (malformed: not valid JSON" } else { "it is malformed (not valid JSON" };
+        manifest_error(format!("{what}: {e}); restore it from a copy, or start a new run"))
+    })?;
     for (key, expected) in [("schema_version", RESULTS_SCHEMA_VERSION), ("metrics_version", METRICS_VERSION)] {
         if raw[key].as_u64() != Some(expected) {
             return Err(RunError::Version { key, found: raw[key].to_string(), expected });

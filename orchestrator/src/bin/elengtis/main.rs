@@ -725,11 +725,11 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
 
 /// A model file: the campaign's model fields (as a gate file's `model`), strictly parsed.
 fn load_model_config(path: &Path) -> Result<elengtis_core::format::gate::LiveModel, Error> {
-    use elengtis_core::format::{LoadError, parse_document};
-    let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
-    parse_document::<elengtis_core::format::gate::LiveModel>(path, &text)
+    use elengtis_core::format::{LoadError, parse_document_all};
+    let text = elengtis_core::format::read_limited(path)?;
+    parse_document_all::<elengtis_core::format::gate::LiveModel>(path, &text)
         .map(|(model, _)| model)
-        .map_err(|d| Error::Load(LoadError::Invalid(vec![d])))
+        .map_err(|d| Error::Load(LoadError::Invalid(d)))
 }
 
 async fn gate_command(args: GateArgs) -> Result<i32, Error> {
@@ -801,7 +801,7 @@ async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Re
             if let Some(w) = &check.warning {
                 eprintln!("WARNING: {w}");
             }
-            println!("{}", check.line());
+            print!("{}", check.render());
         }
     }
     Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
@@ -850,13 +850,15 @@ async fn example(
     let Some(out) = out else {
         return Err(Error::Usage("--out DIR is required".into()));
     };
-    if out.exists() {
-        return Err(RunError::Exists(out).into());
+    match std::fs::metadata(&out) {
+        Ok(meta) if meta.is_dir() => return Err(RunError::Exists(out).into()),
+        Ok(_) => return Err(RunError::NotADirectory(out).into()),
+        Err(_) => {}
     }
     if example.isolated {
         ensure_images(allow_vulnerable_engine).await?;
     }
-    std::fs::create_dir_all(&out).map_err(Error::io("create", &out))?;
+    run::create_results_dir(&out)?;
     // Until the run has started, the directory holds only what this command wrote: a
     // failure removes it so the same command can simply be run again.
     let prepared = async {

@@ -32,6 +32,15 @@ use crate::sandbox::{
     TargetEndpoint, TrialSandbox,
 };
 
+/// The name of an attempt's network and target container (other containers add `-ROLE`):
+/// the first 8 letters and digits of the run id and of the attempt id. Names are unique on
+/// the engine as long as those are; every object also carries the run, trial and attempt
+/// labels that `gc` selects by.
+pub fn object_name(run_id: &str, attempt_id: &str) -> String {
+    let short = |s: &str| s.chars().filter(char::is_ascii_alphanumeric).take(8).collect::<String>();
+    format!("elengtis-{}-{}", short(run_id), short(attempt_id))
+}
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct ContainerSpec {
@@ -192,8 +201,7 @@ impl TrialContainer {
         engine: &DockerEngine,
         spec: &ContainerSpec,
     ) -> Result<TrialContainer, (SandboxError, Value)> {
-        let short = |s: &str| s.chars().filter(char::is_ascii_alphanumeric).take(8).collect::<String>();
-        let name = format!("elengtis-{}-{}", short(&spec.run_id), short(&spec.attempt_id));
+        let name = object_name(&spec.run_id, &spec.attempt_id);
         let mut labels = HashMap::from([
             (LABEL_MANAGED.to_owned(), "true".to_owned()),
             (LABEL_RUN.to_owned(), spec.run_id.clone()),
