@@ -13,19 +13,22 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// Makes `fifo` a named pipe, then runs `elengtis validate FILE` with a deadline (a read of
+/// the pipe would block forever).
+fn validate_with_fifo(cwd: &std::path::Path, fifo: &std::path::Path, file: &str) -> std::process::Output {
+    let made = std::process::Command::new("mkfifo").arg(fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let child =
+        elengtis_cmd(cwd, &["validate", file]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    ChildGuard::new(child).wait_output(Duration::from_secs(20))
+}
+
 #[test]
 fn validate_refuses_a_fifo_at_once_naming_it() {
     let dir = scratch();
     let fifo = dir.path().join("campaign.yaml");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
-    assert!(made.success());
     // Before, `open` blocked forever waiting for a writer.
-    let child = elengtis_cmd(dir.path(), &["validate", "campaign.yaml"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let output = ChildGuard::new(child).wait_output(Duration::from_secs(20));
+    let output = validate_with_fifo(dir.path(), &fifo, "campaign.yaml");
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
@@ -37,14 +40,7 @@ fn validate_refuses_a_fifo_at_once_naming_it() {
     let config = copy_example("support-note", dir.path().join("ex").as_path());
     let scenario = dir.path().join("ex/support-note.yaml");
     std::fs::remove_file(&scenario).expect("remove scenario");
-    let made = std::process::Command::new("mkfifo").arg(&scenario).status().expect("mkfifo");
-    assert!(made.success());
-    let child = elengtis_cmd(dir.path(), &["validate", s(&config)])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let output = ChildGuard::new(child).wait_output(Duration::from_secs(20));
+    let output = validate_with_fifo(dir.path(), &scenario, s(&config));
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(
         stderr(&output).contains(&format!("{}: not a regular file but a FIFO", scenario.display())),
