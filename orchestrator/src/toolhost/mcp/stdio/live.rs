@@ -64,14 +64,6 @@ pub fn boot_id() -> String {
     read_trimmed("/proc/sys/kernel/random/boot_id")
 }
 
-/// Write a record (atomically: temp file and rename).
-pub fn write(path: &Path, record: &LiveRecord) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
-
 /// What reaping one record did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Reaped {
@@ -150,6 +142,7 @@ fn group_has_members(pgid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::store::write_json_atomic;
 
     #[test]
     fn a_record_of_a_live_group_is_reaped_and_a_reused_pid_is_spared() {
@@ -166,14 +159,14 @@ mod tests {
             target: ProcessId { pid: me.pid, start: me.start + 1 },
             program: "reused".into(),
         };
-        write(&record_path(&live, 1), &stale).expect("write");
+        write_json_atomic(&record_path(&live, 1), &stale).expect("write");
         let record = LiveRecord {
             boot: boot_id(),
             guard: None,
             target: ProcessId::of(pid).expect("child"),
             program: "sleep".into(),
         };
-        write(&record_path(&live, 2), &record).expect("write");
+        write_json_atomic(&record_path(&live, 2), &record).expect("write");
         let reaped = reap_dir(dir.path());
         assert_eq!(reaped.len(), 2, "{reaped:?}");
         let status = child.wait().expect("wait");
