@@ -6,6 +6,7 @@ mod example;
 mod fake_backend;
 mod gate;
 mod http;
+mod images;
 mod input;
 mod layering;
 mod live;

@@ -97,6 +97,53 @@ fn images_build_inside_the_tool_image_uses_its_bundled_executables() {
     }
 }
 
+/// `images build` from the source tree runs cargo's static build (`--profile image`, the
+/// explicit target, `crt-static`) and imports the executables cargo's artifact messages name.
+/// Cargo here is a stand-in that records how it was called and reports the executables the
+/// bundled images were already imported from, so every image is found unchanged without a
+/// second compile of the workspace.
+#[test]
+fn images_build_from_the_source_tree_imports_what_the_static_build_reports() {
+    if !docker_or_skip("images_build_from_the_source_tree_imports_what_the_static_build_reports") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    // Where `bundled_images` took the executables from: this static test build's own, or the
+    // image profile's output of a real static build.
+    let built = if cfg!(target_feature = "crt-static") {
+        elengtis_tests::bin_dir().to_path_buf()
+    } else {
+        elengtis_tests::bin_dir().parent().expect("target dir").join("x86_64-unknown-linux-gnu/image")
+    };
+    let log = dir.path().join("cargo.log");
+    let mut fake = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" \"RUSTFLAGS=$RUSTFLAGS\" > '{}'\necho 'not JSON: cargo also prints other lines'\n",
+        log.display()
+    );
+    for name in ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"] {
+        let message = json!({"reason": "compiler-artifact", "target": {"kind": ["bin"], "name": name},
+            "executable": built.join(name)});
+        fake.push_str(&format!("echo '{message}'\n"));
+    }
+    let cargo = dir.path().join("cargo");
+    std::fs::write(&cargo, fake).expect("test setup");
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).expect("test setup");
+    let out = elengtis_tests::elengtis_cmd(&elengtis_tests::workspace(), &["images", "build", "--json"])
+        .env("CARGO", &cargo)
+        .output()
+        .expect("elengtis");
+    assert!(out.status.success(), "{}", elengtis_tests::stderr(&out));
+    let called = std::fs::read_to_string(&log).expect("the stand-in cargo ran");
+    assert!(called.contains("build --locked --profile image --target x86_64-unknown-linux-gnu"), "{called}");
+    assert!(called.contains("-p elengtis-twin"), "{called}");
+    assert!(called.contains("RUSTFLAGS=-C target-feature=+crt-static"), "{called}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let images = json["images"].as_array().expect("images");
+    assert_eq!(images.len(), 6, "{json}");
+    assert!(images.iter().all(|i| i["unchanged"] == true), "{json}");
+}
+
 /// Runs the tool image hardened as the CI recipes do, with the Docker socket mounted (and its
 /// group added when `group_add`), `work` bound at /work; returns the exit code and the logs.
 fn tool_container(

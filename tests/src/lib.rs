@@ -54,6 +54,8 @@ pub fn bin_dir() -> &'static Path {
             "elengtis-notes",
             "-p",
             "elengtis-twin",
+            "-p",
+            "elengtis-hostile",
             "--bins",
         ]);
         // The model server in a build of its own: built together, its dependencies would
@@ -287,10 +289,19 @@ pub fn docker_or_skip(test: &str) -> bool {
 }
 
 /// Build the bundled images (fixture and tool) once per test process.
+///
+/// When this test binary is itself a static build (`.ci/run` builds the tests with
+/// `CARGO_BUILD_TARGET` and `crt-static`, see docs/performance.md), its sibling executables are
+/// static too and the images are imported from them (`images build --binaries`): no second
+/// compile of the workspace. Otherwise `images build` makes its own static build, as a user's
+/// does.
 pub fn bundled_images() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let out = elengtis(&workspace(), &["images", "build"]);
+        let dir = bin_dir().to_str().expect("the target directory is UTF-8").to_owned();
+        let args: &[&str] =
+            if cfg!(target_feature = "crt-static") { &["images", "build", "--binaries", &dir] } else { &["images", "build"] };
+        let out = elengtis(&workspace(), args);
         assert!(out.status.success(), "elengtis images build failed:\n{}", stderr(&out));
     });
 }

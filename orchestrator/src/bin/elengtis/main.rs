@@ -189,8 +189,13 @@ enum ImagesCommand {
     /// the image carries.
     Build {
         /// The elengtis source tree (default: the one this binary was built from).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "binaries")]
         source: Option<PathBuf>,
+        /// Import the static executables already in DIR instead of building them (every
+        /// bundled one must be there and static, e.g. a test build made with the static flags;
+        /// see docs/performance.md).
+        #[arg(long, value_name = "DIR")]
+        binaries: Option<PathBuf>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -928,10 +933,19 @@ fn binary_source(source: Option<PathBuf>) -> Option<docker::images::BinarySource
 
 async fn images(command: ImagesCommand) -> Result<i32, Error> {
     use elengtis::sandbox::docker::images;
+    // What the images are made from is settled before the engine is asked anything: a wrong
+    // `--binaries` directory is reported without a Docker engine.
+    let from = match &command {
+        ImagesCommand::Build { source, binaries, .. } => Some(match binaries {
+            Some(dir) => Some(images::BinarySource::Prebuilt(images::prebuilt_in(dir)?)),
+            None => binary_source(source.clone()),
+        }),
+        ImagesCommand::Import { .. } => None,
+    };
     let engine = docker::api::connect().await?;
     match command {
-        ImagesCommand::Build { source, json } => {
-            let Some(from) = binary_source(source) else {
+        ImagesCommand::Build { json, .. } => {
+            let Some(from) = from.flatten() else {
                 return Err(Error::Usage(
                     "failed to find what to build the images from: the source tree this binary was built from is gone and no static `elengtis-*` executables are beside it; pass --source DIR (an elengtis checkout)"
                         .into(),

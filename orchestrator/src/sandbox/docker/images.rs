@@ -759,6 +759,29 @@ pub fn prebuilt_dir() -> Option<PathBuf> {
     PACKAGES.iter().all(|(_, binary)| is_static_executable(&dir.join(binary)).unwrap_or(false)).then_some(dir)
 }
 
+/// `dir` when it holds every bundled executable, each static (`images build --binaries DIR`):
+/// for example a static test build (`CARGO_BUILD_TARGET` and `crt-static`, as `.ci/run` builds
+/// the tests), so the images need no second compile. The error names the first executable that
+/// is missing or dynamically linked.
+pub fn prebuilt_in(dir: &Path) -> Result<PathBuf, ImageError> {
+    for (package, binary) in PACKAGES {
+        let path = dir.join(binary);
+        if !path.is_file() {
+            return Err(ImageError::Build(format!(
+                "`{}` is missing: --binaries needs every bundled executable (build them with `cargo build --workspace` and the static flags, see docs/performance.md); package `{package}` provides it",
+                path.display()
+            )));
+        }
+        if !is_static_executable(&path)? {
+            return Err(ImageError::Build(format!(
+                "`{}` is dynamically linked (it has an ELF interpreter) and cannot run in a scratch image; build with `CARGO_BUILD_TARGET={IMAGE_TARGET}` and `RUSTFLAGS='{STATIC_RUSTFLAGS}'`",
+                path.display()
+            )));
+        }
+    }
+    Ok(dir.to_path_buf())
+}
+
 /// Where `images build` takes the bundled executables from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BinarySource {
