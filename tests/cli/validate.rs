@@ -1842,7 +1842,7 @@ fn a_template_url_is_rendered_in_any_schema_version() {
         .s("url: 'http://127.0.0.1:9/collector'", "url: {template: 'http://127.0.0.1:9/c?k={nowhere}'}")
         .rejected()
         .error(
-            "support-note.yaml:54:85",
+            "support-note.yaml:54:63",
             "verify.checks[1].action.url",
             "template \"http://127.0.0.1:9/c?k={nowhere}\": unknown value `nowhere`",
         );
