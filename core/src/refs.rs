@@ -296,14 +296,16 @@ impl Values {
             }
         }
         Ok(match value {
-            Value::Array(items) => Value::Array(
-                items.iter().map(|v| self.resolve_with(v, outputs, templates)).collect::<Result<_, _>>()?,
-            ),
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| Ok((k.clone(), self.resolve_with(v, outputs, templates)?)))
-                    .collect::<Result<Map<_, _>, RefError>>()?,
-            ),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.resolve_with(v, outputs, templates)).collect::<Result<_, _>>()?)
+            }
+            Value::Object(map) => {
+                Value::Object(
+                    map.iter()
+                        .map(|(k, v)| Ok((k.clone(), self.resolve_with(v, outputs, templates)?)))
+                        .collect::<Result<Map<_, _>, RefError>>()?,
+                )
+            }
             other => other.clone(),
         })
     }
@@ -757,12 +759,12 @@ mod tests {
         // A value that looks like a template or a reference is substituted as text, once.
         v.captures.insert("tricky".into(), json!("{canary} {{x}} {runner: canary}"));
         let render = |t: &str| v.resolve(&json!({ "template": t }));
-        assert_eq!(
-            render("INSERT INTO t VALUES ('{canary}')").unwrap(),
-            json!("INSERT INTO t VALUES ('ELENGTIS-1')")
-        );
+        assert_eq!(render("INSERT INTO t VALUES ('{canary}')").unwrap(), json!("INSERT INTO t VALUES ('ELENGTIS-1')"));
         assert_eq!(render("{{literal}} {{{canary}}} }}{{").unwrap(), json!("{literal} {ELENGTIS-1} }{"));
-        assert_eq!(render("{n}|{flag}|{nothing}|{list}|{token}").unwrap(), json!("42|True|None|['a', 1]|{'a': [1, 2]}"));
+        assert_eq!(
+            render("{n}|{flag}|{nothing}|{list}|{token}").unwrap(),
+            json!("42|True|None|['a', 1]|{'a': [1, 2]}")
+        );
         assert_eq!(render("<{tricky}>").unwrap(), json!("<{canary} {{x}} {runner: canary}>"));
         assert_eq!(render("").unwrap(), json!(""));
         let unknown = render("a {nowhere} b").unwrap_err();
@@ -804,7 +806,10 @@ mod tests {
         assert_eq!(v.resolve_as(&map, Templates::Render).unwrap(), json!("'ELENGTIS-1'"));
         assert_eq!(v.resolve_as(&map, Templates::Literal).unwrap(), map);
         let found = find_refs(&json!({"a": [map]}));
-        assert_eq!(found, vec![FoundRef { kind: RefKind::Template, name: Some("'{canary}'".into()), pointer: "/a/0".into() }]);
+        assert_eq!(
+            found,
+            vec![FoundRef { kind: RefKind::Template, name: Some("'{canary}'".into()), pointer: "/a/0".into() }]
+        );
     }
 
     #[test]

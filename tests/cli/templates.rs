@@ -92,9 +92,8 @@ verify:
 fn run_on_fake_backend(dir: &Path) -> std::path::PathBuf {
     let base = dir.join("engine");
     std::fs::create_dir_all(&base).expect("failed to create the fake backend's directory");
-    let backend = FakeBackend::new(&base)
-        .image("elengtis/notes:0.1.0", &bin("elengtis-notes"))
-        .sink(&bin("elengtis-sink"));
+    let backend =
+        FakeBackend::new(&base).image("elengtis/notes:0.1.0", &bin("elengtis-notes")).sink(&bin("elengtis-sink"));
     let bundle = load_campaign(&dir.join("campaign.yaml"), &LoadOptions::default()).expect("the campaign loads");
     let options = RunOptions { sandbox: SandboxChoice::Prepared(Arc::new(backend)), ..RunOptions::default() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");

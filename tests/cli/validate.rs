@@ -859,8 +859,10 @@ fn scenarios_are_relative_to_the_campaign_file() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(INVALID), "{}", stderr(&out));
-    let expected =
-        format!("{}:1:17: schema_version: must be 1 or 2, found 7", Path::new("sub").join("support-note.yaml").display());
+    let expected = format!(
+        "{}:1:17: schema_version: must be 1 or 2, found 7",
+        Path::new("sub").join("support-note.yaml").display()
+    );
     assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
 }
 
@@ -1779,10 +1781,11 @@ fn a_template_in_a_script_naming_an_unknown_value_is_an_error_at_its_position() 
         .c("scenarios: [support-note.yaml]\n", &script_submitting("{template: \"VALUES ('{canary')\"}"))
         .rejected()
         .error("campaign.yaml:22:35", "script.steps[0].calls[0].arguments.credential", "unmatched `{`");
-    Case::new()
-        .c("scenarios: [support-note.yaml]\n", &script_submitting("{template: 'a } b'}"))
-        .rejected()
-        .error("campaign.yaml:22:35", "script.steps[0].calls[0].arguments.credential", "write `}}` for a literal brace");
+    Case::new().c("scenarios: [support-note.yaml]\n", &script_submitting("{template: 'a } b'}")).rejected().error(
+        "campaign.yaml:22:35",
+        "script.steps[0].calls[0].arguments.credential",
+        "write `}}` for a literal brace",
+    );
     // Known names, escaped braces: valid (scripts read templates in any schema_version).
     let run = Case::new()
         .c("scenarios: [support-note.yaml]\n", &script_submitting("{template: '{{{canary}}} for {trial_id}'}"))
@@ -1805,7 +1808,11 @@ fn a_template_map_in_a_free_form_value_is_literal_in_schema_version_1_with_a_war
         .s("arguments: {credential: a-guess}", "arguments: {credential: {template: '{canary}'}}")
         .run()
         .code(0)
-        .warning("support-note.yaml:32:35", "proposal_rules[0].examples.negative[0].arguments.credential", "literal map here");
+        .warning(
+            "support-note.yaml:32:35",
+            "proposal_rules[0].examples.negative[0].arguments.credential",
+            "literal map here",
+        );
 }
 
 #[test]
