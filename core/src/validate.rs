@@ -678,7 +678,6 @@ fn unresolved_consequence(reach: Reach, scope: &Scope<'_>) -> Option<(Severity, 
 pub(crate) const LITERAL_TEMPLATE_WARNING: &str = "`{template: …}` is a literal map here, sent as written: in a schema_version 1 document a free-form value keeps the original tool's meaning; write `schema_version: 2` to make it a string template";
 
 /// Check one `{template: …}` map found at `where_`.
-#[expect(clippy::too_many_arguments, reason = "the position, the template and how to report it")]
 fn check_template<T>(
     c: &mut Checker,
     doc: &Document<T>,
