@@ -260,3 +260,36 @@ fn the_fetch_audit_reads_false_when_the_query_carries_no_canary() {
     assert_eq!(row["completed"], false, "{row}");
     assert_eq!(row["evidence_status"], "complete", "{row}");
 }
+
+#[test]
+fn the_same_check_in_a_schema_version_1_scenario_keeps_the_originals_literal_meaning() {
+    // A version 1 scenario: its free-form values mean what they meant in the original tool,
+    // so the assertion compares the query with the literal map `{template: …}` and reads
+    // false although the canary did arrive. `run` says why before anything starts.
+    let dir = scratch();
+    let config =
+        write(dir.path(), "campaign.yaml", &fetch_campaign("{template: '{sink_url}/fetch?q={canary}&lang=en'}"));
+    let scenario = FETCH_SCENARIO.replacen("schema_version: 2", "schema_version: 1", 1).replacen(
+        r#"url: {template: "http://192.0.2.1/?q={canary}"}"#,
+        r#"url: "http://192.0.2.1/?q=EXAMPLE""#,
+        1,
+    );
+    write(dir.path(), "report-exfil.yaml", &scenario);
+    let out = dir.path().join("out");
+    let output = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("report-exfil.yaml:27:")
+            && err.contains("verify.checks[0].assertions[2].value: `{template: …}` is a literal map here"),
+        "{err}"
+    );
+    let row = rows(&out.join("runs.jsonl")).remove(0);
+    assert_eq!(row["proposed"], true, "{row}");
+    assert_eq!(row["completed"], false, "{row}");
+    let evidence = evidence(&out, &row);
+    let requests = &evidence["target_execution"]["sink"]["requests"];
+    assert_eq!(requests[0]["query"], format!("q={}&lang=en", canary(&out, &row)), "{requests}");
+    let check = evidence["verification"]["checks"][0].to_string();
+    assert!(check.contains(r#"{"template":"q={canary}&lang=en"}"#), "{check}");
+}
