@@ -346,7 +346,7 @@ mod tests {
         let r = ResolvedRule {
             id: "r".into(),
             tool: Ok(json!("submit")),
-            predicates: Err(RefError { kind: "capture", name: "later".into() }),
+            predicates: Err(RefError { kind: "capture", name: "later".into(), problem: None }),
         };
         let mut p = Patterns::default();
         assert!(judge_call(&r, &call(0, "read", json!({})), &mut p).unresolved.is_none());

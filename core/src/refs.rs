@@ -16,6 +16,17 @@
 //!
 //! Prompt templates (`exercise.system`, `exercise.user`) use Python `str.format` fields
 //! (`{canary}`, `{{` for a literal brace) over the same namespace.
+//!
+//! **String templates** (an elengtis addition): a one-key map `{template: "…"}` is a string
+//! rendered like a prompt template over the same namespace (`{canary}` in the middle of a SQL
+//! statement or a URL). It is text substitution only: the substituted values are never read
+//! as templates or references again. Where the original has a free-form value (tool-call
+//! arguments, an `http_request` body, example arguments, stdio `args`, …) a `{template: …}`
+//! map is literal in a `schema_version: 1` document, as in the original, and a template in a
+//! `schema_version: 2` one ([`Templates`], carried by [`Values::templates`]). Where the
+//! original has no free-form map (a campaign's `script`, an `http_request` `url`, a
+//! container's `command` items) it is always a template ([`Values::resolve_script`],
+//! [`Values::resolve_text`]).
 
 use std::collections::BTreeMap;
 
@@ -47,6 +58,8 @@ pub enum RefKind {
     Output,
     /// `{env: NAME}`: only valid in typed header/env fields, never inside values.
     Env,
+    /// `{template: "text with {name} fields"}`: a string template (see the module docs).
+    Template,
 }
 
 impl RefKind {
@@ -58,6 +71,7 @@ impl RefKind {
             RefKind::Runner => "runner",
             RefKind::Output => "output",
             RefKind::Env => "env",
+            RefKind::Template => "template",
         }
     }
 
@@ -68,13 +82,15 @@ impl RefKind {
             "runner" => RefKind::Runner,
             "output" => RefKind::Output,
             "env" => RefKind::Env,
+            "template" => RefKind::Template,
             _ => return None,
         })
     }
 }
 
 /// A reference found in a value: kind, the name (or the non-string value given as name),
-/// and the JSON Pointer of the reference inside the value.
+/// and the JSON Pointer of the reference inside the value. For a `{template: …}` map the
+/// "name" is the template text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoundRef {
     /// Kind.
@@ -133,16 +149,62 @@ pub struct Values {
     pub captures: BTreeMap<String, Value>,
     /// Text of earlier scripted calls' results, by call id.
     pub outputs: BTreeMap<String, Value>,
+    /// How `{template: …}` maps in free-form values are read: the `schema_version` of the
+    /// document the values are resolved for (literal in 1, templates in 2).
+    pub templates: Templates,
+}
+
+/// How a one-key `{template: …}` map inside a free-form value is read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Templates {
+    /// A literal map, as in the original tool (`schema_version: 1`).
+    #[default]
+    Literal,
+    /// A string template, rendered per trial (`schema_version: 2`).
+    Render,
+}
+
+impl Templates {
+    /// The reading of a document's free-form values by its `schema_version`.
+    pub fn for_version(schema_version: u32) -> Templates {
+        if schema_version >= 2 { Templates::Render } else { Templates::Literal }
+    }
 }
 
 /// A reference that cannot be resolved.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown value reference {{{kind}: {name}}}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefError {
-    /// The key (`binding`, …).
+    /// The key (`binding`, …, `template`).
     pub kind: &'static str,
-    /// The name as written.
+    /// The name as written (for a template: its text).
     pub name: String,
+    /// For a template: what is wrong with it (an unknown name, its syntax, a non-string).
+    pub problem: Option<String>,
+}
+
+impl RefError {
+    fn unknown(kind: RefKind, name: String) -> RefError {
+        RefError { kind: kind.key(), name, problem: None }
+    }
+}
+
+impl std::fmt::Display for RefError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.problem {
+            Some(problem) => write!(f, "template {:?}: {problem}", self.name),
+            None => write!(f, "unknown value reference {{{}: {}}}", self.kind, self.name),
+        }
+    }
+}
+
+impl std::error::Error for RefError {}
+
+/// What is wrong with a template's text, as the message after `template "…": `.
+pub fn template_problem(error: &TemplateError) -> String {
+    match error {
+        TemplateError::Unknown(name) => format!("unknown value `{name}`"),
+        TemplateError::Syntax(text) => text.clone(),
+    }
 }
 
 impl Values {
@@ -168,40 +230,82 @@ impl Values {
         match kind {
             RefKind::Binding | RefKind::Capture | RefKind::Runner => self.get(name),
             RefKind::Output => self.outputs.get(name),
-            RefKind::Env => None,
+            RefKind::Env | RefKind::Template => None,
         }
     }
 
-    /// Resolve every reference in `value`, as the original does: `binding`, `capture` and
-    /// `runner` maps are references; `{env: …}` and `{output: …}` are literal maps.
+    /// Resolve every reference in a free-form `value`, as the original does: `binding`,
+    /// `capture` and `runner` maps are references; `{env: …}` and `{output: …}` are literal
+    /// maps; `{template: …}` maps are read as [`Values::templates`] says.
     pub fn resolve(&self, value: &Value) -> Result<Value, RefError> {
-        self.resolve_with(value, false)
+        self.resolve_with(value, false, self.templates)
     }
 
-    /// Resolve a value of a script: `{output: call_id}` is a reference too.
+    /// Resolve a value of a script: `{output: call_id}` is a reference too, and
+    /// `{template: …}` is always a template (scripts are an elengtis addition).
     pub fn resolve_script(&self, value: &Value) -> Result<Value, RefError> {
-        self.resolve_with(value, true)
+        self.resolve_with(value, true, Templates::Render)
     }
 
-    fn resolve_with(&self, value: &Value, outputs: bool) -> Result<Value, RefError> {
-        if let Some((kind, name)) = as_reference(value)
-            && (kind != RefKind::Env && (outputs || kind != RefKind::Output))
-        {
-            let text = name.as_str().map_or_else(|| name.to_string(), str::to_owned);
-            return match name.as_str().and_then(|n| self.lookup(kind, n)) {
-                Some(found) => Ok(found.clone()),
-                None => Err(RefError { kind: kind.key(), name: text }),
-            };
+    /// Resolve a value of a string-typed field of the original (an `http_request` `url`, a
+    /// container `command` item): a map is invalid there in the original, so `{template: …}`
+    /// is always a template.
+    pub fn resolve_text(&self, value: &Value) -> Result<Value, RefError> {
+        self.resolve_with(value, false, Templates::Render)
+    }
+
+    /// Resolve a free-form value with an explicit template reading (for a value of another
+    /// document than the one [`Values::templates`] was set for, such as a campaign's stdio
+    /// `args`).
+    pub fn resolve_as(&self, value: &Value, templates: Templates) -> Result<Value, RefError> {
+        self.resolve_with(value, false, templates)
+    }
+
+    /// Render a template's text over the one namespace.
+    pub fn render(&self, template: &str) -> Result<String, RefError> {
+        render_template(template, &self.flat()).map_err(|e| RefError {
+            kind: RefKind::Template.key(),
+            name: template.to_owned(),
+            problem: Some(template_problem(&e)),
+        })
+    }
+
+    fn resolve_with(&self, value: &Value, outputs: bool, templates: Templates) -> Result<Value, RefError> {
+        if let Some((kind, name)) = as_reference(value) {
+            match kind {
+                RefKind::Template if templates == Templates::Render => {
+                    // The rendered text is final: nothing in it is read as a reference again.
+                    return match name.as_str() {
+                        Some(template) => self.render(template).map(Value::String),
+                        None => Err(RefError {
+                            kind: kind.key(),
+                            name: name.to_string(),
+                            problem: Some("a template must be a string".into()),
+                        }),
+                    };
+                }
+                RefKind::Template | RefKind::Env => {}
+                RefKind::Output if !outputs => {}
+                _ => {
+                    let text = name.as_str().map_or_else(|| name.to_string(), str::to_owned);
+                    return match name.as_str().and_then(|n| self.lookup(kind, n)) {
+                        Some(found) => Ok(found.clone()),
+                        None => Err(RefError::unknown(kind, text)),
+                    };
+                }
+            }
         }
         Ok(match value {
             Value::Array(items) => {
-                Value::Array(items.iter().map(|v| self.resolve_with(v, outputs)).collect::<Result<_, _>>()?)
+                Value::Array(items.iter().map(|v| self.resolve_with(v, outputs, templates)).collect::<Result<_, _>>()?)
             }
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| Ok((k.clone(), self.resolve_with(v, outputs)?)))
-                    .collect::<Result<Map<_, _>, RefError>>()?,
-            ),
+            Value::Object(map) => {
+                Value::Object(
+                    map.iter()
+                        .map(|(k, v)| Ok((k.clone(), self.resolve_with(v, outputs, templates)?)))
+                        .collect::<Result<Map<_, _>, RefError>>()?,
+                )
+            }
             other => other.clone(),
         })
     }
@@ -642,6 +746,70 @@ mod tests {
         assert!(render_template("{n:>3}", &flat).is_err(), "a spec on a number is refused, not guessed");
         assert!(render_template("{canary:+}", &flat).is_err());
         assert!(render_template("{list[5]}", &flat).is_err());
+    }
+
+    #[test]
+    fn string_templates_substitute_text_only() {
+        let mut v = values();
+        v.templates = Templates::Render;
+        v.bindings.insert("n".into(), json!(42));
+        v.bindings.insert("flag".into(), json!(true));
+        v.bindings.insert("nothing".into(), json!(null));
+        v.bindings.insert("list".into(), json!(["a", 1]));
+        // A value that looks like a template or a reference is substituted as text, once.
+        v.captures.insert("tricky".into(), json!("{canary} {{x}} {runner: canary}"));
+        let render = |t: &str| v.resolve(&json!({ "template": t }));
+        assert_eq!(render("INSERT INTO t VALUES ('{canary}')").unwrap(), json!("INSERT INTO t VALUES ('ELENGTIS-1')"));
+        assert_eq!(render("{{literal}} {{{canary}}} }}{{").unwrap(), json!("{literal} {ELENGTIS-1} }{"));
+        assert_eq!(
+            render("{n}|{flag}|{nothing}|{list}|{token}").unwrap(),
+            json!("42|True|None|['a', 1]|{'a': [1, 2]}")
+        );
+        assert_eq!(render("<{tricky}>").unwrap(), json!("<{canary} {{x}} {runner: canary}>"));
+        assert_eq!(render("").unwrap(), json!(""));
+        let unknown = render("a {nowhere} b").unwrap_err();
+        assert_eq!(unknown.to_string(), "template \"a {nowhere} b\": unknown value `nowhere`");
+        let lone = render("VALUES ('{canary')").unwrap_err();
+        assert!(lone.to_string().contains("unmatched `{`"), "{lone}");
+        assert!(render("a } b").unwrap_err().to_string().contains("write `}}`"));
+        assert!(render("{canary.upper}").unwrap_err().to_string().contains("attribute access"));
+        assert!(render("{0}").unwrap_err().to_string().contains("positional"));
+        let not_text = v.resolve(&json!({"template": ["{canary}"]})).unwrap_err();
+        assert_eq!(not_text.to_string(), "template \"[\\\"{canary}\\\"]\": a template must be a string");
+        // Nested in a free-form value, and beside references.
+        assert_eq!(
+            v.resolve(&json!({"sql": {"template": "'{canary}'"}, "args": [{"runner": "canary"}, {"template": "{n}"}]}))
+                .unwrap(),
+            json!({"sql": "'ELENGTIS-1'", "args": ["ELENGTIS-1", "42"]})
+        );
+        // A value found by reference is not rendered, even if it is shaped like a template.
+        v.bindings.insert("shaped".into(), json!({"template": "{canary}"}));
+        assert_eq!(v.resolve(&json!({"binding": "shaped"})).unwrap(), json!({"template": "{canary}"}));
+        // Outputs of earlier script calls are not in a template's namespace.
+        v.outputs.insert("cred".into(), json!("SECRET"));
+        assert!(v.resolve_script(&json!({"template": "{cred}"})).is_err());
+    }
+
+    #[test]
+    fn template_maps_are_literal_in_free_form_values_of_schema_version_1() {
+        let v = values();
+        assert_eq!(v.templates, Templates::Literal);
+        assert_eq!(Templates::for_version(1), Templates::Literal);
+        assert_eq!(Templates::for_version(2), Templates::Render);
+        let map = json!({"template": "'{canary}'"});
+        assert_eq!(v.resolve(&json!({"sql": map})).unwrap(), json!({"sql": map}));
+        // The original resolves a literal map's values.
+        assert_eq!(v.resolve(&json!({"template": {"runner": "canary"}})).unwrap(), json!({"template": "ELENGTIS-1"}));
+        // Scripts and string-typed fields always render.
+        assert_eq!(v.resolve_script(&map).unwrap(), json!("'ELENGTIS-1'"));
+        assert_eq!(v.resolve_text(&map).unwrap(), json!("'ELENGTIS-1'"));
+        assert_eq!(v.resolve_as(&map, Templates::Render).unwrap(), json!("'ELENGTIS-1'"));
+        assert_eq!(v.resolve_as(&map, Templates::Literal).unwrap(), map);
+        let found = find_refs(&json!({"a": [map]}));
+        assert_eq!(
+            found,
+            vec![FoundRef { kind: RefKind::Template, name: Some("'{canary}'".into()), pointer: "/a/0".into() }]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::format::script::Script;
 use crate::format::yaml::Node;
 use crate::format::{Bundle, Diagnostic, Document, LoadError, Severity};
 use crate::judge::{self, Patterns, RecordedCall};
-use crate::refs::{self, RUNNER_VALUES, RefKind, Values};
+use crate::refs::{self, RUNNER_VALUES, RefKind, Templates, Values};
 use crate::rules::{self, Op};
 
 /// Generation settings a live model accepts.
@@ -224,6 +224,20 @@ pub(super) fn validate(bundle: &mut Bundle, options: &LoadOptions) -> Result<(),
     Ok(())
 }
 
+/// Campaigns and scenarios: 1 (the original's format) or 2 (1 plus string templates in
+/// free-form values).
+fn check_schema_version<T>(c: &mut Checker, doc: &Document<T>, version: u32) {
+    if !(1..=2).contains(&version) {
+        c.err(
+            doc,
+            &At::root().k("schema_version"),
+            format!(
+                "must be 1 or 2, found {version} (1 is the original tool's format; 2 is the same format with `{{template: …}}` maps read as string templates in free-form values)"
+            ),
+        );
+    }
+}
+
 fn range<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: u64, min: u64, max: u64) {
     if value < min || value > max {
         c.err(doc, at, format!("must be between {min} and {max}, found {value}"));
@@ -233,9 +247,7 @@ fn range<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: u64, min: u64, m
 fn check_settings(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptions) {
     let campaign = &doc.value;
     let root = At::root();
-    if campaign.schema_version != 1 {
-        c.err(doc, &root.k("schema_version"), format!("must be 1, found {}", campaign.schema_version));
-    }
+    check_schema_version(c, doc, campaign.schema_version);
     range(c, doc, &root.k("trials"), campaign.trials.into(), 1, options.max_trials.into());
     range(c, doc, &root.k("step_budget"), campaign.step_budget.into(), 1, 100);
     if campaign.targets.is_empty() {
@@ -617,6 +629,8 @@ struct Scope<'a> {
     declared: &'a BTreeSet<String>,
     captures: BTreeSet<String>,
     runs_model: bool,
+    /// How `{template: …}` maps are read at the positions checked with this scope.
+    templates: Templates,
 }
 
 impl<'a> Scope<'a> {
@@ -637,6 +651,98 @@ impl<'a> Scope<'a> {
         captures.extend(more);
         Scope { captures, ..*self }
     }
+
+    /// The same names, with `{template: …}` maps read as `templates` says.
+    fn reading(&self, templates: Templates) -> Scope<'a> {
+        Scope { templates, ..self.with([]) }
+    }
+}
+
+/// What an unresolvable name at a position does: its severity and consequence (`None`:
+/// the labelled examples report it).
+fn unresolved_consequence(reach: Reach, scope: &Scope<'_>) -> Option<(Severity, String)> {
+    Some(match reach {
+        Reach::EveryTrial => (Severity::Error, "every trial would fail here".to_owned()),
+        Reach::ModelTrials if scope.runs_model => (Severity::Error, "every trial with a model would fail here".to_owned()),
+        Reach::ModelTrials => (Severity::Warning, "it is not used while the campaign is model_free".to_owned()),
+        Reach::RecordedCalls => (
+            Severity::Warning,
+            "the rule cannot judge a recorded call, so safety_pass is unknown (null) in any trial that records one; a model-free trial is unaffected".to_owned(),
+        ),
+        Reach::Examples => return None,
+    })
+}
+
+/// The warning for a `{template: …}` map that stays literal (a free-form value of a
+/// `schema_version: 1` document).
+pub(crate) const LITERAL_TEMPLATE_WARNING: &str = "`{template: …}` is a literal map here, sent as written: in a schema_version 1 document a free-form value keeps the original tool's meaning; write `schema_version: 2` to make it a string template";
+
+/// Check one `{template: …}` map found at `where_`.
+fn check_template<T>(
+    c: &mut Checker,
+    doc: &Document<T>,
+    where_: &At,
+    template: Option<&str>,
+    scope: &Scope<'_>,
+    reach: Reach,
+) {
+    if scope.templates == Templates::Literal {
+        c.push(Severity::Warning, &doc.path, &doc.node, where_, LITERAL_TEMPLATE_WARNING.to_owned());
+        return;
+    }
+    let Some((severity, consequence)) = unresolved_consequence(reach, scope) else { return };
+    let Some(template) = template else {
+        c.push(
+            severity,
+            &doc.path,
+            &doc.node,
+            where_,
+            format!("a template must be a string such as `{{template: \"id={{canary}}\"}}` ({consequence})"),
+        );
+        return;
+    };
+    let fields = match refs::template_fields(template) {
+        Ok(fields) => fields,
+        Err(e) => {
+            c.push(
+                severity,
+                &doc.path,
+                &doc.node,
+                where_,
+                format!("template {template:?}: {} ({consequence})", refs::template_problem(&e)),
+            );
+            return;
+        }
+    };
+    let mut reported = BTreeSet::new();
+    for name in fields {
+        if !reported.insert(name.clone()) {
+            continue;
+        }
+        match scope.origin(&name) {
+            None => c.push(
+                severity,
+                &doc.path,
+                &doc.node,
+                where_,
+                format!(
+                    "template {template:?}: unknown value `{name}` for target {}: {consequence} (bindings, runner values and captures taken before this point can be named; write `{{{{` and `}}}}` for literal braces)",
+                    scope.target
+                ),
+            ),
+            Some(RefKind::Binding) if !scope.declared.contains(&name) => c.push(
+                Severity::Warning,
+                &doc.path,
+                &doc.node,
+                where_,
+                format!(
+                    "the scenario does not declare binding `{name}` in `bindings`; the template resolves it only because target {} binds it",
+                    scope.target
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
 }
 
 fn origin_name(kind: RefKind) -> &'static str {
@@ -644,7 +750,7 @@ fn origin_name(kind: RefKind) -> &'static str {
         RefKind::Binding => "binding",
         RefKind::Capture => "capture",
         RefKind::Runner => "runner value",
-        RefKind::Output | RefKind::Env => "value",
+        RefKind::Output | RefKind::Env | RefKind::Template => "value",
     }
 }
 
@@ -672,6 +778,10 @@ fn check_value_refs<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: &Valu
                     &where_,
                     "`{output: …}` is a literal map here: it is a reference only in a campaign's `script` steps".into(),
                 );
+                continue;
+            }
+            RefKind::Template => {
+                check_template(c, doc, &where_, found.name.as_deref(), scope, reach);
                 continue;
             }
             _ => {}
@@ -709,20 +819,7 @@ fn check_value_refs<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: &Valu
             _ => {
                 let shown = name
                     .map_or_else(|| format!("{{{key}: …}} (the name must be a string)"), |n| format!("{{{key}: {n}}}"));
-                let (severity, consequence) = match reach {
-                    Reach::EveryTrial => (Severity::Error, "every trial would fail here".to_owned()),
-                    Reach::ModelTrials if scope.runs_model => {
-                        (Severity::Error, "every trial with a model would fail here".to_owned())
-                    }
-                    Reach::ModelTrials => {
-                        (Severity::Warning, "it is not used while the campaign is model_free".to_owned())
-                    }
-                    Reach::RecordedCalls => (
-                        Severity::Warning,
-                        "the rule cannot judge a recorded call, so safety_pass is unknown (null) in any trial that records one; a model-free trial is unaffected".to_owned(),
-                    ),
-                    Reach::Examples => continue,
-                };
+                let Some((severity, consequence)) = unresolved_consequence(reach, scope) else { continue };
                 let known = if let Some(n) = name
                     && !scope.declared.contains(n)
                     && found.kind == RefKind::Binding
@@ -828,7 +925,8 @@ fn check_action_refs(c: &mut Checker, doc: &Document<Scenario>, at: &At, action:
             check_value_refs(c, doc, &at.k("arguments"), &Value::Object(a.arguments.clone()), scope, every);
         }
         Action::HttpRequest(a) => {
-            check_value_refs(c, doc, &at.k("url"), &a.url, scope, every);
+            // `url` is a string in the original: a template there is always one.
+            check_value_refs(c, doc, &at.k("url"), &a.url, &scope.reading(Templates::Render), every);
             check_value_refs(c, doc, &at.k("json"), &a.json, scope, every);
         }
         Action::ContainerSqliteQuery(a) => {
@@ -861,6 +959,18 @@ fn check_rules(c: &mut Checker, doc: &Document<Scenario>, at: &At, rules: &[Rule
         if rule.examples.negative.is_empty() {
             c.err(doc, &rat.k("examples").k("negative"), "needs at least one example the rule must not match");
         }
+        if Templates::for_version(doc.value.schema_version) == Templates::Literal {
+            for (label, list) in [("positive", &rule.examples.positive), ("negative", &rule.examples.negative)] {
+                for (e, example) in list.iter().enumerate() {
+                    let eat = rat.k("examples").k(label).i(e).k("arguments");
+                    let arguments = Value::Object(example.arguments.clone());
+                    for found in refs::find_refs(&arguments).iter().filter(|f| f.kind == RefKind::Template) {
+                        let where_ = eat.pointer(&found.pointer);
+                        c.push(Severity::Warning, &doc.path, &doc.node, &where_, LITERAL_TEMPLATE_WARNING.to_owned());
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -868,9 +978,7 @@ fn check_rules(c: &mut Checker, doc: &Document<Scenario>, at: &At, rules: &[Rule
 fn check_scenario(c: &mut Checker, doc: &Document<Scenario>, options: &LoadOptions) {
     let s = &doc.value;
     let root = At::root();
-    if s.schema_version != 1 {
-        c.err(doc, &root.k("schema_version"), format!("must be 1, found {}", s.schema_version));
-    }
+    check_schema_version(c, doc, s.schema_version);
     if !valid_id(&s.id) {
         c.err(doc, &root.k("id"), format!("scenario IDs must match ^[a-z0-9][a-z0-9_-]*$, found `{}`", s.id));
     }
@@ -977,7 +1085,7 @@ fn check_scenario_refs(c: &mut Checker, doc: &Document<Scenario>, scope: &Scope<
 /// Stand-in values with every name of a scope (captures and runner values as placeholders),
 /// to see what a value resolves to.
 fn flat_values(scope: &Scope<'_>) -> Values {
-    let mut values = Values { bindings: scope.bindings.clone(), ..Values::default() };
+    let mut values = Values { bindings: scope.bindings.clone(), templates: scope.templates, ..Values::default() };
     for name in RUNNER_VALUES {
         values.runner.insert((*name).to_owned(), json!(format!("<{name}>")));
     }
@@ -1144,6 +1252,7 @@ fn check_pair(
         declared: &declared,
         captures: BTreeSet::new(),
         runs_model: !campaign_value.model_free,
+        templates: Templates::for_version(s.schema_version),
     };
     let command_line = match &target.transport {
         Transport::Stdio(stdio) => Some(("args", &stdio.args)),
@@ -1154,7 +1263,13 @@ fn check_pair(
         // The target is opened before any action runs: bindings and runner values only. The
         // scenario's declared names do not matter here (a target's command line serves them all).
         let all: BTreeSet<String> = bindings.keys().cloned().collect();
-        let args_scope = Scope { declared: &all, ..scope.with([]) };
+        // Stdio `args` are free-form in the original (the campaign's version decides);
+        // container `command` items are strings there, so a template is always one.
+        let templates = match field {
+            "args" => Templates::for_version(campaign_value.schema_version),
+            _ => Templates::Render,
+        };
+        let args_scope = Scope { declared: &all, templates, ..scope.with([]) };
         check_value_refs(
             c,
             campaign,
@@ -1166,7 +1281,8 @@ fn check_pair(
     }
     check_scenario_refs(c, doc, &scope);
     if options.check_examples {
-        let example_values = example_values(bindings);
+        let mut example_values = example_values(bindings);
+        example_values.templates = Templates::for_version(s.schema_version);
         check_examples(
             c,
             doc,
@@ -1239,6 +1355,7 @@ fn check_script(
         for (k, call) in step.calls.iter().enumerate() {
             let cat = at.k("steps").i(j).k("calls").i(k);
             let mut problems = Vec::new();
+            let mut template_problems: Vec<(At, String)> = Vec::new();
             let whole = json!({"tool": call.tool, "arguments": call.arguments});
             let known = |n: &str| bindings.contains_key(n) || RUNNER_VALUES.contains(&n) || captures.contains(n);
             for found in refs::find_refs(&whole) {
@@ -1250,6 +1367,25 @@ fn check_script(
                     }
                     (RefKind::Output, Some(n)) => call_ids.contains(n),
                     (RefKind::Env, _) => false,
+                    // Scripts always read `{template: …}` as a template (an elengtis addition).
+                    (RefKind::Template, Some(template)) => {
+                        let where_ = cat.pointer(&found.pointer);
+                        match refs::template_fields(template) {
+                            Err(e) => template_problems
+                                .push((where_, format!("template {template:?}: {}", refs::template_problem(&e)))),
+                            Ok(fields) => {
+                                let mut unknown: Vec<String> = fields.into_iter().filter(|n| !known(n)).collect();
+                                unknown.sort();
+                                unknown.dedup();
+                                for name in unknown {
+                                    template_problems.push((where_.clone(), format!(
+                                        "template {template:?}: unknown value `{name}` (bindings, runner values and setup captures can be named; write `{{{{` and `}}}}` for literal braces)"
+                                    )));
+                                }
+                            }
+                        }
+                        continue;
+                    }
                 };
                 if !ok {
                     problems.push(format!(
@@ -1264,7 +1400,7 @@ fn check_script(
                 for name in RUNNER_VALUES {
                     values.runner.insert((*name).to_owned(), json!(format!("<{name}>")));
                 }
-                let tool = match (values.resolve(&call.tool), &call.fallback) {
+                let tool = match (values.resolve_script(&call.tool), &call.fallback) {
                     (Ok(tool), _) => Some(tool),
                     (Err(_), Some(name)) => Some(Value::String(name.clone())),
                     (Err(_), None) => None,
@@ -1282,7 +1418,8 @@ fn check_script(
                     }
                 }
             }
-            for problem in problems {
+            let problems = problems.into_iter().map(|p| (cat.clone(), p)).chain(template_problems);
+            for (where_, problem) in problems {
                 let msg = format!(
                     "script step {} call {} for target {} scenario {}: {problem}{context}",
                     j + 1,
@@ -1290,7 +1427,7 @@ fn check_script(
                     target.id,
                     s.id
                 );
-                c.push(severity, &campaign.path, &campaign.node, &cat, msg);
+                c.push(severity, &campaign.path, &campaign.node, &where_, msg);
             }
             if let Some(id) = &call.id {
                 ids_this_step.push(id.clone());

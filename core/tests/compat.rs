@@ -1825,7 +1825,12 @@ fn campaign_mutations() -> Vec<Mutation> {
         ("trials 101", "/trials", Some(json!(101)), "trials"),
         ("step_budget 0", "/step_budget", Some(json!(0)), "step_budget"),
         ("step_budget 101", "/step_budget", Some(json!(101)), "step_budget"),
-        ("schema_version 2", "/schema_version", Some(json!(2)), "schema_version"),
+        (
+            "schema_version 3 (1 is the original's, 2 elengtis' templates)",
+            "/schema_version",
+            Some(json!(3)),
+            "schema_version",
+        ),
         ("schema_version missing", "/schema_version", None, "document root"),
         ("engine unknown", "/engine", Some(json!("autogen")), "engine"),
         ("model as a number", "/model", Some(json!(4)), "model"),
@@ -1914,7 +1919,12 @@ fn campaign_mutations() -> Vec<Mutation> {
 fn scenario_mutations() -> Vec<Mutation> {
     vec![
         ("unknown top-level field", "/bogus", Some(json!(1)), "bogus"),
-        ("schema_version 2", "/schema_version", Some(json!(2)), "schema_version"),
+        (
+            "schema_version 3 (1 is the original's, 2 elengtis' templates)",
+            "/schema_version",
+            Some(json!(3)),
+            "schema_version",
+        ),
         ("title missing", "/title", None, "document root"),
         ("bindings of numbers", "/bindings", Some(json!([1])), "bindings[0]"),
         ("unknown exercise field", "/exercise/bogus", Some(json!(1)), "exercise.bogus"),

@@ -88,7 +88,8 @@ async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (V
         Action::HttpRequest(a) => {
             let header_names: BTreeMap<&String, &EnvRef> = a.headers.iter().collect();
             let mut input = json!({"method": method(a.method).to_string(), "url": a.url, "headers": header_names});
-            let url = match values.resolve(&a.url) {
+            // `url` is a string in the original: `{template: …}` is always a template there.
+            let url = match values.resolve_text(&a.url) {
                 Ok(Value::String(url)) => url,
                 Ok(other) => return (input, Err(format!("the url resolves to {other}, expected a string"))),
                 Err(e) => return (input, Err(e.to_string())),

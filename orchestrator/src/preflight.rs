@@ -15,7 +15,7 @@ use elengtis_core::format::Bundle;
 use elengtis_core::format::campaign::{Target, Transport};
 use elengtis_core::format::scenario::{Action, Scenario, ToolSelection};
 use elengtis_core::format::script::Script;
-use elengtis_core::refs::{self, RefKind, Values};
+use elengtis_core::refs::{self, RefKind, Templates, Values};
 
 /// The preflight result of one target.
 #[derive(Debug, Clone, Serialize)]
@@ -219,6 +219,7 @@ async fn check_target(
         campaign_dir: bundle.campaign.path.parent().unwrap_or(std::path::Path::new(".")),
         trial_dir: Some(dir.path()),
         results_dir: None,
+        args_templates: Templates::for_version(bundle.campaign.value.schema_version),
     };
     let opened = launch::open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {

@@ -228,14 +228,34 @@ impl SinkServer {
     }
 }
 
-/// Whether any of these values names a sink runner value.
+/// Whether any of these values names a sink runner value: in a `{runner: …}` reference, in
+/// a `{template: …}` string template, or in one of the prompt `templates`.
 pub fn uses_sink(values: &[&Value], templates: &[&str]) -> bool {
+    use elengtis_core::refs::{self, RefKind};
+    let template_uses_sink =
+        |t: &str| refs::template_fields(t).is_ok_and(|f| f.iter().any(|n| SINK_VALUES.contains(&n.as_str())));
     values.iter().any(|v| {
-        elengtis_core::refs::find_refs(v).iter().any(|r| {
-            r.kind == elengtis_core::refs::RefKind::Runner
-                && r.name.as_deref().is_some_and(|n| SINK_VALUES.contains(&n))
+        refs::find_refs(v).iter().any(|r| match (r.kind, r.name.as_deref()) {
+            (RefKind::Runner, Some(n)) => SINK_VALUES.contains(&n),
+            (RefKind::Template, Some(t)) => template_uses_sink(t),
+            _ => false,
         })
-    }) || templates.iter().any(|t| {
-        elengtis_core::refs::template_fields(t).is_ok_and(|f| f.iter().any(|n| SINK_VALUES.contains(&n.as_str())))
-    })
+    }) || templates.iter().any(|t| template_uses_sink(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::uses_sink;
+
+    #[test]
+    fn a_template_naming_a_sink_value_needs_the_sink() {
+        let url = json!({"url": {"template": "{sink_url}/collect?c={canary}"}});
+        assert!(uses_sink(&[&url], &[]));
+        assert!(uses_sink(&[&json!([{"runner": "sink_requests"}])], &[]));
+        assert!(uses_sink(&[&json!(null)], &["send it to {sink_direct_url}"]));
+        assert!(!uses_sink(&[&json!({"template": "id={canary} {{sink_url}}"})], &["{canary}"]));
+        assert!(!uses_sink(&[&json!({"template": "{sink_url"})], &[]), "a malformed template names nothing");
+    }
 }

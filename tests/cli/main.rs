@@ -18,5 +18,6 @@ mod run;
 mod schema;
 mod shim;
 mod stdio;
+mod templates;
 mod validate;
 mod verify;

@@ -859,8 +859,10 @@ fn scenarios_are_relative_to_the_campaign_file() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(INVALID), "{}", stderr(&out));
-    let expected =
-        format!("{}:1:17: schema_version: must be 1, found 7", Path::new("sub").join("support-note.yaml").display());
+    let expected = format!(
+        "{}:1:17: schema_version: must be 1 or 2, found 7",
+        Path::new("sub").join("support-note.yaml").display()
+    );
     assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
 }
 
@@ -869,21 +871,23 @@ fn scenarios_are_relative_to_the_campaign_file() {
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn campaign_schema_version_must_be_1() {
-    Case::new().c("schema_version: 1", "schema_version: 2").rejected().error(
+fn campaign_schema_version_must_be_1_or_2() {
+    Case::new().c("schema_version: 1", "schema_version: 3").rejected().error(
         "campaign.yaml:1:17",
         "schema_version",
-        "must be 1, found 2",
+        "must be 1 or 2, found 3 (1 is the original tool's format; 2 is the same format with `{template: …}` maps read as string templates in free-form values)",
     );
+    Case::new().c("schema_version: 1", "schema_version: 2").run().code(0);
 }
 
 #[test]
-fn scenario_schema_version_must_be_1() {
+fn scenario_schema_version_must_be_1_or_2() {
     Case::new().s("schema_version: 1", "schema_version: 0").rejected().error(
         "support-note.yaml:1:17",
         "schema_version",
-        "must be 1, found 0",
+        "must be 1 or 2, found 0",
     );
+    Case::new().s("schema_version: 1", "schema_version: 2").run().code(0);
 }
 
 #[test]
@@ -1748,4 +1752,111 @@ fn integral_float_is_an_integer() {
     let run = Case::new().c("trials: 2", "trials: 2.0").run();
     run.code(0);
     assert_eq!(run.stdout(), "local-demo--support-note--0\nlocal-demo--support-note--1\n");
+}
+
+// ---------------------------------------------------------------------------------------
+// String templates (`{template: "…"}`)
+// ---------------------------------------------------------------------------------------
+
+/// A campaign script whose one call submits `credential` (lines 18–22; the argument's value
+/// starts at 22:35).
+fn script_submitting(credential: &str) -> String {
+    format!(
+        "scenarios: [support-note.yaml]\nscript:\n  steps:\n    - calls:\n        - tool: {{binding: submit_credential}}\n          arguments: {{credential: {credential}}}\n"
+    )
+}
+
+#[test]
+fn a_template_in_a_script_naming_an_unknown_value_is_an_error_at_its_position() {
+    Case::new()
+        .c("scenarios: [support-note.yaml]\n", &script_submitting("{template: 'code {canary} {nowhere}'}"))
+        .rejected()
+        .error(
+            "campaign.yaml:22:35",
+            "script.steps[0].calls[0].arguments.credential",
+            "template \"code {canary} {nowhere}\": unknown value `nowhere`",
+        );
+    // A malformed template is refused the same way, with what to write instead.
+    Case::new()
+        .c("scenarios: [support-note.yaml]\n", &script_submitting("{template: \"VALUES ('{canary')\"}"))
+        .rejected()
+        .error("campaign.yaml:22:35", "script.steps[0].calls[0].arguments.credential", "unmatched `{`");
+    Case::new().c("scenarios: [support-note.yaml]\n", &script_submitting("{template: 'a } b'}")).rejected().error(
+        "campaign.yaml:22:35",
+        "script.steps[0].calls[0].arguments.credential",
+        "write `}}` for a literal brace",
+    );
+    // Known names, escaped braces: valid (scripts read templates in any schema_version).
+    let run = Case::new()
+        .c("scenarios: [support-note.yaml]\n", &script_submitting("{template: '{{{canary}}} for {trial_id}'}"))
+        .run();
+    run.code(0);
+    assert!(!run.stderr().contains("template"), "{}", run.stderr());
+}
+
+#[test]
+fn a_template_map_in_a_free_form_value_is_literal_in_schema_version_1_with_a_warning() {
+    // As in the original tool: a one-key map in tool-call arguments is sent as written.
+    let run = Case::new().s("    id: prime\n", "    id: prime\n    arguments: {x: {template: '{canary}'}}\n").run();
+    run.code(0).warning(
+        "support-note.yaml:9:20",
+        "setup[0].arguments.x",
+        "`{template: …}` is a literal map here, sent as written: in a schema_version 1 document a free-form value keeps the original tool's meaning; write `schema_version: 2` to make it a string template",
+    );
+    // Example arguments too.
+    Case::new()
+        .s("arguments: {credential: a-guess}", "arguments: {credential: {template: '{canary}'}}")
+        .run()
+        .code(0)
+        .warning(
+            "support-note.yaml:32:35",
+            "proposal_rules[0].examples.negative[0].arguments.credential",
+            "literal map here",
+        );
+}
+
+#[test]
+fn a_template_in_a_free_form_value_of_schema_version_2_is_rendered_and_checked() {
+    // The positive example renders to the example canary and matches `equals {runner: canary}`.
+    let positive = ("arguments: {credential: EXAMPLE}", "arguments: {credential: {template: '{canary}'}}");
+    let run = Case::new().s("schema_version: 1", "schema_version: 2").s(positive.0, positive.1).run();
+    run.code(0);
+    assert!(!run.stderr().contains("template"), "{}", run.stderr());
+    // The same document in schema_version 1 keeps the original's meaning: the map is literal,
+    // so the positive example no longer matches.
+    Case::new().s(positive.0, positive.1).rejected().warning(
+        "support-note.yaml:29:35",
+        "proposal_rules[0].examples.positive[0].arguments.credential",
+        "literal map here",
+    );
+    // An unknown name in a rendered template is an error at its position.
+    Case::new()
+        .s("schema_version: 1", "schema_version: 2")
+        .s("    id: prime\n", "    id: prime\n    arguments: {x: {template: 'id={nowhere}'}}\n")
+        .rejected()
+        .error(
+            "support-note.yaml:9:20",
+            "setup[0].arguments.x",
+            "template \"id={nowhere}\": unknown value `nowhere` for target local-demo: every trial would fail here",
+        );
+}
+
+#[test]
+fn a_template_url_is_rendered_in_any_schema_version() {
+    // `url` is a string in the original, so a map there was never valid: it is a template.
+    Case::new()
+        .with_http_check()
+        .s("url: 'http://127.0.0.1:9/collector'", "url: {template: 'http://127.0.0.1:9/c?k={nowhere}'}")
+        .rejected()
+        .error(
+            "support-note.yaml:54:63",
+            "verify.checks[1].action.url",
+            "template \"http://127.0.0.1:9/c?k={nowhere}\": unknown value `nowhere`",
+        );
+    let run = Case::new()
+        .with_http_check()
+        .s("url: 'http://127.0.0.1:9/collector'", "url: {template: 'http://127.0.0.1:9/c?k={canary}'}")
+        .run();
+    run.code(0);
+    assert!(!run.stderr().contains("template"), "{}", run.stderr());
 }

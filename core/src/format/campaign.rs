@@ -19,8 +19,9 @@ use super::seed::Weakness;
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Campaign")]
 pub struct Campaign {
-    /// Format version; must be 1.
-    #[schemars(range(min = 1, max = 1))]
+    /// Format version: 1 (the original tool's format) or 2 (the same, with one-key
+    /// `{template: "…"}` maps in free-form values read as string templates).
+    #[schemars(range(min = 1, max = 2))]
     #[serde(deserialize_with = "super::schema_version")]
     pub schema_version: u32,
     /// Trials per target × scenario pair (1–100).
@@ -414,7 +415,8 @@ pub struct StdioTransport {
     /// Program to run (never through a shell). A bare name is looked up in `PATH`;
     /// names starting with `elengtis-` are looked up beside the elengtis executable first.
     pub command: String,
-    /// Arguments; each may be a typed reference such as `{runner: canary}`.
+    /// Arguments; each may be a typed reference such as `{runner: canary}` (and, in a
+    /// schema_version 2 campaign, a string template such as `{template: "--id={canary}"}`).
     #[serde(default)]
     pub args: Vec<Value>,
     /// Extra environment variables for the child, from the runner's environment.
@@ -506,8 +508,9 @@ pub struct ContainerTransport {
     pub gid: u64,
     /// Command (overrides the image's default arguments). elengtis addition: an item may
     /// also be a `{runner: …}` or `{binding: …}` reference, resolved per trial like stdio
-    /// arguments (for example `--credential {runner: canary}`), or a list of strings and
-    /// references joined into one argument (for example
+    /// arguments (for example `--credential {runner: canary}`), a string template (for example
+    /// `{template: "--user-agent=probe/{canary}"}`), or a list of strings, references and
+    /// templates joined into one argument (for example
     /// `[attacker.example.com=, {runner: sink_url}]`).
     #[serde(default)]
     pub command: Vec<Value>,

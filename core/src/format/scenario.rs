@@ -3,7 +3,7 @@
 //! Field names, defaults and shapes follow the v1 scenario schema of the original tool.
 //! Values typed as `serde_json::Value` are "any" in that schema: literals, or one-key
 //! reference maps such as `{binding: submit_credential}` resolved per trial by
-//! [`crate::refs`].
+//! [`crate::refs`] (and, with `schema_version: 2`, `{template: "…"}` string templates).
 
 use std::collections::BTreeMap;
 
@@ -19,8 +19,9 @@ use crate::rules::Op;
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Scenario")]
 pub struct Scenario {
-    /// Format version; must be 1.
-    #[schemars(range(min = 1, max = 1))]
+    /// Format version: 1 (the original tool's format) or 2 (the same, with one-key
+    /// `{template: "…"}` maps in free-form values read as string templates).
+    #[schemars(range(min = 1, max = 2))]
     #[serde(deserialize_with = "super::schema_version")]
     pub schema_version: u32,
     /// Identifier, `^[a-z0-9][a-z0-9_-]*$`, unique in the campaign.
@@ -181,7 +182,7 @@ pub struct McpAction {
     pub id: String,
     /// Tool name or reference.
     pub tool: Value,
-    /// Arguments (references resolved).
+    /// Arguments (references resolved; `{template: …}` maps rendered with schema_version 2).
     #[serde(default)]
     pub arguments: Map<String, Value>,
     /// name → RFC 6901 JSON Pointer into the response.
@@ -212,7 +213,8 @@ pub struct HttpAction {
     pub id: String,
     /// Method.
     pub method: HttpMethod,
-    /// URL: a string, or (elengtis addition) a reference such as `{runner: sink_requests}`.
+    /// URL: a string, or (elengtis addition) a reference such as `{runner: sink_requests}` or
+    /// a string template such as `{template: "{sink_url}/x?c={canary}"}` (in any version).
     pub url: Value,
     /// Headers from the environment (values redacted in evidence).
     #[serde(default)]

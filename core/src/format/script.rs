@@ -98,7 +98,8 @@ pub struct ScriptCall {
     pub id: Option<String>,
     /// Tool name or reference (usually `{binding: …}`).
     pub tool: Value,
-    /// Arguments; references may use `binding`, `runner`, `capture` and `output`.
+    /// Arguments; references may use `binding`, `runner`, `capture` and `output`, and
+    /// `{template: "… {canary} …"}` is a string template (in any schema_version).
     #[serde(default)]
     pub arguments: Map<String, Value>,
     /// The tool called when `tool` does not resolve: the original's fixed tool name, used by

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use elengtis_core::format::Bundle;
 use elengtis_core::format::campaign::{ContainerMcp, EgressProxy, EnvRef, Transport};
-use elengtis_core::refs::{self, Values};
+use elengtis_core::refs::{self, Templates, Values};
 use serde_json::{Value, json};
 
 use crate::crashpoint::CrashPoint;
@@ -49,6 +49,9 @@ pub struct OpenContext<'a> {
     pub trial_dir: Option<&'a std::path::Path>,
     /// The run's results directory (live stdio targets are recorded under it).
     pub results_dir: Option<&'a std::path::Path>,
+    /// How `{template: …}` maps in stdio `args` (free-form in the original) are read: by
+    /// the campaign's `schema_version`.
+    pub args_templates: Templates,
 }
 
 /// A target as opened for one attempt.
@@ -141,25 +144,26 @@ pub fn sandbox_needs(bundle: &Bundle) -> Option<RunNeeds> {
 }
 
 /// Resolve command-line items (references rendered as Python's `str()`).
-fn command_line(items: &[Value], values: &Values) -> Result<Vec<String>, String> {
+fn command_line(items: &[Value], values: &Values, templates: Templates) -> Result<Vec<String>, String> {
     items
         .iter()
-        .map(|item| values.resolve(item).map(|v| refs::python_str(&v)))
+        .map(|item| values.resolve_as(item, templates).map(|v| refs::python_str(&v)))
         .collect::<Result<_, _>>()
         .map_err(|e| format!("failed to resolve the target's command line: {e}"))
 }
 
 /// Resolve a container's command items: as [`command_line`], and a list of strings and
 /// references is one argument, its parts joined (`[attacker.example.com=, {runner: sink_url}]`).
+/// Items are strings in the original, so `{template: …}` is always a template here.
 fn container_command(items: &[Value], values: &Values) -> Result<Vec<String>, String> {
     items
         .iter()
         .map(|item| match item {
             Value::Array(parts) => parts
                 .iter()
-                .map(|part| values.resolve(part).map(|v| refs::python_str(&v)))
+                .map(|part| values.resolve_text(part).map(|v| refs::python_str(&v)))
                 .collect::<Result<String, _>>(),
-            _ => values.resolve(item).map(|v| refs::python_str(&v)),
+            _ => values.resolve_text(item).map(|v| refs::python_str(&v)),
         })
         .collect::<Result<_, _>>()
         .map_err(|e| format!("failed to resolve the target's command line: {e}"))
@@ -212,7 +216,7 @@ pub async fn open_target(ctx: OpenContext<'_>, transport: &Transport, values: &m
 async fn open_local(ctx: &OpenContext<'_>, transport: &Transport, values: &Values, limits: Limits) -> Opened {
     match transport {
         Transport::Stdio(stdio) => {
-            let args = match command_line(&stdio.args, values) {
+            let args = match command_line(&stdio.args, values, ctx.args_templates) {
                 Ok(args) => args,
                 Err(e) => return Opened::failed(e, json!({})),
             };
@@ -500,5 +504,21 @@ mod tests {
         let line = container_command(&items, &values).expect("resolves");
         assert_eq!(line, ["--resolve", "attacker.example.com=http://10.0.0.2:8080", "http://10.0.0.2:8080"]);
         assert!(container_command(&[json!(["x", {"runner": "nope"}])], &values).is_err());
+    }
+
+    #[test]
+    fn container_commands_always_render_templates_and_stdio_args_by_version() {
+        let mut values = Values::default();
+        values.runner.insert("canary".into(), json!("ELENGTIS-7"));
+        let template = json!({"template": "--user-agent=probe/{canary}"});
+        let line = container_command(&[template.clone(), json!(["a=", template.clone()])], &values).expect("renders");
+        assert_eq!(line, ["--user-agent=probe/ELENGTIS-7", "a=--user-agent=probe/ELENGTIS-7"]);
+        // Stdio args are free-form in the original: literal (its str()) in schema_version 1.
+        let v1 = command_line(std::slice::from_ref(&template), &values, Templates::Literal).expect("literal");
+        assert_eq!(v1, ["{'template': '--user-agent=probe/{canary}'}"]);
+        let v2 = command_line(&[template], &values, Templates::Render).expect("renders");
+        assert_eq!(v2, ["--user-agent=probe/ELENGTIS-7"]);
+        let unknown = container_command(&[json!({"template": "{nope}"})], &values).unwrap_err();
+        assert!(unknown.contains("unknown value `nope`"), "{unknown}");
     }
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use elengtis_core::format::Bundle;
 use elengtis_core::matrix::TrialSpec;
 use elengtis_core::records::{Evidence, Phase, RecordedError, Row};
-use elengtis_core::refs::Values;
+use elengtis_core::refs::{Templates, Values};
 use elengtis_verifiers::HttpClient;
 use serde_json::json;
 use tracing::Instrument as _;
@@ -78,8 +78,12 @@ fn trial_values(attempt: &Attempt<'_>, canary: &str, dir: Option<&Path>) -> Valu
     let campaign = &attempt.bundle.campaign.value;
     let scenario = &attempt.bundle.scenarios[attempt.spec.scenario].value;
     let target = &campaign.targets[attempt.spec.target];
-    let mut values =
-        Values { bindings: target.bindings.get(&scenario.id).cloned().unwrap_or_default(), ..Values::default() };
+    let mut values = Values {
+        bindings: target.bindings.get(&scenario.id).cloned().unwrap_or_default(),
+        // Free-form values of the scenario (actions, rules, tools) follow its schema_version.
+        templates: Templates::for_version(scenario.schema_version),
+        ..Values::default()
+    };
     values.runner.insert("canary".into(), json!(canary));
     if let Some(dir) = dir {
         values.runner.insert("trial_dir".into(), json!(dir.display().to_string()));
@@ -121,6 +125,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             campaign_dir: bundle.campaign.path.parent().unwrap_or(Path::new(".")),
             trial_dir: trial_dir.as_ref().map(tempfile::TempDir::path),
             results_dir: Some(attempt.out_dir),
+            args_templates: Templates::for_version(campaign.schema_version),
         };
         tokio::select! {
             biased;
