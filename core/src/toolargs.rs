@@ -155,6 +155,35 @@ impl ToolLists {
     }
 }
 
+/// Largest tool-list file [`read_tool_lists`] reads.
+pub const MAX_TOOL_LIST_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Read a tool-list file (any shape [`ToolLists::from_json`] accepts).
+///
+/// # Errors
+///
+/// The file cannot be read, is larger than [`MAX_TOOL_LIST_BYTES`], is not JSON or not a
+/// tool list; the diagnostic names the file.
+pub fn read_tool_lists(path: &FsPath) -> Result<ToolLists, crate::format::LoadError> {
+    let fail = |message: String| {
+        crate::format::LoadError::Invalid(vec![crate::format::diagnostic_at(path, 0, 0, String::new(), message)])
+    };
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("failed to read the tool list: {e}")))?;
+    if !meta.is_file() {
+        return Err(fail("failed to read the tool list: not a regular file".into()));
+    }
+    if meta.len() > MAX_TOOL_LIST_BYTES {
+        return Err(fail(format!(
+            "failed to read the tool list: {} bytes, more than the {MAX_TOOL_LIST_BYTES} allowed",
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("failed to read the tool list: {e}")))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("failed to read the tool list: not JSON ({e})")))?;
+    ToolLists::from_json(&value).map_err(|e| fail(format!("failed to read the tool list: {e}")))
+}
+
 /// What a finding is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

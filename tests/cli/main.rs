@@ -17,5 +17,6 @@ mod run;
 mod schema;
 mod shim;
 mod stdio;
+mod toolargs;
 mod validate;
 mod verify;
