@@ -179,8 +179,8 @@ pub fn read_tool_lists(path: &FsPath) -> Result<ToolLists, crate::format::LoadEr
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| fail(format!("failed to read the tool list: {e}")))?;
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| fail(format!("failed to read the tool list: not JSON ({e})")))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| fail(format!("failed to read the tool list: not JSON ({e})")))?;
     ToolLists::from_json(&value).map_err(|e| fail(format!("failed to read the tool list: {e}")))
 }
 
@@ -376,16 +376,20 @@ fn clip(text: &str) -> String {
 /// A one-key map whose key is one of `keys`: a value known only per trial.
 fn is_per_trial(node: &Node, keys: &[&str]) -> bool {
     match &node.kind {
-        NodeKind::Map(entries) => {
-            entries.len() == 1 && entries[0].0.as_str().is_some_and(|k| keys.contains(&k))
-        }
+        NodeKind::Map(entries) => entries.len() == 1 && entries[0].0.as_str().is_some_and(|k| keys.contains(&k)),
         _ => false,
     }
 }
 
 /// Every node below `node` with its path, not descending into per-trial references; the
 /// references' paths go to `refs`.
-fn walk<'n>(node: &'n Node, at: &mut Vec<Seg>, keys: &[&str], refs: &mut Vec<Vec<Seg>>, out: &mut Vec<(Vec<Seg>, &'n Node)>) {
+fn walk<'n>(
+    node: &'n Node,
+    at: &mut Vec<Seg>,
+    keys: &[&str],
+    refs: &mut Vec<Vec<Seg>>,
+    out: &mut Vec<(Vec<Seg>, &'n Node)>,
+) {
     if is_per_trial(node, keys) {
         refs.push(at.clone());
         return;
@@ -503,9 +507,7 @@ pub fn check_arguments(arguments: &Node, schema: &ToolSchema, keys: &[&str]) -> 
             if let Some(slot) = pointer_mut(&mut alternative, &at) {
                 *slot = Value::String(surprise.written.clone());
             }
-            let still = validator
-                .iter_errors(&alternative)
-                .any(|e| location_segs(e.instance_path()) == at);
+            let still = validator.iter_errors(&alternative).any(|e| location_segs(e.instance_path()) == at);
             if !still {
                 for problem in problems.iter_mut().filter(|p| p.at == at && p.kind == FindingKind::SchemaViolation) {
                     problem.message = format!("{}; {}", problem.message, surprise.hint());
@@ -572,10 +574,9 @@ fn wants_string(root: &Value, schema: &Value, at: &[Seg], depth: usize) -> bool 
             .get("properties")
             .and_then(|p| p.get(key))
             .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object())),
-        Seg::Index(i) => schema
-            .get("prefixItems")
-            .and_then(|p| p.get(*i))
-            .or_else(|| schema.get("items").filter(|a| a.is_object())),
+        Seg::Index(i) => {
+            schema.get("prefixItems").and_then(|p| p.get(*i)).or_else(|| schema.get("items").filter(|a| a.is_object()))
+        }
     };
     child.is_some_and(|c| wants_string(root, c, rest, depth + 1))
 }
@@ -646,19 +647,17 @@ fn calls<'a>(bundle: &'a Bundle, scenario: usize, target: &Target) -> Vec<Call<'
     let s = &doc.value;
     let bindings = target.bindings.get(&s.id).cloned().unwrap_or_default();
     let mut out = Vec::new();
-    let phases = s
-        .setup
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (Path::root().key("setup").index(i), "setup", a))
-        .chain(
-            s.verify
-                .checks
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (Path::root().key("verify").key("checks").index(i).key("action"), "verify", &c.action)),
-        )
-        .chain(s.cleanup.iter().enumerate().map(|(i, a)| (Path::root().key("cleanup").index(i), "cleanup", a)));
+    let phases =
+        s.setup
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (Path::root().key("setup").index(i), "setup", a))
+            .chain(
+                s.verify.checks.iter().enumerate().map(|(i, c)| {
+                    (Path::root().key("verify").key("checks").index(i).key("action"), "verify", &c.action)
+                }),
+            )
+            .chain(s.cleanup.iter().enumerate().map(|(i, a)| (Path::root().key("cleanup").index(i), "cleanup", a)));
     for (at, phase, action) in phases {
         if let Action::McpTool(a) = action {
             out.push(Call {
@@ -797,7 +796,9 @@ pub fn check(bundle: &Bundle, target: &Target, tools: &[ListedTool]) -> Vec<Find
                             args_at,
                             arguments.mark,
                             "arguments".into(),
-                            format!("the tool's inputSchema is not a usable JSON Schema ({why}); arguments of this tool are not checked"),
+                            format!(
+                                "the tool's inputSchema is not a usable JSON Schema ({why}); arguments of this tool are not checked"
+                            ),
                             None,
                         ),
                         &mut findings,
@@ -808,12 +809,19 @@ pub fn check(bundle: &Bundle, target: &Target, tools: &[ListedTool]) -> Vec<Find
             for problem in check_arguments(arguments, schema, call.keys) {
                 let mut path = args_at.clone();
                 path.0.extend(problem.at.iter().cloned());
-                let argument = Path(
-                    std::iter::once(Seg::Key("arguments".into())).chain(problem.at.iter().cloned()).collect(),
-                )
-                .to_string();
+                let argument =
+                    Path(std::iter::once(Seg::Key("arguments".into())).chain(problem.at.iter().cloned()).collect())
+                        .to_string();
                 push(
-                    finding(problem.severity, problem.kind, &path, problem.mark, argument, problem.message, problem.yaml11),
+                    finding(
+                        problem.severity,
+                        problem.kind,
+                        &path,
+                        problem.mark,
+                        argument,
+                        problem.message,
+                        problem.yaml11,
+                    ),
                     &mut findings,
                 );
             }
@@ -861,10 +869,17 @@ mod tests {
         assert_eq!(at("count").plain.as_deref(), Some("3"));
         assert_eq!(Yaml11::of(at("count")), None);
         let octal = Yaml11::of(at("mode")).expect("octal");
-        assert_eq!((octal.rule, octal.became.clone(), octal.yaml12.clone()), (Yaml11Rule::Octal, json!(493), json!(755)));
+        assert_eq!(
+            (octal.rule, octal.became.clone(), octal.yaml12.clone()),
+            (Yaml11Rule::Octal, json!(493), json!(755))
+        );
         let boolean = Yaml11::of(at("flag")).expect("boolean");
         assert_eq!((boolean.rule, boolean.became.clone()), (Yaml11Rule::Boolean, json!(true)));
-        assert_eq!(Yaml11::of(&args("a: true").get("a").cloned().expect("a")), None, "true is a boolean in YAML 1.2 too");
+        assert_eq!(
+            Yaml11::of(&args("a: true").get("a").cloned().expect("a")),
+            None,
+            "true is a boolean in YAML 1.2 too"
+        );
     }
 
     #[test]
@@ -876,8 +891,16 @@ mod tests {
         assert_eq!((time.kind, time.severity), (FindingKind::SchemaViolation, Severity::Error));
         assert_eq!(time.at, vec![Seg::Key("time".into())]);
         assert_eq!(time.mark, Mark::new(2, 7));
-        assert!(time.message.starts_with("870 is not of type \"string\"; the unquoted `14:30` is a YAML 1.1 base-60"), "{}", time.message);
-        assert!(time.message.contains("reads it as 870") && time.message.contains("quote it ('14:30')"), "{}", time.message);
+        assert!(
+            time.message.starts_with("870 is not of type \"string\"; the unquoted `14:30` is a YAML 1.1 base-60"),
+            "{}",
+            time.message
+        );
+        assert!(
+            time.message.contains("reads it as 870") && time.message.contains("quote it ('14:30')"),
+            "{}",
+            time.message
+        );
         let missing = &problems[0];
         assert_eq!(missing.kind, FindingKind::MissingArgument);
         assert_eq!(missing.at, vec![Seg::Key("target_timezone".into())]);
@@ -889,9 +912,8 @@ mod tests {
 
     #[test]
     fn references_count_as_present_and_are_never_type_checked() {
-        let node = args(
-            "source_timezone: {binding: tz}\ntime: {runner: canary}\ntarget_timezone: {template: 'x {canary}'}\n",
-        );
+        let node =
+            args("source_timezone: {binding: tz}\ntime: {runner: canary}\ntarget_timezone: {template: 'x {canary}'}\n");
         assert_eq!(check_arguments(&node, &convert_time(), PER_TRIAL_KEYS), vec![]);
         // `{output: …}` is a reference in scripts only; elsewhere a literal map (refused).
         let node = args("source_timezone: a\ntime: {output: now}\ntarget_timezone: b\n");
@@ -937,7 +959,11 @@ mod tests {
             "{problems:#?}"
         );
         assert!(problems[0].message.contains("reads it as 90"), "{}", problems[0].message);
-        assert!(problems[1].message.contains("reads it as 420, while a YAML 1.2 parser reads 644"), "{}", problems[1].message);
+        assert!(
+            problems[1].message.contains("reads it as 420, while a YAML 1.2 parser reads 644"),
+            "{}",
+            problems[1].message
+        );
         // A boolean refused where a string is wanted carries the hint; nested too.
         let schema = ToolSchema::new(&json!({
             "type": "object",
@@ -947,12 +973,15 @@ mod tests {
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].at, vec![Seg::Key("opts".into()), Seg::Index(1)]);
         assert_eq!(problems[0].mark, Mark::new(1, 14));
-        assert!(problems[0].message.starts_with("false is not of type \"string\"; the unquoted `no` is a YAML 1.1 boolean"));
+        assert!(
+            problems[0].message.starts_with("false is not of type \"string\"; the unquoted `no` is a YAML 1.1 boolean")
+        );
     }
 
     #[test]
     fn an_unusable_schema_checks_nothing_and_says_why() {
-        let schema = ToolSchema::new(&json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}));
+        let schema =
+            ToolSchema::new(&json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}));
         assert!(schema.unusable().is_some());
         assert_eq!(check_arguments(&args("a: 1\n"), &schema, PER_TRIAL_KEYS), vec![]);
         let schema = ToolSchema::new(&json!({"type": 12}));

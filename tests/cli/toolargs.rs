@@ -98,7 +98,10 @@ fn preflight_flags_a_sexagesimal_time_and_a_missing_argument_against_mcp_server_
     assert_eq!(report["ok"], json!(false));
     let target = &report["targets"][0];
     assert_eq!(target["tools"], json!(["get_current_time", "convert_time"]));
-    assert_eq!(target["tool_list"][1]["inputSchema"]["required"], json!(["source_timezone", "time", "target_timezone"]));
+    assert_eq!(
+        target["tool_list"][1]["inputSchema"]["required"],
+        json!(["source_timezone", "time", "target_timezone"])
+    );
     let findings = target["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 2);
     assert_eq!(findings[0]["kind"], json!("missing_argument"));
@@ -106,12 +109,20 @@ fn preflight_flags_a_sexagesimal_time_and_a_missing_argument_against_mcp_server_
     let time = &findings[1];
     assert_eq!(
         (&time["severity"], &time["kind"], &time["line"], &time["column"], &time["tool"], &time["argument"]),
-        (&json!("error"), &json!("schema_violation"), &json!(27), &json!(19), &json!("convert_time"), &json!("arguments.time"))
+        (
+            &json!("error"),
+            &json!("schema_violation"),
+            &json!(27),
+            &json!(19),
+            &json!("convert_time"),
+            &json!("arguments.time")
+        )
     );
     assert_eq!(time["yaml11"], json!({"rule": "sexagesimal", "written": "14:30", "became": 870, "yaml12": "14:30"}));
 
     // Quoted, with the timezone given: the same target passes.
-    let fixed = BAD_CALLS.replace("time: 14:30", "time: '14:30'").replace("arguments: {}", "arguments: {timezone: UTC}");
+    let fixed =
+        BAD_CALLS.replace("time: 14:30", "time: '14:30'").replace("arguments: {}", "arguments: {timezone: UTC}");
     let config = campaign(dir.path(), &time_tools(), &fixed);
     let output = elengtis(dir.path(), &["preflight", s(&config)]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
@@ -129,15 +140,21 @@ fn unknown_tools_in_examples_and_calls_are_named_with_their_position() {
         .expect("write");
     let scenario = dir.path().join("time-conversion.yaml");
     let text = std::fs::read_to_string(&scenario).expect("read");
-    std::fs::write(&scenario, text.replacen("        - name: get_current_time\n", "        - name: get_current_tme\n", 1))
-        .expect("write");
+    std::fs::write(
+        &scenario,
+        text.replacen("        - name: get_current_time\n", "        - name: get_current_tme\n", 1),
+    )
+    .expect("write");
     assert_eq!(elengtis(dir.path(), &["validate", s(&config)]).status.code(), Some(0), "valid without a tool list");
     let output = elengtis(dir.path(), &["preflight", s(&config)]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
     let listed = "it lists: get_current_time, convert_time";
     for expected in [
-        format!("{}:21:7: exercise.tools[0]: target time lists no tool `get_current_time_v2`; {listed} (exercise.tools)", s(&scenario)),
+        format!(
+            "{}:21:7: exercise.tools[0]: target time lists no tool `get_current_time_v2`; {listed} (exercise.tools)",
+            s(&scenario)
+        ),
         format!(
             "{}:41:17: proposal_rules[0].examples.negative[3].name: target time lists no tool `get_current_tme`; {listed} (rule `convert-warsaw-to-tokyo` negative example 4)",
             s(&scenario)
@@ -149,7 +166,13 @@ fn unknown_tools_in_examples_and_calls_are_named_with_their_position() {
     ] {
         assert!(text.contains(&expected), "{expected}\nnot in\n{text}");
     }
-    assert!(text.lines().next().is_some_and(|l| l.ends_with("FAILED: 3 problems with the tools the campaign calls or their arguments (listed below)")), "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|l| l
+                .ends_with("FAILED: 3 problems with the tools the campaign calls or their arguments (listed below)")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -164,7 +187,8 @@ fn a_yaml11_value_the_schema_also_accepts_warns_without_failing_preflight() {
         ]})
         .to_string(),
     );
-    let calls = "        - tool: {binding: get_time}\n          arguments: {timezone: UTC, at: 9:45, dst: no, plain: 0755}\n";
+    let calls =
+        "        - tool: {binding: get_time}\n          arguments: {timezone: UTC, at: 9:45, dst: no, plain: 0755}\n";
     let config = campaign(dir.path(), &tools, calls);
     let output = elengtis(dir.path(), &["preflight", s(&config)]);
     let text = stdout(&output);
@@ -179,7 +203,11 @@ fn a_yaml11_value_the_schema_also_accepts_warns_without_failing_preflight() {
         "{text}"
     );
     assert!(lines[1].contains("reads it as 585"), "{text}");
-    assert!(lines[2].contains("warning: arguments.dst of tool get_current_time") && lines[2].contains("the unquoted `no` is a YAML 1.1 boolean"), "{text}");
+    assert!(
+        lines[2].contains("warning: arguments.dst of tool get_current_time")
+            && lines[2].contains("the unquoted `no` is a YAML 1.1 boolean"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -190,8 +218,17 @@ fn validate_with_a_recorded_tool_list_runs_the_same_checks() {
     let output = elengtis(dir.path(), &["validate", "--tools", s(&time_tools()), s(&config)]);
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let err = stderr(&output);
-    assert!(err.contains(&format!("{}:27:19: arguments.time of tool convert_time: 870 is not of type \"string\"", s(&config))), "{err}");
-    assert!(err.contains(&format!("{}:21:22: arguments.timezone of tool get_current_time: missing", s(&config))), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:27:19: arguments.time of tool convert_time: 870 is not of type \"string\"",
+            s(&config)
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}:21:22: arguments.timezone of tool get_current_time: missing", s(&config))),
+        "{err}"
+    );
     assert!(err.contains("error: 2 problems with the tools the campaign calls or their arguments"), "{err}");
     assert_eq!(stdout(&output), "", "no trial ids for an invalid campaign");
 
@@ -223,5 +260,10 @@ fn validate_with_a_recorded_tool_list_runs_the_same_checks() {
     let bad = write(dir.path(), "bad.json", "{\"a\": 1}");
     let output = elengtis(dir.path(), &["validate", "--tools", s(&bad), s(&config)]);
     assert_eq!(output.status.code(), Some(3));
-    assert!(stderr(&output).contains("bad.json: failed to read the tool list: found an object; expected a JSON array of tools"), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("bad.json: failed to read the tool list: found an object; expected a JSON array of tools"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -143,8 +143,10 @@ impl Builder {
         self.count_nodes(1, mark)?;
         let text = text_len(&kind);
         self.expanded_text = self.expanded_text.saturating_add(text);
-        let plain = (tag.is_none() && style == ScalarStyle::Plain && matches!(kind, NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_)))
-            .then(|| Box::<str>::from(value));
+        let plain = (tag.is_none()
+            && style == ScalarStyle::Plain
+            && matches!(kind, NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_)))
+        .then(|| Box::<str>::from(value));
         let index = self.push(RawKind::Scalar(kind, plain), mark);
         if anchor != 0 {
             self.anchors.insert(anchor, Anchored { index, nodes: 1, height: 0, text });
