@@ -48,6 +48,8 @@ pub const SCRIPT_PER_TRIAL_KEYS: &[&str] = &["binding", "capture", "runner", "te
 const MAX_ERRORS_PER_CALL: usize = 20;
 /// Longest schema error message kept (the validator quotes the value).
 const MAX_MESSAGE: usize = 300;
+/// Most tool names an unknown-tool finding lists.
+const MAX_NAMES_LISTED: usize = 30;
 /// Deepest `$ref`/`anyOf` nesting followed when looking for a string type.
 const MAX_SCHEMA_DEPTH: usize = 32;
 
@@ -738,13 +740,22 @@ fn calls<'a>(bundle: &'a Bundle, scenario: usize, target: &Target) -> Vec<Call<'
 }
 
 /// Check every call and tool name of `bundle` against the tools `target` lists. Findings come
-/// in file order per scenario; a finding repeated across scenarios (the campaign's script) is
-/// reported once.
+/// in file order (by file, line and column); a finding repeated across scenarios (the
+/// campaign's script) is reported once.
 pub fn check(bundle: &Bundle, target: &Target, tools: &[ListedTool]) -> Vec<Finding> {
-    let schemas: BTreeMap<&str, ToolSchema> =
-        tools.iter().map(|t| (t.name.as_str(), ToolSchema::new(&t.input_schema))).collect();
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    let listed = if names.is_empty() { "none".to_owned() } else { names.join(", ") };
+    // The first listing of a name counts; schemas are compiled when a call first needs them
+    // (a target may list thousands of tools).
+    let mut raw: BTreeMap<&str, &Value> = BTreeMap::new();
+    for t in tools {
+        raw.entry(t.name.as_str()).or_insert(&t.input_schema);
+    }
+    let mut compiled: BTreeMap<String, ToolSchema> = BTreeMap::new();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).take(MAX_NAMES_LISTED).collect();
+    let listed = match tools.len() {
+        0 => "none".to_owned(),
+        n if n > MAX_NAMES_LISTED => format!("{} and {} more", names.join(", "), n - MAX_NAMES_LISTED),
+        _ => names.join(", "),
+    };
     let mut findings: Vec<Finding> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut unusable_reported: BTreeSet<String> = BTreeSet::new();
@@ -770,7 +781,7 @@ pub fn check(bundle: &Bundle, target: &Target, tools: &[ListedTool]) -> Vec<Find
                 message,
                 yaml11,
             };
-            let Some(schema) = schemas.get(tool.as_str()) else {
+            let Some(input_schema) = raw.get(tool.as_str()) else {
                 let mark = nearest(call.doc, &call.tool_at.0).mark;
                 push(
                     finding(
@@ -787,6 +798,7 @@ pub fn check(bundle: &Bundle, target: &Target, tools: &[ListedTool]) -> Vec<Find
                 continue;
             };
             let Some((arguments, args_at)) = &call.arguments else { continue };
+            let schema = compiled.entry(tool.clone()).or_insert_with(|| ToolSchema::new(input_schema));
             if let Some(why) = schema.unusable() {
                 if unusable_reported.insert(tool.clone()) {
                     push(
@@ -827,6 +839,7 @@ pub fn check(bundle: &Bundle, target: &Target, tools: &[ListedTool]) -> Vec<Find
             }
         }
     }
+    findings.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     findings
 }
 
@@ -1011,5 +1024,74 @@ mod tests {
             let e = ToolLists::from_json(&bad).expect_err("refused");
             assert!(e.contains(says), "{e}");
         }
+    }
+
+    /// A stdio campaign whose scenario has setup, verify and cleanup `mcp_tool` actions.
+    const ACTIONS_SCENARIO: &str = "schema_version: 1
+id: actions
+title: Actions
+description: Setup, verify and cleanup calls.
+bindings: [add, get]
+exercise:
+  system: s
+  user: u
+  tools: [{binding: get}]
+setup:
+  - type: mcp_tool
+    id: seed
+    tool: {binding: add}
+    arguments: {title: yes, body: {runner: canary}, size: 0755}
+proposal_rules:
+  - id: r
+    tool: {binding: get}
+    examples:
+      positive: [{name: get, arguments: {id: 1}}]
+      negative: [{name: add, arguments: {title: x}}]
+verify:
+  checks:
+    - id: read
+      action: {type: mcp_tool, id: fetch, tool: {binding: get}}
+      assertions: [{path: '', op: contains, value: x}]
+cleanup:
+  - {type: mcp_tool, id: wipe, tool: wipe_all}
+";
+
+    #[test]
+    fn setup_verify_and_cleanup_actions_and_examples_are_checked_with_their_positions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let campaign = "schema_version: 1\nmodel_free: true\ntargets:\n  - id: t\n    transport: {type: stdio, command: x}\n    bindings:\n      actions: {add: add_note, get: get}\nscenarios: [s.yaml]\n";
+        std::fs::write(dir.path().join("c.yaml"), campaign).expect("write");
+        std::fs::write(dir.path().join("s.yaml"), ACTIONS_SCENARIO).expect("write");
+        let bundle = crate::load::load_campaign(&dir.path().join("c.yaml"), &crate::validate::LoadOptions::default())
+            .expect("a valid campaign");
+        let tools = vec![
+            ListedTool {
+                name: "add_note".into(),
+                input_schema: json!({"type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}, "size": {"type": "integer"}}, "required": ["title", "body"]}),
+            },
+            ListedTool {
+                name: "get".into(),
+                input_schema: json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+            },
+        ];
+        let findings = check(&bundle.clone(), &bundle.campaign.value.targets[0], &tools);
+        let lines: Vec<String> =
+            findings.iter().map(|f| f.to_string().replace(&format!("{}/", dir.path().display()), "")).collect();
+        assert_eq!(
+            lines,
+            [
+                "s.yaml:14:24: arguments.title of tool add_note: true is not of type \"string\"; the unquoted `yes` is a YAML 1.1 boolean: elengtis, like the original Python tool (PyYAML safe_load, YAML 1.1), reads it as true, while a YAML 1.2 parser reads the text \"yes\"; quote it ('yes') to pass the text (setup action `seed`)",
+                "s.yaml:20:25: proposal_rules[0].examples.negative[0].name: target t lists no tool `add`; it lists: add_note, get (rule `r` negative example 1)",
+                "s.yaml:24:15: arguments.id of tool get: missing; the tool's schema requires it (verify action `fetch`)",
+                "s.yaml:27:38: cleanup[0].tool: target t lists no tool `wipe_all`; it lists: add_note, get (cleanup action `wipe`)",
+            ],
+            "{findings:#?}"
+        );
+        // `size: 0755` is an integer where an integer is wanted: nothing to say.
+        assert!(findings.iter().all(|f| f.yaml11.as_ref().is_none_or(|y| y.rule != Yaml11Rule::Octal)));
+        // Against no tools at all, every name is unknown.
+        assert!(
+            check(&bundle, &bundle.campaign.value.targets[0], &[]).iter().all(|f| f.kind == FindingKind::UnknownTool)
+        );
     }
 }
