@@ -64,7 +64,10 @@ impl TargetCheck {
         for finding in &self.findings {
             let _ = writeln!(out, "  {finding}");
         }
-        if self.ok {
+        // The server's stderr explains a target that failed to start or list its tools, not
+        // a campaign whose calls do not fit them.
+        let only_findings = self.problems.len() == 1 && self.findings.iter().any(|f| f.severity == Severity::Error);
+        if self.ok || only_findings {
             return out;
         }
         let close = &self.execution["close"];

@@ -267,3 +267,71 @@ fn validate_with_a_recorded_tool_list_runs_the_same_checks() {
         stderr(&output)
     );
 }
+
+#[test]
+fn preflight_checks_the_packaged_notes_servers_real_schemas() {
+    let dir = scratch();
+    let scenario = "schema_version: 1
+id: notes
+title: Notes
+description: Calls of the packaged notes server.
+bindings: [list_notes, read_note, add_note]
+exercise:
+  system: s
+  user: u
+  tools: [{binding: list_notes}, {binding: read_note}, {binding: add_note}]
+proposal_rules:
+  - id: copied
+    tool: {binding: add_note}
+    predicates: [{path: /title, op: equals, value: exfil}]
+    examples:
+      positive: [{name: add_note, arguments: {title: exfil, body: x}}]
+      negative: [{name: read_note, arguments: {id: '2'}}]
+verify:
+  checks: []
+";
+    write(dir.path(), "notes.yaml", scenario);
+    let db = dir.path().join("notes.db");
+    let campaign = format!(
+        "schema_version: 1
+trials: 1
+engine: reference
+targets:
+  - id: notes
+    transport:
+      type: stdio
+      command: {server}
+      args: [--db, {db}, --seed, --secret, {{runner: canary}}]
+    bindings:
+      notes: {{list_notes: list_notes, read_note: read_note, add_note: add_note}}
+scenarios: [notes.yaml]
+script:
+  steps:
+    - calls: [{{id: n, tool: {{binding: read_note}}, arguments: {{id: 2}}}}]
+    - calls: [{{tool: {{binding: add_note}}, arguments: {{title: off, body: {{output: n}}}}}}]
+",
+        server = s(&bin("elengtis-notes")),
+        db = s(&db),
+    );
+    let config = write(dir.path(), "campaign.yaml", &campaign);
+    let output = elengtis(dir.path(), &["preflight", s(&config)]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(
+        lines[2],
+        format!(
+            "  {}:16:52: arguments.id of tool read_note: \"2\" is not of type \"integer\" (rule `copied` negative example 1)",
+            s(&dir.path().join("notes.yaml"))
+        ),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "  {}:16:62: arguments.title of tool add_note: false is not of type \"string\"; the unquoted `off` is a YAML 1.1 boolean",
+            s(&config)
+        )),
+        "{text}"
+    );
+}
