@@ -1,8 +1,9 @@
 //! Tool-call arguments checked against the target's tool schemas (issue 15, item 3):
 //! `elengtis preflight` against a live listing, `elengtis validate --tools` against a recorded
 //! one. The target is `elengtis-malformed --case ok --tools-file`, serving the real tools/list
-//! of mcp-server-time 2026.10.19 (recorded from the PyPI server, tests/fixtures), so the
-//! schemas are that server's own and no image or Python is needed.
+//! of mcp-server-time 2026.10.19 (tests/fixtures/mcp-server-time-2026.10.19.tools.json: the
+//! `result` of tools/list from the PyPI wheel run as `mcp-server-time --local-timezone UTC`
+//! over stdio), so the schemas are that server's own and no image or Python is needed.
 
 use std::path::{Path, PathBuf};
 
@@ -152,11 +153,11 @@ fn unknown_tools_in_examples_and_calls_are_named_with_their_position() {
     let listed = "it lists: get_current_time, convert_time";
     for expected in [
         format!(
-            "{}:21:7: exercise.tools[0]: target time lists no tool `get_current_time_v2`; {listed} (exercise.tools)",
+            "{}:23:7: exercise.tools[0]: target time lists no tool `get_current_time_v2`; {listed} (exercise.tools)",
             s(&scenario)
         ),
         format!(
-            "{}:41:17: proposal_rules[0].examples.negative[3].name: target time lists no tool `get_current_tme`; {listed} (rule `convert-warsaw-to-tokyo` negative example 4)",
+            "{}:43:17: proposal_rules[0].examples.negative[3].name: target time lists no tool `get_current_tme`; {listed} (rule `convert-warsaw-to-tokyo` negative example 4)",
             s(&scenario)
         ),
         format!(
