@@ -16,7 +16,8 @@
 //! records (row, evidence, manifest) every writer and reader shares, and what an attempt
 //! means; [`events`] — what the engine reports; [`analysis`] — results directories →
 //! `summary.json` and `summary.md`, over [`stats`] (Wilson interval, means, a reproducible
-//! bootstrap); [`jsonschema`] — how every schema is generated.
+//! bootstrap); [`jsonschema`] — how every schema is generated; [`toolargs`] — tool-call
+//! arguments checked against the tools a target lists (preflight, `validate --tools`).
 
 pub mod agent;
 pub mod analysis;
@@ -32,4 +33,5 @@ pub mod refs;
 pub mod rules;
 pub mod schema;
 pub mod stats;
+pub mod toolargs;
 pub mod validate;

@@ -1,8 +1,7 @@
 //! Preflight: start each target the way a trial would, list its tools, check that every
-//! tool the campaign names exists and every exercise allowlist can be satisfied, and tear
-//! it down — no scenario action, no model.
+//! tool the campaign names exists and every call's fixed arguments fit the tool's
+//! `inputSchema` ([`elengtis_core::toolargs`]), and tear it down — no scenario action, no model.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -11,11 +10,10 @@ use serde_json::{Value, json};
 use crate::sandbox::SandboxBackend;
 use crate::toolhost::mcp::Limits;
 use crate::trial::launch::{self, OpenContext};
-use elengtis_core::format::Bundle;
 use elengtis_core::format::campaign::{Target, Transport};
-use elengtis_core::format::scenario::{Action, Scenario, ToolSelection};
-use elengtis_core::format::script::Script;
-use elengtis_core::refs::{self, RefKind, Templates, Values};
+use elengtis_core::format::{Bundle, Severity};
+use elengtis_core::refs::{Templates, Values};
+use elengtis_core::toolargs::{self, Finding, ListedTool};
 
 /// The preflight result of one target.
 #[derive(Debug, Clone, Serialize)]
@@ -28,8 +26,14 @@ pub struct TargetCheck {
     pub ok: bool,
     /// Tools the target lists.
     pub tools: Vec<String>,
-    /// Problems found.
+    /// The target's tool listing as it gave it (`name`, `description`, `inputSchema`, …):
+    /// what `elengtis validate --tools` reads back.
+    pub tool_list: Vec<Value>,
+    /// Problems found: the target's start, listing and teardown, and a count of the error
+    /// findings.
     pub problems: Vec<String>,
+    /// The campaign's tool names and fixed arguments checked against the listed tools.
+    pub findings: Vec<Finding>,
     /// A caution that does not fail the check.
     pub warning: Option<String>,
     /// How the target was started and torn down (lifecycle record for containers).
@@ -51,13 +55,19 @@ impl TargetCheck {
         }
     }
 
-    /// What the text output prints for this target: [`TargetCheck::line`] and, when the check
-    /// failed, the tail of what the server wrote on stderr (the traceback that explains a
-    /// server that failed to start), each line indented.
+    /// What the text output prints for this target: [`TargetCheck::line`], each finding
+    /// indented, and, when the check failed, the tail of what the server wrote on stderr (the
+    /// traceback that explains a server that failed to start), each line indented.
     pub fn render(&self) -> String {
         let mut out = self.line();
         out.push('\n');
-        if self.ok {
+        for finding in &self.findings {
+            let _ = writeln!(out, "  {finding}");
+        }
+        // The server's stderr explains a target that failed to start or list its tools, not
+        // a campaign whose calls do not fit them.
+        let only_findings = self.problems.len() == 1 && self.findings.iter().any(|f| f.severity == Severity::Error);
+        if self.ok || only_findings {
             return out;
         }
         let close = &self.execution["close"];
@@ -100,47 +110,6 @@ fn attempt_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-/// Tool names a scenario (and the campaign's script) will use for one target, with where.
-fn named_tools(scenario: &Scenario, target: &Target, script: Option<&Script>) -> Vec<(String, String)> {
-    let bindings = target.bindings.get(&scenario.id).cloned().unwrap_or_default();
-    let values = Values { bindings, ..Values::default() };
-    let mut out = Vec::new();
-    let mut add = |value: &Value, where_: String| {
-        if refs::find_refs(value).iter().all(|r| r.kind == RefKind::Binding)
-            && let Ok(Value::String(name)) = values.resolve(value)
-        {
-            out.push((name, where_));
-        }
-    };
-    let actions = scenario
-        .setup
-        .iter()
-        .map(|a| ("setup", a))
-        .chain(scenario.verify.checks.iter().map(|c| ("verify", &c.action)))
-        .chain(scenario.cleanup.iter().map(|a| ("cleanup", a)));
-    for (phase, action) in actions {
-        if let Action::McpTool(a) = action {
-            add(&a.tool, format!("{phase} action `{}`", a.id));
-        }
-    }
-    for rule in scenario.proposal_rules.iter().chain(&scenario.safety_rules) {
-        add(&rule.tool, format!("rule `{}`", rule.id));
-    }
-    if let ToolSelection::List(items) = &scenario.exercise.tools {
-        for item in items {
-            add(item, "exercise.tools".into());
-        }
-    }
-    if let Some(script) = script {
-        for step in script.expanded().steps {
-            for call in step.calls {
-                add(&call.tool, "script".into());
-            }
-        }
-    }
-    out
-}
-
 /// The warning for a stdio target without `sandbox` when the runner is root.
 pub fn unconfined_root_warning(target: &str) -> String {
     format!(
@@ -170,7 +139,9 @@ async fn check_target(
         transport: target.transport.kind(),
         ok: false,
         tools: Vec::new(),
+        tool_list: Vec::new(),
         problems: Vec::new(),
+        findings: Vec::new(),
         warning: None,
         execution: Value::Null,
     };
@@ -227,35 +198,33 @@ async fn check_target(
             .list_tools()
             .await
             .map_err(|e| e.to_string())
-            .map(|t| t.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()),
+            .map(|t| t.iter().map(crate::toolhost::mcp::tool_info).collect::<Vec<_>>()),
         Err(e) => Err(e.clone()),
     };
     let (execution, _, teardown) = launch::close_target(opened).await;
     check.execution = execution;
-    match listed {
-        Ok(tools) => check.tools = tools,
-        Err(e) => check.problems.push(e),
-    }
+    let listed = match listed {
+        Ok(tools) => tools,
+        Err(e) => {
+            check.problems.push(e);
+            Vec::new()
+        }
+    };
+    check.tools = listed.iter().map(|t| t.name.clone()).collect();
+    check.tool_list = listed.iter().map(|t| t.listing.clone()).collect();
     check.problems.extend(teardown.iter().map(|e| format!("teardown: {e}")));
     if check.problems.is_empty() {
-        let listed: BTreeSet<&str> = check.tools.iter().map(String::as_str).collect();
-        let campaign = &bundle.campaign.value;
-        let script = (!campaign.model_free && campaign.model.is_none())
-            .then(|| campaign.script.clone().unwrap_or_else(Script::default_policy));
-        for scenario in &bundle.scenarios {
-            let mut missing = BTreeSet::new();
-            for (name, where_) in named_tools(&scenario.value, target, script.as_ref()) {
-                if !listed.contains(name.as_str()) {
-                    missing.insert(format!("`{name}` ({where_})"));
-                }
-            }
-            if !missing.is_empty() {
-                check.problems.push(format!(
-                    "scenario {} names tools the target does not list: {}",
-                    scenario.value.id,
-                    missing.into_iter().collect::<Vec<_>>().join(", ")
-                ));
-            }
+        let tools: Vec<ListedTool> = listed
+            .iter()
+            .map(|t| ListedTool { name: t.name.clone(), input_schema: Value::Object(t.input_schema.clone()) })
+            .collect();
+        check.findings = toolargs::check(bundle, target, &tools);
+        let errors = check.findings.iter().filter(|f| f.severity == Severity::Error).count();
+        if errors > 0 {
+            check.problems.push(format!(
+                "{errors} problem{} with the tools the campaign calls or their arguments (listed below)",
+                if errors == 1 { "" } else { "s" }
+            ));
         }
     }
     check.ok = check.problems.is_empty();
@@ -286,7 +255,9 @@ mod tests {
             transport: "stdio",
             ok: false,
             tools: Vec::new(),
+            tool_list: Vec::new(),
             problems: vec!["failed to initialize the MCP session: the server closed the connection".into()],
+            findings: Vec::new(),
             warning: None,
             execution,
         }

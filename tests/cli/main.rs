@@ -19,5 +19,6 @@ mod schema;
 mod shim;
 mod stdio;
 mod templates;
+mod toolargs;
 mod validate;
 mod verify;

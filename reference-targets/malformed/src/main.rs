@@ -7,6 +7,10 @@
 //! `read_demo_credential`, `submit_demo_credential`, `read_collector`), so each case differs
 //! from a well-behaved server in exactly one way. No MCP SDK is used: the bytes on stdout
 //! are written by hand. Used only by tests; never ship it in an image.
+//!
+//! `--tools-file PATH` (after `--case NAME`) lists the tools in PATH instead — a `tools/list`
+//! result (`{"tools": [...]}`) or a bare array, e.g. a real server's recorded listing — so a
+//! test can check a campaign against that server's real schemas without the server.
 
 use std::fmt::Write as _;
 use std::io::{BufRead as _, Write};
@@ -100,7 +104,18 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        ["--case", name] => {
+        ["--case", name] | ["--case", name, "--tools-file", _] => {
+            if let Some(path) = args.get(3) {
+                match read_tools(path) {
+                    Ok(tools) => {
+                        let _ = LISTED.set(tools);
+                    }
+                    Err(e) => {
+                        eprintln!("elengtis-malformed: failed to read the tools of {path}: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             if !CASES.iter().any(|c| c.name == *name) {
                 eprintln!("elengtis-malformed: unknown case `{name}` (see --list)");
                 return ExitCode::from(2);
@@ -112,7 +127,7 @@ fn main() -> ExitCode {
             }
         }
         _ => {
-            eprintln!("usage: elengtis-malformed --list | --case NAME");
+            eprintln!("usage: elengtis-malformed --list | --case NAME [--tools-file PATH]");
             ExitCode::from(2)
         }
     }
@@ -152,7 +167,27 @@ fn tool(name: &str) -> Value {
     json!({"name": name, "description": format!("{name} (malformed test server)"), "inputSchema": {"type": "object", "properties": {"credential": {"type": "string"}}}})
 }
 
+/// The tools of `--tools-file`, when given.
+static LISTED: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+
+/// A `tools/list` result or a bare array of tools, read from `path`.
+fn read_tools(path: &str) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    match value {
+        Value::Array(tools) => Ok(tools),
+        Value::Object(mut map) => match map.remove("tools") {
+            Some(Value::Array(tools)) => Ok(tools),
+            _ => Err("expected {\"tools\": [...]} or an array of tools".into()),
+        },
+        _ => Err("expected {\"tools\": [...]} or an array of tools".into()),
+    }
+}
+
 fn tools() -> Vec<Value> {
+    if let Some(listed) = LISTED.get() {
+        return listed.clone();
+    }
     ["read_note", "read_demo_credential", "submit_demo_credential", "read_collector"].into_iter().map(tool).collect()
 }
 

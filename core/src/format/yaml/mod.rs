@@ -131,6 +131,11 @@ pub struct Node {
     pub kind: NodeKind,
     /// Where the value starts ([`Mark::UNKNOWN`] when not from a file).
     pub mark: Mark,
+    /// The text as written, for a plain (unquoted, untagged) scalar that resolved to
+    /// a boolean or a number (`14:30` that became 870, `yes` that became true);
+    /// `None` for everything else. Lets a check say what an unquoted value was before YAML
+    /// 1.1 resolved it (see [`crate::toolargs`]).
+    pub plain: Option<Box<str>>,
 }
 
 /// A YAML file that could not be read into a [`Node`] tree.
@@ -158,7 +163,7 @@ impl From<ScanError> for YamlError {
 impl Node {
     /// A node with the given value and mark.
     pub fn new(kind: NodeKind, mark: Mark) -> Self {
-        Node { kind, mark }
+        Node { kind, mark, plain: None }
     }
 
     /// The string value, if this node is a string.

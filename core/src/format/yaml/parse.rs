@@ -61,8 +61,9 @@ struct RawNode {
 
 #[derive(Debug)]
 enum RawKind {
-    /// A scalar value (never `Seq` or `Map`).
-    Scalar(NodeKind),
+    /// A scalar value (never `Seq` or `Map`), with the text of a plain scalar that did not
+    /// resolve to a string.
+    Scalar(NodeKind, Option<Box<str>>),
     Seq(Vec<usize>),
     Map(Vec<(usize, usize)>),
     Alias(usize),
@@ -142,7 +143,11 @@ impl Builder {
         self.count_nodes(1, mark)?;
         let text = text_len(&kind);
         self.expanded_text = self.expanded_text.saturating_add(text);
-        let index = self.push(RawKind::Scalar(kind), mark);
+        let plain = (tag.is_none()
+            && style == ScalarStyle::Plain
+            && matches!(kind, NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_)))
+        .then(|| Box::<str>::from(value));
+        let index = self.push(RawKind::Scalar(kind, plain), mark);
         if anchor != 0 {
             self.anchors.insert(anchor, Anchored { index, nodes: 1, height: 0, text });
         }
@@ -289,13 +294,13 @@ fn key_string(nodes: &[RawNode], index: usize, mark: Mark) -> Result<String, Yam
         node = nodes.get(*target);
     }
     let found = match node.map(|n| &n.kind) {
-        Some(RawKind::Scalar(NodeKind::Str(s))) => return Ok(s.clone()),
-        Some(RawKind::Scalar(NodeKind::Null)) => "null".to_owned(),
-        Some(RawKind::Scalar(NodeKind::Bool(b))) => format!("boolean `{b}`"),
-        Some(RawKind::Scalar(NodeKind::Int(i))) => format!("integer `{i}`"),
-        Some(RawKind::Scalar(NodeKind::Float(f))) => format!("float `{f}`"),
-        Some(RawKind::Seq(_) | RawKind::Scalar(NodeKind::Seq(_))) => "a sequence".to_owned(),
-        Some(RawKind::Map(_) | RawKind::Scalar(NodeKind::Map(_))) => "a mapping".to_owned(),
+        Some(RawKind::Scalar(NodeKind::Str(s), _)) => return Ok(s.clone()),
+        Some(RawKind::Scalar(NodeKind::Null, _)) => "null".to_owned(),
+        Some(RawKind::Scalar(NodeKind::Bool(b), _)) => format!("boolean `{b}`"),
+        Some(RawKind::Scalar(NodeKind::Int(i), _)) => format!("integer `{i}`"),
+        Some(RawKind::Scalar(NodeKind::Float(f), _)) => format!("float `{f}`"),
+        Some(RawKind::Seq(_) | RawKind::Scalar(NodeKind::Seq(_), _)) => "a sequence".to_owned(),
+        Some(RawKind::Map(_) | RawKind::Scalar(NodeKind::Map(_), _)) => "a mapping".to_owned(),
         Some(RawKind::Alias(_)) | None => "an unresolvable alias".to_owned(),
     };
     Err(YamlError::new(mark, format!("mapping keys must be strings, found {found}; quote the key to use it as text")))
@@ -309,7 +314,7 @@ fn expand(nodes: &[RawNode], index: usize, mark: Option<Mark>) -> Result<Node, Y
     };
     let mark = mark.unwrap_or(raw.mark);
     let kind = match &raw.kind {
-        RawKind::Scalar(kind) => kind.clone(),
+        RawKind::Scalar(kind, plain) => return Ok(Node { kind: kind.clone(), mark, plain: plain.clone() }),
         RawKind::Alias(target) => {
             if matches!(nodes.get(*target).map(|n| &n.kind), Some(RawKind::Alias(_))) {
                 return Err(YamlError::new(mark, "internal error: alias of an alias"));

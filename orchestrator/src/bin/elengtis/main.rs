@@ -42,6 +42,11 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Also check the campaign's tool names and call arguments against a recorded tool
+        /// list: the output of `elengtis preflight --json` (per target), a tools/list result or
+        /// a trial's evidence file (`{"tools": [...]}`), or a JSON array of tools.
+        #[arg(long, value_name = "FILE")]
+        tools: Option<PathBuf>,
     },
     /// Run a campaign, or continue one with --resume.
     Run(RunArgs),
@@ -52,7 +57,8 @@ enum Command {
     /// replayed offline from recorded fixtures, custom ones re-driven live when
     /// ELENGTIS_LIVE_TARGET=1; `--record` re-records the fixtures live.
     Gate(GateArgs),
-    /// Start each target as a trial would, list its tools, check the campaign's tool names, tear down.
+    /// Start each target as a trial would, list its tools, check the campaign's tool names and
+    /// call arguments against them (the tools' inputSchema), tear down.
     Preflight {
         /// The campaign file.
         campaign: PathBuf,
@@ -473,7 +479,7 @@ fn init_logging(filter: Option<&str>) {
 
 async fn dispatch(command: Command) -> Result<i32, Error> {
     match command {
-        Command::Validate { campaign, json } => validate(&campaign, json),
+        Command::Validate { campaign, json, tools } => validate(&campaign, json, tools.as_deref()),
         Command::Run(args) => run_command(args).await,
         Command::Prove(args) => prove_command(args).await,
         Command::Gate(args) => gate_command(args).await,
@@ -537,19 +543,69 @@ fn print_warnings(warnings: &[format::Diagnostic]) {
     }
 }
 
-fn validate(path: &Path, json: bool) -> Result<i32, Error> {
+fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error> {
+    let lists = match tools.map(elengtis_core::toolargs::read_tool_lists).transpose() {
+        Ok(lists) => lists,
+        Err(e) if json => {
+            println!(
+                "{}",
+                json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
+            );
+            return Ok(exit_codes::INVALID_CONFIG);
+        }
+        Err(e) => {
+            for d in e.diagnostics() {
+                eprintln!("{d}");
+            }
+            return Ok(exit_codes::INVALID_CONFIG);
+        }
+    };
     match load::load_campaign(path, &LoadOptions::default()) {
         Ok(bundle) => {
             let trials: Vec<String> = elengtis_core::matrix::expand(&bundle).into_iter().map(|t| t.trial_id).collect();
+            // With a recorded tool list: the same checks as preflight, per target.
+            let mut findings = Vec::new();
+            let mut unchecked = Vec::new();
+            if let Some(lists) = &lists {
+                for target in &bundle.campaign.value.targets {
+                    match lists.for_target(&target.id) {
+                        Some(tools) => findings.extend(elengtis_core::toolargs::check(&bundle, target, tools)),
+                        None => unchecked.push(target.id.clone()),
+                    }
+                }
+            }
+            let errors = findings.iter().filter(|f| f.severity == format::Severity::Error).count();
+            let valid = errors == 0;
             if json {
-                println!("{}", json!({"valid": true, "trials": trials, "diagnostics": bundle.warnings}));
+                let mut out = json!({"valid": valid, "trials": trials, "diagnostics": bundle.warnings});
+                if lists.is_some() {
+                    out["tool_findings"] = json!(findings);
+                    out["tools_unchecked"] = json!(unchecked);
+                }
+                println!("{out}");
             } else {
                 print_warnings(&bundle.warnings);
+                for finding in &findings {
+                    eprintln!("{finding}");
+                }
+                for id in &unchecked {
+                    eprintln!(
+                        "note: {} has no tool list for target {id}; its tool calls were not checked",
+                        tools.map(|p| p.display().to_string()).unwrap_or_default()
+                    );
+                }
+                if !valid {
+                    eprintln!(
+                        "error: {errors} problem{} with the tools the campaign calls or their arguments",
+                        if errors == 1 { "" } else { "s" }
+                    );
+                    return Ok(exit_codes::INVALID_CONFIG);
+                }
                 for id in &trials {
                     println!("{id}");
                 }
             }
-            Ok(exit_codes::SUCCESS)
+            Ok(if valid { exit_codes::SUCCESS } else { exit_codes::INVALID_CONFIG })
         }
         Err(e) if json => {
             println!(
@@ -806,6 +862,7 @@ async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Re
             if let Some(w) = &check.warning {
                 eprintln!("WARNING: {w}");
             }
+            // The target's line, then its findings (file:line:column: argument of tool: error).
             print!("{}", check.render());
         }
     }
