@@ -1450,7 +1450,7 @@ fn container_file_path_must_be_plain_and_absolute() {
         ("/data/repo/", "must name a file or directory without empty, `.` or `..` components"),
     ] {
         with_file_check(Case::new().with_container()).s("path: /data/repo/leak.txt", &format!("path: {bad}")).rejected().error(
-            "support-note.yaml:54:51",
+            "support-note.yaml:54:54",
             "verify.checks[1].action.path",
             &format!("failed to accept the path `{bad}`: it {reason}"),
         );
@@ -1459,11 +1459,14 @@ fn container_file_path_must_be_plain_and_absolute() {
 
 #[test]
 fn container_file_rejects_unknown_fields() {
-    let run = with_file_check(Case::new().with_container())
+    with_file_check(Case::new().with_container())
         .s("path: /data/repo/leak.txt}", "path: /data/repo/leak.txt, follow_links: true}")
-        .run();
-    run.code(2);
-    assert!(run.stderr().contains("follow_links"), "{}", run.stderr());
+        .rejected()
+        .error(
+            "support-note.yaml:54:75",
+            "verify.checks[1].action.follow_links",
+            "unknown field `follow_links`, expected one of `id`, `path`, `list`, `capture`",
+        );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ fn to_json(value: &impl serde::Serialize) -> ToolOutcome {
 #[tool_router]
 impl NotesServer {
     /// A server over `store`, with the four note tools.
+    #[cfg(test)]
     pub fn new(store: Store) -> Self {
         Self::with_repo(store, None)
     }
