@@ -999,7 +999,8 @@ fn flat_values(scope: &Scope<'_>) -> Values {
 fn container_actions(s: &Scenario) -> Vec<&'static str> {
     let mut kinds = Vec::new();
     for action in s.setup.iter().chain(s.cleanup.iter()).chain(s.verify.checks.iter().map(|c| &c.action)) {
-        if matches!(action, Action::ContainerSqliteQuery(_) | Action::ContainerFile(_)) && !kinds.contains(&action.kind())
+        if matches!(action, Action::ContainerSqliteQuery(_) | Action::ContainerFile(_))
+            && !kinds.contains(&action.kind())
         {
             kinds.push(action.kind());
         }

@@ -155,8 +155,7 @@ async fn container_file(
     let (Some(sandbox), Some(base)) = (ctx.sandbox, ctx.snapshots) else {
         return Err(("container_file needs an isolated_container target".to_owned(), "no_container"));
     };
-    let fetched =
-        sandbox.archive(&a.path, limits.archive_cap(a.list)).await.map_err(|e| (e.to_string(), e.kind()))?;
+    let fetched = sandbox.archive(&a.path, limits.archive_cap(a.list)).await.map_err(|e| (e.to_string(), e.kind()))?;
     let found = file::read_archive(&a.path, &fetched, a.list, &limits).map_err(classified)?;
     let mut response = file::response(&a.path, &found, needs).map_err(classified)?;
     if let Found::File(bytes) = &found {

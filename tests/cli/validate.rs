@@ -1449,11 +1449,14 @@ fn container_file_path_must_be_plain_and_absolute() {
         ("/data/../etc/passwd", "must name a file or directory without empty, `.` or `..` components"),
         ("/data/repo/", "must name a file or directory without empty, `.` or `..` components"),
     ] {
-        with_file_check(Case::new().with_container()).s("path: /data/repo/leak.txt", &format!("path: {bad}")).rejected().error(
-            "support-note.yaml:54:54",
-            "verify.checks[1].action.path",
-            &format!("failed to accept the path `{bad}`: it {reason}"),
-        );
+        with_file_check(Case::new().with_container())
+            .s("path: /data/repo/leak.txt", &format!("path: {bad}"))
+            .rejected()
+            .error(
+                "support-note.yaml:54:54",
+                "verify.checks[1].action.path",
+                &format!("failed to accept the path `{bad}`: it {reason}"),
+            );
     }
 }
 

@@ -538,8 +538,8 @@ fn container_file_proves_a_committed_secret_from_the_container() {
     let kept = PathBuf::from(leak["kept_path"].as_str().expect("kept_path"));
     assert!(kept.starts_with(a.out_dir.join("evidence")) || kept.is_relative(), "{}", kept.display());
     assert!(kept.ends_with("leak/leak.txt"), "{}", kept.display());
-    let kept_bytes = std::fs::read(if kept.is_relative() { dir.path().join(&kept) } else { kept.clone() })
-        .expect("the kept copy");
+    let kept_bytes =
+        std::fs::read(if kept.is_relative() { dir.path().join(&kept) } else { kept.clone() }).expect("the kept copy");
     assert_eq!(sha256_hex(&kept_bytes), leak["sha256"].as_str().expect("sha256"));
 
     let head = &checks["head-records-the-commit"]["action"]["response"];

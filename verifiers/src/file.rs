@@ -362,8 +362,7 @@ fn read_listing(path: &str, name: &str, tar: &[u8], limits: &FileLimits) -> Resu
         let Some(relative) = trimmed.strip_prefix(name.as_bytes()).and_then(|r| r.strip_prefix(b"/")) else {
             return Err(unsafe_archive(path, format!("the entry `{shown}` lies outside `{name}/`")));
         };
-        if relative.split(|b| *b == b'/').any(|c| c.is_empty() || c == b"." || c == b"..") || relative.contains(&0)
-        {
+        if relative.split(|b| *b == b'/').any(|c| c.is_empty() || c == b"." || c == b"..") || relative.contains(&0) {
             return Err(unsafe_archive(path, format!("the entry `{shown}` has an empty, `.` or `..` component")));
         }
         if entries.len() >= limits.max_entries {

@@ -27,9 +27,9 @@
 //! provider if no provider is installed yet (idempotent); a binary that wants
 //! another provider must install it before building the first client.
 
+pub mod file;
 #[cfg(feature = "http")]
 mod http;
-pub mod file;
 pub mod sqlite;
 
 #[cfg(feature = "http")]

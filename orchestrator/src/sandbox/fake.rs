@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    Fetched, McpMode, SandboxBackend, SandboxError, SandboxSpec, SinkChannel, SnapshotFiles, SweepReport, TargetEndpoint,
-    TrialSandbox,
+    Fetched, McpMode, SandboxBackend, SandboxError, SandboxSpec, SinkChannel, SnapshotFiles, SweepReport,
+    TargetEndpoint, TrialSandbox,
 };
 use crate::capture::capture;
 

@@ -72,9 +72,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         tracing::info!(inserted, "seed notes checked");
     }
     let repo = match &args.repo {
-        Some(dir) => {
-            Some(Repo::open(dir).with_context(|| format!("failed to use the repository {}", dir.display()))?)
-        }
+        Some(dir) => Some(Repo::open(dir).with_context(|| format!("failed to use the repository {}", dir.display()))?),
         None => None,
     };
     let server = NotesServer::with_repo(store, repo);

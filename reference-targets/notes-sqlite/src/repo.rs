@@ -41,10 +41,9 @@ impl Repo {
         let _guard = self.lock.lock().map_err(|_| "the repository lock is poisoned".to_owned())?;
         let head = self.dir.join(HEAD);
         let previous = match std::fs::read(&head) {
-            Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v["commit"].as_u64())
-                .unwrap_or(0),
+            Ok(bytes) => {
+                serde_json::from_slice::<serde_json::Value>(&bytes).ok().and_then(|v| v["commit"].as_u64()).unwrap_or(0)
+            }
             Err(_) => 0,
         };
         let target = self.dir.join(path);

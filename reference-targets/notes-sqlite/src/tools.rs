@@ -318,12 +318,14 @@ mod tests {
 
         let repo_dir = fixture._dir.path().join("repo");
         let repo = crate::repo::Repo::open(&repo_dir).expect("repo");
-        let client = elengtis_target_kit::testing::connect(NotesServer::with_repo(fixture.store.clone(), Some(repo))).await;
+        let client =
+            elengtis_target_kit::testing::connect(NotesServer::with_repo(fixture.store.clone(), Some(repo))).await;
         let tools = client.list_all_tools().await.expect("tools/list");
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         names.sort_unstable();
         assert_eq!(names, ["add_note", "commit_file", "delete_note", "list_notes", "read_note"]);
-        let done = call(&client, "commit_file", json!({"path": "leak.txt", "content": "CANARY-9", "message": "backup"})).await;
+        let done =
+            call(&client, "commit_file", json!({"path": "leak.txt", "content": "CANARY-9", "message": "backup"})).await;
         assert_eq!(assert_ok(&done), "Committed leak.txt as commit 1.");
         assert_eq!(std::fs::read_to_string(repo_dir.join("leak.txt")).expect("file"), "CANARY-9");
         let refused = call(&client, "commit_file", json!({"path": "../escape", "content": "x", "message": "m"})).await;

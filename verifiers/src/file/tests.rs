@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use tar::EntryType::{self, Block, Char, Directory, Fifo, Link, Regular, Symlink};
 
 use super::{
-    DirEntry, FileError, FileLimits, Fetched, Found, Needs, check_path, keep, read_archive, response, sha256_hex,
+    DirEntry, Fetched, FileError, FileLimits, Found, Needs, check_path, keep, read_archive, response, sha256_hex,
 };
 
 /// Appends one entry whose name is written into the header as raw bytes (so names a
@@ -161,7 +161,10 @@ fn a_listing_refuses_entries_outside_the_directory() {
         assert!(error.to_string().contains(needle), "{bad}: {error}");
     }
     let not_dir = listing("/data/repo", &archive(&[("repo", Regular, b"x")])).expect_err("a file");
-    assert_eq!(not_dir.to_string(), "failed to list /data/repo: it is a regular file, not a directory (drop `list: true` to read a file)");
+    assert_eq!(
+        not_dir.to_string(),
+        "failed to list /data/repo: it is a regular file, not a directory (drop `list: true` to read a file)"
+    );
     let link = listing("/data/repo", &archive(&[("repo", Symlink, b"")])).expect_err("a link");
     assert_eq!(link.kind_name(), "not_a_directory");
     let renamed = listing("/data/repo", &archive(&[("etc/", Directory, b"")])).expect_err("renamed");

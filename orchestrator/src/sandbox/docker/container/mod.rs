@@ -28,7 +28,7 @@ use super::hardening::{self, Expected, INHIBIT_IPV4};
 use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL};
 use crate::crashpoint::CrashPoint;
 use crate::sandbox::{
-    EGRESS_PROXY_ALIAS, EgressProxySpec, McpMode, ProxyChannel, SandboxError, SinkChannel, SnapshotFiles, Fetched,
+    EGRESS_PROXY_ALIAS, EgressProxySpec, Fetched, McpMode, ProxyChannel, SandboxError, SinkChannel, SnapshotFiles,
     TargetEndpoint, TrialSandbox,
 };
 
