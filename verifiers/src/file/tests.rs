@@ -23,7 +23,10 @@ fn raw_entry(builder: &mut tar::Builder<Vec<u8>>, name: &[u8], kind: EntryType, 
     builder.append(&header, data).expect("append");
 }
 
-fn archive(entries: &[(&str, EntryType, &[u8])]) -> Fetched {
+/// Entries of a test archive: name, type, content.
+type Entries<'a> = &'a [(&'a str, EntryType, &'a [u8])];
+
+fn archive(entries: Entries<'_>) -> Fetched {
     let mut builder = tar::Builder::new(Vec::new());
     for (name, kind, data) in entries {
         raw_entry(&mut builder, name.as_bytes(), *kind, data);
@@ -80,7 +83,7 @@ fn links_directories_and_devices_are_refused_as_files() {
 
 #[test]
 fn other_names_second_entries_and_traversal_are_refused() {
-    let cases: [(&[(&str, EntryType, &[u8])], &str); 5] = [
+    let cases: [(Entries<'_>, &str); 5] = [
         (&[("shadow", Regular, b"a")], "it holds `shadow`, not `leak.txt`"),
         (&[("../leak.txt", Regular, b"a")], "it holds `../leak.txt`, not `leak.txt`"),
         (&[("/etc/leak.txt", Regular, b"a")], "it holds `/etc/leak.txt`, not `leak.txt`"),
