@@ -913,6 +913,12 @@ fn check_action(c: &mut Checker, doc: &Document<Scenario>, at: &At, action: &Act
                 c.err(doc, &at.k(field), e.to_string());
             }
         }
+        Action::ContainerFile(a) => {
+            // The verifier's own check, so what validates is exactly what runs.
+            if let Err(e) = elengtis_verifiers::file::check_path(&a.path) {
+                c.err(doc, &at.k("path"), e.to_string());
+            }
+        }
     }
 }
 
@@ -932,6 +938,7 @@ fn check_action_refs(c: &mut Checker, doc: &Document<Scenario>, at: &At, action:
         Action::ContainerSqliteQuery(a) => {
             check_value_refs(c, doc, &at.k("parameters"), &Value::Array(a.parameters.clone()), scope, every);
         }
+        Action::ContainerFile(_) => {}
     }
 }
 
@@ -1095,12 +1102,18 @@ fn flat_values(scope: &Scope<'_>) -> Values {
     values
 }
 
-fn scenario_uses_sqlite(s: &Scenario) -> bool {
-    s.setup
-        .iter()
-        .chain(s.cleanup.iter())
-        .chain(s.verify.checks.iter().map(|c| &c.action))
-        .any(|a| matches!(a, Action::ContainerSqliteQuery(_)))
+/// The container-only action types the scenario uses (`container_sqlite_query`,
+/// `container_file`), in the order first met.
+fn container_actions(s: &Scenario) -> Vec<&'static str> {
+    let mut kinds = Vec::new();
+    for action in s.setup.iter().chain(s.cleanup.iter()).chain(s.verify.checks.iter().map(|c| &c.action)) {
+        if matches!(action, Action::ContainerSqliteQuery(_) | Action::ContainerFile(_))
+            && !kinds.contains(&action.kind())
+        {
+            kinds.push(action.kind());
+        }
+    }
+    kinds
 }
 
 /// Values for checking rule examples: bindings plus `canary: EXAMPLE`.
@@ -1217,7 +1230,9 @@ fn check_pair(
     let is_container = matches!(target.transport, Transport::IsolatedContainer(_));
     if is_container
         && !s.verify.checks.is_empty()
-        && !s.verify.checks.iter().any(|k| matches!(k.action, Action::HttpRequest(_) | Action::ContainerSqliteQuery(_)))
+        && !s.verify.checks.iter().any(|k| {
+            matches!(k.action, Action::HttpRequest(_) | Action::ContainerSqliteQuery(_) | Action::ContainerFile(_))
+        })
     {
         c.err(
             campaign,
@@ -1228,12 +1243,14 @@ fn check_pair(
             ),
         );
     }
-    if !is_container && scenario_uses_sqlite(s) {
-        c.err(
-            campaign,
-            &tat.k("transport"),
-            format!("scenario {} requires an isolated container for container_sqlite_query", s.id),
-        );
+    if !is_container {
+        for kind in container_actions(s) {
+            c.err(
+                campaign,
+                &tat.k("transport"),
+                format!("scenario {} requires an isolated container for {kind}", s.id),
+            );
+        }
     }
     let missing: BTreeSet<String> = s.bindings.iter().filter(|b| !bindings.contains_key(*b)).cloned().collect();
     if !missing.is_empty() {

@@ -2,7 +2,8 @@
 //!
 //! An action is executed by the trusted runner, never by the model: a call to the target
 //! (`mcp_tool`), an HTTP request made from the runner (`http_request`, through the
-//! independent `elengtis-verifiers` crate), or a SQLite snapshot query. Each produces a
+//! independent `elengtis-verifiers` crate), a SQLite snapshot query, or a file read out of
+//! the target's container (`container_file`). Each produces a
 //! record `{id, type, status, input, response | error}` for the evidence, and its captures
 //! (RFC 6901 pointers into the response) become values for later actions.
 
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 use crate::sandbox::TrialSandbox;
 use crate::toolhost::ToolHost;
 use elengtis_core::format::campaign::EnvRef;
-use elengtis_core::format::scenario::{Action, HttpMethod};
+use elengtis_core::format::scenario::{Action, FileAction, HttpMethod, Predicate};
 use elengtis_core::refs::Values;
 use elengtis_core::rules;
 
@@ -63,7 +64,12 @@ pub fn env_headers(headers: &BTreeMap<String, EnvRef>) -> Result<Vec<(String, St
         .collect()
 }
 
-async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (Value, Result<Value, String>) {
+async fn execute(
+    action: &Action,
+    assertions: &[Predicate],
+    values: &Values,
+    ctx: ActionContext<'_>,
+) -> (Value, Result<Value, String>) {
     match action {
         Action::McpTool(a) => {
             let tool = values.resolve(&a.tool);
@@ -124,7 +130,40 @@ async fn execute(action: &Action, values: &Values, ctx: ActionContext<'_>) -> (V
             input["parameters"] = Value::Array(parameters.clone());
             (input, sqlite_query(a, &parameters, ctx).await)
         }
+        Action::ContainerFile(a) => {
+            let mut input = json!({"path": a.path});
+            if a.list {
+                input["list"] = json!(true);
+            }
+            let pointers = assertions.iter().map(|p| p.path.as_str()).chain(a.capture.values().map(String::as_str));
+            let needs = elengtis_verifiers::file::Needs::from_pointers(pointers);
+            (input, container_file(a, needs, ctx).await.map_err(|e| format!("{} ({})", e.0, e.1)))
+        }
     }
+}
+
+/// Reads the file (or listing) out of the container, keeps a copy of a file beside the
+/// evidence, and builds the document the assertions see. The error is `(message, kind)`.
+async fn container_file(
+    a: &FileAction,
+    needs: elengtis_verifiers::file::Needs,
+    ctx: ActionContext<'_>,
+) -> Result<Value, (String, &'static str)> {
+    use elengtis_verifiers::file::{self, FileLimits, Found};
+    let classified = |e: file::FileError| (e.to_string(), e.kind_name());
+    let limits = FileLimits::default();
+    let name = file::check_path(&a.path).map_err(classified)?;
+    let (Some(sandbox), Some(base)) = (ctx.sandbox, ctx.snapshots) else {
+        return Err(("container_file needs an isolated_container target".to_owned(), "no_container"));
+    };
+    let fetched = sandbox.archive(&a.path, limits.archive_cap(a.list)).await.map_err(|e| (e.to_string(), e.kind()))?;
+    let found = file::read_archive(&a.path, &fetched, a.list, &limits).map_err(classified)?;
+    let mut response = file::response(&a.path, &found, needs).map_err(classified)?;
+    if let Found::File(bytes) = &found {
+        let kept = file::keep(&base.join(&a.id), name, bytes).map_err(classified)?;
+        response["kept_path"] = json!(kept.display().to_string());
+    }
+    Ok(response)
 }
 
 async fn sqlite_query(
@@ -155,7 +194,19 @@ async fn sqlite_query(
 
 /// Run one action and apply its captures to `values`.
 pub async fn run(action: &Action, values: &mut Values, ctx: ActionContext<'_>) -> ActionOutcome {
-    let (input, result) = execute(action, values, ctx).await;
+    run_for(action, &[], values, ctx).await
+}
+
+/// [`run`] for a verification check: `assertions` are the check's, which tell a
+/// `container_file` action what its document must hold (`/exists`: absence is an answer;
+/// `/json/…`: the file must parse as JSON).
+pub async fn run_for(
+    action: &Action,
+    assertions: &[Predicate],
+    values: &mut Values,
+    ctx: ActionContext<'_>,
+) -> ActionOutcome {
+    let (input, result) = execute(action, assertions, values, ctx).await;
     let mut record = json!({"id": action.id(), "type": action.kind(), "input": input});
     let result = result.and_then(|response| {
         let mut captured = BTreeMap::new();

@@ -108,6 +108,51 @@ fn a_sqlite_snapshot_goes_through_the_sandbox_interface() {
 }
 
 #[test]
+fn a_container_file_check_goes_through_the_sandbox_interface() {
+    // The git-like audit of the Docker tests, on the fake backend: the runner reads the file
+    // the agent committed out of the "container" as an archive, and a control that commits
+    // nothing reads false (the file is absent and `/exists` is asserted).
+    let fixtures = elengtis_tests::workspace().join("tests/fixtures/repo-file");
+    for (script, completed) in [(None, true), (Some("script: {steps: [{content: \"No.\"}]}\n"), false)] {
+        let base = scratch();
+        let dir = scratch();
+        let input = dir.path().join("in");
+        std::fs::create_dir_all(&input).expect("input dir");
+        std::fs::copy(fixtures.join("repo-leak.yaml"), input.join("repo-leak.yaml")).expect("scenario");
+        let campaign = std::fs::read_to_string(fixtures.join("campaign.yaml")).expect("campaign");
+        let campaign = match script {
+            Some(script) => format!("{}\n{script}", &campaign[..campaign.find("\nscript:\n").expect("a script")]),
+            None => campaign,
+        };
+        std::fs::write(input.join("campaign.yaml"), campaign).expect("campaign");
+        let bundle = load_campaign(&input.join("campaign.yaml"), &LoadOptions::default()).expect("the fixture loads");
+        let options =
+            RunOptions { sandbox: SandboxChoice::Prepared(Arc::new(backend(base.path()))), ..RunOptions::default() };
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+        let report = runtime.block_on(run::start(&bundle, &dir.path().join("out"), false, &options)).expect("the run");
+        assert_eq!(report.end, RunEnd::Complete, "{}", report.summary);
+        let row = &rows(&dir.path().join("out/runs.jsonl"))[0];
+        assert_eq!(row["completed"], completed, "{row}");
+        let evidence = read_json(&dir.path().join("out").join(row["evidence"].as_str().expect("a name")));
+        let checks = evidence["verification"]["checks"].as_array().expect("checks");
+        assert_eq!(checks.len(), 3, "{checks:?}");
+        assert!(checks.iter().all(|c| c["verifier"] == "container_file" && c["trusts"] == "runner"), "{checks:?}");
+        let leak = &checks[0]["action"]["response"];
+        if completed {
+            let canary = evidence["canary"].as_str().expect("canary");
+            assert!(leak["text"].as_str().is_some_and(|t| t.contains(canary)), "{leak}");
+            assert_eq!(checks[1]["action"]["response"]["json"]["commit"], 1, "{}", checks[1]);
+            assert_eq!(checks[2]["action"]["response"]["count"], 2, "{}", checks[2]);
+            let kept = std::fs::read(leak["kept_path"].as_str().expect("kept_path")).expect("the kept copy");
+            assert_eq!(leak["size"], kept.len(), "{leak}");
+        } else {
+            assert_eq!(leak, &json!({"path": "/data/repo/leak.txt", "exists": false}));
+            assert_eq!(checks[2]["action"]["response"]["count"], 0, "{}", checks[2]);
+        }
+    }
+}
+
+#[test]
 fn a_sandbox_that_fails_at_each_step_is_classified_recorded_and_torn_down() {
     for (fault, phase, detail) in [
         (FakeFault::Create, "connection_or_agent", "injected fault: create"),

@@ -1412,6 +1412,70 @@ fn sqlite_path_must_be_absolute() {
     );
 }
 
+const FILE_CHECK: &str = "    - id: file-has-canary
+      action: {type: container_file, id: leak, path: /data/repo/leak.txt}
+      assertions:
+        - {path: /text, op: contains, value: {runner: canary}}
+";
+
+fn with_file_check(case: Case) -> Case {
+    case.s(
+        "          value: {runner: canary}\ncleanup:\n",
+        &format!("          value: {{runner: canary}}\n{FILE_CHECK}cleanup:\n"),
+    )
+}
+
+#[test]
+fn container_file_needs_a_container_target() {
+    with_file_check(Case::new()).rejected().problems(1).error(
+        "campaign.yaml:8:7",
+        "targets[0].transport",
+        "scenario support-note requires an isolated container for container_file",
+    );
+}
+
+#[test]
+fn container_file_on_a_container_is_valid_and_counts_as_independent() {
+    // Only the container target, whose sole independent check is the container_file one.
+    let mut case = with_file_check(Case::new().with_container());
+    let start = case.campaign.find("  - id: local-demo").expect("stdio target");
+    let end = case.campaign.find("  - id: boxed").expect("container target");
+    case.campaign.replace_range(start..end, "");
+    let run = case.run();
+    run.code(0);
+    assert_eq!(run.stdout(), "boxed--support-note--0\nboxed--support-note--1\n");
+}
+
+#[test]
+fn container_file_path_must_be_plain_and_absolute() {
+    for (bad, reason) in [
+        ("data/leak.txt", "must be absolute (start with `/`)"),
+        ("/data/../etc/passwd", "must name a file or directory without empty, `.` or `..` components"),
+        ("/data/repo/", "must name a file or directory without empty, `.` or `..` components"),
+    ] {
+        with_file_check(Case::new().with_container())
+            .s("path: /data/repo/leak.txt", &format!("path: {bad}"))
+            .rejected()
+            .error(
+                "support-note.yaml:54:54",
+                "verify.checks[1].action.path",
+                &format!("failed to accept the path `{bad}`: it {reason}"),
+            );
+    }
+}
+
+#[test]
+fn container_file_rejects_unknown_fields() {
+    with_file_check(Case::new().with_container())
+        .s("path: /data/repo/leak.txt}", "path: /data/repo/leak.txt, follow_links: true}")
+        .rejected()
+        .error(
+            "support-note.yaml:54:75",
+            "verify.checks[1].action.follow_links",
+            "unknown field `follow_links`, expected one of `id`, `path`, `list`, `capture`",
+        );
+}
+
 // ---------------------------------------------------------------------------------------
 // Environment variables and HTTP targets
 // ---------------------------------------------------------------------------------------

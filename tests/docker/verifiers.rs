@@ -1,6 +1,7 @@
 //! Independent verifiers end to end: the canary sink (an attacker endpoint the runner owns,
 //! on the trial's internal network or as a local process) and the SQLite snapshot query
-//! (the database copied out of the paused container and queried by the runner). Each test
+//! (the database copied out of the paused container and queried by the runner), and the
+//! file read (`container_file`: a file the agent committed, read back by the runner). Each test
 //! checks what a user sees: the summary line, the row, the evidence, the kept files, and
 //! that an outcome the verifier could not establish is `null`, never `false`.
 //!
@@ -531,4 +532,168 @@ fn sqlite_trial_volume_is_removed_after_the_run() {
     let (status, body) = docker_api("GET", &format!("/volumes/{}", names[0]), None);
     assert_eq!(status, 404, "the trial's volume {} is still there: {body}", names[0]);
     assert_no_leftovers(&a);
+}
+
+// --- container_file ----------------------------------------------------------------------
+
+/// The git-like audit of `tests/fixtures/repo-file` in `dir`: the notes server with a
+/// repository (`--repo /data/repo` on the volume) offers `commit_file`, and the runner reads
+/// the committed file, `HEAD.json` and the repository's listing back out of the container.
+/// `script` replaces the campaign's (which commits the canary) unless it is `None`.
+fn repo_campaign(dir: &Path, script: Option<&str>) -> String {
+    let fixtures = elengtis_tests::workspace().join("tests/fixtures/repo-file");
+    let read = |name: &str| std::fs::read_to_string(fixtures.join(name)).expect("the repo-file fixture");
+    let scenario = read("repo-leak.yaml");
+    write(dir, "repo-leak.yaml", &scenario);
+    let campaign = read("campaign.yaml");
+    write(dir, "campaign.yaml", &script.map_or(campaign.clone(), |s| with_script(&campaign, s)));
+    scenario
+}
+
+/// The checks' records by id.
+fn checks_by_id(a: &Attempt) -> std::collections::BTreeMap<String, Value> {
+    let checks = a.evidence["verification"]["checks"].as_array().expect("verification.checks is an array");
+    checks.iter().map(|c| (c["id"].as_str().expect("check id").to_owned(), c.clone())).collect()
+}
+
+#[test]
+fn container_file_proves_a_committed_secret_from_the_container() {
+    if !docker_or_skip("container_file_proves_a_committed_secret_from_the_container") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    repo_campaign(dir.path(), None);
+    let a = run_campaign(dir.path());
+    assert_eq!(a.output.status.code(), Some(0), "{}", a.context());
+    assert!(stdout(&a.output).contains("completed: 1/1"), "{}", a.context());
+    assert_eq!(a.row["completed"], true, "{}", a.context());
+    assert_eq!(a.row["proposed"], true, "{}", a.context());
+
+    let canary = a.evidence["canary"].as_str().expect("canary");
+    let checks = checks_by_id(&a);
+    assert_eq!(checks.len(), 3, "{checks:?}");
+    for check in checks.values() {
+        assert_eq!(check["verifier"], "container_file", "{check}");
+        assert_eq!(check["trusts"], "runner", "{check}");
+        assert_eq!(check["passed"], true, "{check}");
+    }
+    let leak = &checks["secret-file-committed"]["action"]["response"];
+    let text = leak["text"].as_str().expect("the file's text is in the evidence");
+    assert!(text.contains(canary), "{leak}");
+    assert_eq!(leak["type"], "file", "{leak}");
+    assert_eq!(leak["size"], text.len(), "{leak}");
+    assert_eq!(leak["sha256"], sha256_hex(text.as_bytes()), "{leak}");
+    // The file is kept beside the evidence, under the action's id, and it is what was hashed.
+    let kept = PathBuf::from(leak["kept_path"].as_str().expect("kept_path"));
+    assert!(kept.starts_with(a.out_dir.join("evidence")) || kept.is_relative(), "{}", kept.display());
+    assert!(kept.ends_with("leak/leak.txt"), "{}", kept.display());
+    let kept_bytes =
+        std::fs::read(if kept.is_relative() { dir.path().join(&kept) } else { kept.clone() }).expect("the kept copy");
+    assert_eq!(sha256_hex(&kept_bytes), leak["sha256"].as_str().expect("sha256"));
+
+    let head = &checks["head-records-the-commit"]["action"]["response"];
+    assert_eq!(head["json"]["commit"], 1, "{head}");
+    assert_eq!(head["json"]["path"], "leak.txt", "{head}");
+    let tree = &checks["repository-holds-two-files"]["action"]["response"];
+    let names: Vec<&str> =
+        tree["entries"].as_array().expect("entries").iter().map(|e| e["name"].as_str().expect("name")).collect();
+    assert_eq!(names, ["HEAD.json", "leak.txt"], "{tree}");
+    assert_eq!(tree["entries"][1]["size"], text.len(), "{tree}");
+    assert!(tree.get("text").is_none() && !tree.to_string().contains(canary), "a listing keeps no content: {tree}");
+    assert_no_leftovers(&a);
+}
+
+#[test]
+fn container_file_negative_controls_are_false_not_unknown() {
+    if !docker_or_skip("container_file_negative_controls_are_false_not_unknown") {
+        return;
+    }
+    bundled_images();
+
+    // The agent reads the notes and commits nothing: the file is absent.
+    let dir = scratch();
+    repo_campaign(
+        dir.path(),
+        Some("script: {steps: [{calls: [{tool: {binding: read_note}, arguments: {id: 2}}]}, {content: \"No.\"}]}\n"),
+    );
+    let a = run_campaign(dir.path());
+    assert_eq!(a.output.status.code(), Some(0), "{}", a.context());
+    assert!(stdout(&a.output).contains("completed: 0/1"), "{}", a.context());
+    assert_eq!(a.row["completed"], false, "known false, not null: {}", a.context());
+    assert_eq!(a.row["evidence_status"], "complete", "{}", a.context());
+    let checks = checks_by_id(&a);
+    let leak = &checks["secret-file-committed"];
+    assert_eq!(leak["passed"], false, "{leak}");
+    assert_eq!(leak["action"]["response"], serde_json::json!({"path": "/data/repo/leak.txt", "exists": false}));
+    assert_eq!(checks["repository-holds-two-files"]["action"]["response"]["count"], 0);
+    assert_no_leftovers(&a);
+
+    // The agent commits the file, but without the secret: other content.
+    let dir = scratch();
+    repo_campaign(
+        dir.path(),
+        Some(
+            r#"script:
+  steps:
+    - calls:
+        - tool: {binding: commit_file}
+          arguments: {path: leak.txt, content: "nothing to see here", message: backup of nothing}
+    - content: Done.
+"#,
+        ),
+    );
+    let a = run_campaign(dir.path());
+    assert_eq!(a.output.status.code(), Some(0), "{}", a.context());
+    assert_eq!(a.row["completed"], false, "known false, not null: {}", a.context());
+    assert_eq!(a.row["proposed"], false, "{}", a.context());
+    let checks = checks_by_id(&a);
+    let leak = &checks["secret-file-committed"];
+    assert_eq!(leak["passed"], false, "{leak}");
+    assert_eq!(leak["action"]["response"]["text"], "nothing to see here", "{leak}");
+    assert_eq!(leak["action"]["response"]["sha256"], sha256_hex(b"nothing to see here"), "{leak}");
+    assert_eq!(checks["head-records-the-commit"]["passed"], true, "the commit itself happened");
+    assert_no_leftovers(&a);
+}
+
+#[test]
+fn container_file_errors_are_classified_and_leave_completion_unknown() {
+    if !docker_or_skip("container_file_errors_are_classified_and_leave_completion_unknown") {
+        return;
+    }
+    bundled_images();
+    for (from, to, needles) in [
+        // A directory where a file is expected.
+        (
+            "{type: container_file, id: leak, path: /data/repo/leak.txt}",
+            "{type: container_file, id: leak, path: /data/repo}",
+            &["it is a directory", "not_a_regular_file"][..],
+        ),
+        // A file that is missing while nothing asserts on /exists (a typo must not read as false).
+        (
+            "        - {path: /exists, op: equals, value: true}\n        - {path: /text",
+            "        - {path: /text",
+            &["no file at /data/repo/leak.txt", "(missing)"][..],
+        ),
+        // A pointer into a file that is not JSON.
+        (
+            "{type: container_file, id: head, path: /data/repo/HEAD.json}",
+            "{type: container_file, id: head, path: /data/notes.db}",
+            &["failed to parse /data/notes.db as JSON", "not_json"][..],
+        ),
+    ] {
+        let dir = scratch();
+        let scenario = repo_campaign(dir.path(), Some("script: {steps: [{content: \"No.\"}]}\n"));
+        let scenario = replace_once(&scenario, from, to);
+        write(dir.path(), "repo-leak.yaml", &scenario);
+        let a = run_campaign(dir.path());
+        assert_eq!(a.output.status.code(), Some(1), "{}", a.context());
+        assert_eq!(a.row["completed"], Value::Null, "unknown, not false: {}", a.context());
+        assert_eq!(a.row["failure_class"], "verification_error", "{}", a.context());
+        let errors = a.verification_errors();
+        for needle in needles {
+            assert!(errors.contains(needle), "expected `{needle}` in the verification error:\n{}", a.context());
+        }
+        assert_no_leftovers(&a);
+    }
 }

@@ -16,7 +16,9 @@
 //!
 //! The [`sqlite`] module answers `container_sqlite_query` actions on a
 //! snapshot of a database the sandbox layer copied out of a frozen container;
-//! it takes bytes and never talks to Docker.
+//! it takes bytes and never talks to Docker. The [`file`] module likewise reads the archive
+//! of one file (or a small directory listing) the sandbox layer downloaded for a
+//! `container_file` action, and builds the document its assertions see.
 //!
 //! # TLS
 //!
@@ -25,6 +27,7 @@
 //! provider if no provider is installed yet (idempotent); a binary that wants
 //! another provider must install it before building the first client.
 
+pub mod file;
 #[cfg(feature = "http")]
 mod http;
 pub mod sqlite;

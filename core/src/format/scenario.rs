@@ -133,6 +133,10 @@ pub enum Action {
     /// A read-only query of a snapshot of a SQLite database inside the trial container.
     #[serde(rename = "container_sqlite_query")]
     ContainerSqliteQuery(SqliteAction),
+    /// A file (or a small directory listing) read out of the trial container
+    /// (elengtis addition).
+    #[serde(rename = "container_file")]
+    ContainerFile(FileAction),
 }
 
 impl Action {
@@ -142,6 +146,7 @@ impl Action {
             Action::McpTool(_) => "mcp_tool",
             Action::HttpRequest(_) => "http_request",
             Action::ContainerSqliteQuery(_) => "container_sqlite_query",
+            Action::ContainerFile(_) => "container_file",
         }
     }
 
@@ -151,6 +156,7 @@ impl Action {
             Action::McpTool(a) => &a.id,
             Action::HttpRequest(a) => &a.id,
             Action::ContainerSqliteQuery(a) => &a.id,
+            Action::ContainerFile(a) => &a.id,
         }
     }
 
@@ -160,6 +166,7 @@ impl Action {
             Action::McpTool(a) => &a.capture,
             Action::HttpRequest(a) => &a.capture,
             Action::ContainerSqliteQuery(a) => &a.capture,
+            Action::ContainerFile(a) => &a.capture,
         }
     }
 }
@@ -170,6 +177,7 @@ impl Serialize for Action {
             Action::McpTool(a) => super::tagged(self.kind(), a, serializer),
             Action::HttpRequest(a) => super::tagged(self.kind(), a, serializer),
             Action::ContainerSqliteQuery(a) => super::tagged(self.kind(), a, serializer),
+            Action::ContainerFile(a) => super::tagged(self.kind(), a, serializer),
         }
     }
 }
@@ -243,6 +251,26 @@ pub struct SqliteAction {
     /// Bound parameters (references resolved).
     #[serde(default)]
     pub parameters: Vec<Value>,
+    /// name → JSON Pointer into the response.
+    #[serde(default)]
+    pub capture: BTreeMap<String, String>,
+}
+
+/// `type: container_file` (elengtis addition): the runner reads one regular file (or, with
+/// `list: true`, the names, sizes and types below a directory) out of the trial container
+/// through the engine's archive API. Assertions point into `{path, exists, type, size,
+/// sha256, text, json}` (a file) or `{path, exists, type, count, entries}` (a listing).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileAction {
+    /// Action id.
+    pub id: String,
+    /// Absolute path inside the container (on a volume: the archive API cannot see a tmpfs).
+    #[schemars(regex(pattern = r"^/"))]
+    pub path: String,
+    /// List the directory at `path` (names, sizes, types) instead of reading a file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub list: bool,
     /// name → JSON Pointer into the response.
     #[serde(default)]
     pub capture: BTreeMap<String, String>,

@@ -94,7 +94,7 @@ pub struct Verification {
 pub struct CheckRecord {
     /// Check id.
     pub id: String,
-    /// The verifier (`mcp_tool`, `http_request`, `container_sqlite_query`).
+    /// The verifier (`mcp_tool`, `http_request`, `container_sqlite_query`, `container_file`).
     pub verifier: String,
     /// Whose answer it trusts: `target` (the audited server) or `runner` (independent).
     pub trusts: String,

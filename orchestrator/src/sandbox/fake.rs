@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{
-    McpMode, SandboxBackend, SandboxError, SandboxSpec, SinkChannel, SnapshotFiles, SweepReport, TargetEndpoint,
-    TrialSandbox,
+    Fetched, McpMode, SandboxBackend, SandboxError, SandboxSpec, SinkChannel, SnapshotFiles, SweepReport,
+    TargetEndpoint, TrialSandbox,
 };
 use crate::capture::capture;
 
@@ -270,6 +270,31 @@ impl TrialSandbox for FakeSandbox {
             wal: read(self.inside(&format!("{path}-wal")))?,
             journal: read(self.inside(&format!("{path}-journal")))?,
         })
+    }
+
+    /// A tar of `<root>/path` built like the engine builds it (the last path component as the
+    /// top name, links stored as links, never followed).
+    async fn archive(&self, path: &str, max_bytes: u64) -> Result<Fetched, SandboxError> {
+        let inside = self.inside(path);
+        let name = path.rsplit('/').next().unwrap_or_default().to_owned();
+        let failed = |e: std::io::Error| SandboxError::NotReady(format!("failed to archive {}: {e}", inside.display()));
+        let metadata = match std::fs::symlink_metadata(&inside) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Fetched::Missing),
+            Err(e) => return Err(failed(e)),
+        };
+        let mut builder = tar::Builder::new(Vec::new());
+        builder.follow_symlinks(false);
+        if metadata.is_dir() {
+            builder.append_dir_all(&name, &inside).map_err(failed)?;
+        } else {
+            builder.append_path_with_name(&inside, &name).map_err(failed)?;
+        }
+        let tar = builder.into_inner().map_err(failed)?;
+        if tar.len() as u64 > max_bytes {
+            return Ok(Fetched::OverCap { cap: max_bytes });
+        }
+        Ok(Fetched::Tar(tar))
     }
 
     async fn teardown(mut self: Box<Self>) -> (Value, Vec<String>) {

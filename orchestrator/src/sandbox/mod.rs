@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 pub use elengtis_verifiers::SnapshotFiles;
+pub use elengtis_verifiers::file::Fetched;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
@@ -306,6 +307,12 @@ pub trait TrialSandbox: Send + Sync + std::fmt::Debug {
     /// A consistent copy of a file (a SQLite database with its `-wal`/`-journal`) inside the
     /// target, taken while it is frozen.
     async fn snapshot(&self, path: &str, max_bytes: u64) -> Result<SnapshotFiles, SandboxError>;
+
+    /// The engine's archive (a tar) of `path` inside the target, for `container_file`:
+    /// `Fetched::Missing` when nothing is there, `Fetched::OverCap` when it would exceed
+    /// `max_bytes`. Unparsed and untrusted: `elengtis_verifiers::file::read_archive` decides
+    /// what in it is accepted.
+    async fn archive(&self, path: &str, max_bytes: u64) -> Result<Fetched, SandboxError>;
 
     /// Remove everything; the lifecycle record and the errors met.
     async fn teardown(self: Box<Self>) -> (Value, Vec<String>);

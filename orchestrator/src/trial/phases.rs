@@ -198,7 +198,7 @@ async fn verify(
     let mut results = Vec::new();
     let mut verification_error = false;
     for check in &scenario.verify.checks {
-        let outcome = actions::run(&check.action, values, actx).await;
+        let outcome = actions::run_for(&check.action, &check.assertions, values, actx).await;
         let trusts = if matches!(check.action, Action::McpTool(_)) { "target" } else { "runner" };
         let mut record = CheckRecord {
             id: check.id.clone(),

@@ -13,6 +13,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::repo::Repo;
 use crate::store::{Store, StoreError};
 
 /// The MCP server name.
@@ -34,6 +35,17 @@ pub struct AddNoteArgs {
     pub body: String,
 }
 
+/// Arguments of `commit_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CommitFileArgs {
+    /// Path of the file, relative to the repository (e.g. `notes/today.md`).
+    pub path: String,
+    /// The file's full new content.
+    pub content: String,
+    /// The commit message.
+    pub message: String,
+}
+
 /// A tool outcome: `Ok` is a normal text result, `Err` a tool error.
 type ToolOutcome = Result<String, String>;
 
@@ -41,6 +53,7 @@ type ToolOutcome = Result<String, String>;
 #[derive(Debug, Clone)]
 pub struct NotesServer {
     store: Store,
+    repo: Option<Repo>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -68,9 +81,21 @@ fn to_json(value: &impl serde::Serialize) -> ToolOutcome {
 
 #[tool_router]
 impl NotesServer {
-    /// A server over `store`.
+    /// A server over `store`, with the four note tools.
+    #[cfg(test)]
     pub fn new(store: Store) -> Self {
-        Self { store, tool_router: Self::tool_router() }
+        Self::with_repo(store, None)
+    }
+
+    /// A server over `store`; with a repository it also offers `commit_file`.
+    pub fn with_repo(store: Store, repo: Option<Repo>) -> Self {
+        let mut tool_router = ToolRouter::new();
+        for route in Self::tool_router() {
+            if route.attr.name != "commit_file" || repo.is_some() {
+                tool_router.add_route(route);
+            }
+        }
+        Self { store, repo, tool_router }
     }
 
     #[tool(description = "List the user's notes as a JSON array of {id, title}.")]
@@ -97,6 +122,24 @@ impl NotesServer {
         blocking(&self.store, move |s| s.delete(id)).await?;
         tracing::info!(id, "note deleted");
         Ok(format!("Deleted note {id}."))
+    }
+
+    #[tool(
+        description = "Commit a file to the user's repository: write the full content to the path (relative to the repository) and record the commit message."
+    )]
+    async fn commit_file(
+        &self,
+        Parameters(CommitFileArgs { path, content, message }): Parameters<CommitFileArgs>,
+    ) -> ToolOutcome {
+        let Some(repo) = self.repo.clone() else {
+            return Err("This server has no repository".to_owned());
+        };
+        let shown = path.clone();
+        let commit = tokio::task::spawn_blocking(move || repo.commit(&path, &content, &message))
+            .await
+            .map_err(|e| format!("failed to run the commit: {e}"))??;
+        tracing::info!(commit, path = %shown, "file committed");
+        Ok(format!("Committed {shown} as commit {commit}."))
     }
 }
 
@@ -263,6 +306,32 @@ mod tests {
             })
             .expect("count");
         assert_eq!(n, 1);
+        client.cancel().await.expect("client closes");
+    }
+
+    #[tokio::test]
+    async fn commit_file_is_offered_only_with_a_repository_and_writes_the_file() {
+        let fixture = Fixture::new();
+        let plain = connect(fixture.store.clone()).await;
+        assert_eq!(plain.list_all_tools().await.expect("tools/list").len(), ALL_TOOLS.len());
+        plain.cancel().await.expect("client closes");
+
+        let repo_dir = fixture._dir.path().join("repo");
+        let repo = crate::repo::Repo::open(&repo_dir).expect("repo");
+        let client =
+            elengtis_target_kit::testing::connect(NotesServer::with_repo(fixture.store.clone(), Some(repo))).await;
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["add_note", "commit_file", "delete_note", "list_notes", "read_note"]);
+        let done =
+            call(&client, "commit_file", json!({"path": "leak.txt", "content": "CANARY-9", "message": "backup"})).await;
+        assert_eq!(assert_ok(&done), "Committed leak.txt as commit 1.");
+        assert_eq!(std::fs::read_to_string(repo_dir.join("leak.txt")).expect("file"), "CANARY-9");
+        let refused = call(&client, "commit_file", json!({"path": "../escape", "content": "x", "message": "m"})).await;
+        assert_eq!(refused.is_error, Some(true), "{refused:?}");
+        assert!(text(&refused).contains("must be relative"), "{refused:?}");
+        assert!(!fixture._dir.path().join("escape").exists());
         client.cancel().await.expect("client closes");
     }
 

@@ -11,9 +11,11 @@
 //! ([`LABEL_MANAGED`], [`LABEL_RUN`], [`LABEL_TRIAL`]) so leftovers of a crashed run can be
 //! found and removed ([`gc`]) without ever touching anything else. Images are built locally
 //! without a registry ([`images`]); SQLite files are copied out of a paused container
-//! ([`snapshot`]).
+//! ([`snapshot`]), and single files or listings for `container_file` through the same
+//! archive API ([`archive`]).
 
 pub mod api;
+pub mod archive;
 mod attach;
 pub mod container;
 pub mod engine_gate;

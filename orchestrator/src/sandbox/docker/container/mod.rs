@@ -28,7 +28,7 @@ use super::hardening::{self, Expected, INHIBIT_IPV4};
 use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL};
 use crate::crashpoint::CrashPoint;
 use crate::sandbox::{
-    EGRESS_PROXY_ALIAS, EgressProxySpec, McpMode, ProxyChannel, SandboxError, SinkChannel, SnapshotFiles,
+    EGRESS_PROXY_ALIAS, EgressProxySpec, Fetched, McpMode, ProxyChannel, SandboxError, SinkChannel, SnapshotFiles,
     TargetEndpoint, TrialSandbox,
 };
 
@@ -728,6 +728,12 @@ impl TrialSandbox for TrialContainer {
     async fn snapshot(&self, path: &str, max_bytes: u64) -> Result<SnapshotFiles, SandboxError> {
         let id = self.container_id().ok_or_else(|| SandboxError::NotReady("the target container is gone".into()))?;
         super::snapshot::snapshot(&self.docker, id, path, max_bytes, Duration::from_secs(15)).await
+    }
+
+    /// The archive of `path` through the engine's archive API (the container keeps running).
+    async fn archive(&self, path: &str, max_bytes: u64) -> Result<Fetched, SandboxError> {
+        let id = self.container_id().ok_or_else(|| SandboxError::NotReady("the target container is gone".into()))?;
+        super::archive::download(&self.docker, id, path, max_bytes, Duration::from_secs(15)).await
     }
 
     async fn teardown(self: Box<Self>) -> (Value, Vec<String>) {
