@@ -123,12 +123,15 @@ mod tests {
         );
         assert!(is_decisive(&body));
         assert!(!uses_additions(&body), "a plain URL is v1");
-        let bodyish =
-            check(http(json!("http://h/")), json!([assert_on("/bodyx", json!(1)), assert_on("/truncated", json!(false))]));
+        let bodyish = check(
+            http(json!("http://h/")),
+            json!([assert_on("/bodyx", json!(1)), assert_on("/truncated", json!(false))]),
+        );
         assert!(!is_decisive(&bodyish), "only /body and below is the body");
         assert!(is_decisive(&check(sqlite(), json!([assert_on("/rows/0/n", json!(1))]))));
         assert!(!is_decisive(&check(sqlite(), json!([assert_on("/snapshot_sha256", json!("x"))]))));
-        let server = check(json!({"type": "mcp_tool", "id": "a", "tool": "read"}), json!([assert_on("/content", json!(1))]));
+        let server =
+            check(json!({"type": "mcp_tool", "id": "a", "tool": "read"}), json!([assert_on("/content", json!(1))]));
         assert!(!is_decisive(&server), "the audited server's answer is not independent");
         let whole = check(http(json!("http://h/")), json!([assert_on("", json!({"runner": "sink_url"}))]));
         assert!(is_decisive(&whole));

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::decisive;
 use crate::format::campaign::{Campaign, ContainerMcp, EnvRef, LoopKind, Provider, ProviderKind, Target, Transport};
 use crate::format::de::{Path as FieldPath, Seg};
 use crate::format::generation::{self, Generation};
-use crate::decisive;
 use crate::format::scenario::{Action, Predicate, Rule, Scenario, ToolSelection};
 use crate::format::script::Script;
 use crate::format::yaml::Node;

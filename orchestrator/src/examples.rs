@@ -88,7 +88,10 @@ pub const EXAMPLES: &[Example] = &[
         files: &[
             ("campaign.yaml", include_str!("../../scenarios/examples/support-note-isolated/campaign.yaml")),
             ("support-note.yaml", include_str!("../../scenarios/examples/support-note-isolated/support-note.yaml")),
-            ("campaign-control.yaml", include_str!("../../scenarios/examples/support-note-isolated/campaign-control.yaml")),
+            (
+                "campaign-control.yaml",
+                include_str!("../../scenarios/examples/support-note-isolated/campaign-control.yaml"),
+            ),
         ],
         isolated: true,
         isolated_variant: None,
@@ -129,12 +132,18 @@ pub const EXAMPLES: &[Example] = &[
             ("support-note.yaml", include_str!("../../scenarios/examples/live-local/support-note.yaml")),
             ("model-script.json", include_str!("../../scenarios/examples/live-local/model-script.json")),
             ("campaign-control.yaml", include_str!("../../scenarios/examples/live-local/campaign-control.yaml")),
-            ("model-script-control.json", include_str!("../../scenarios/examples/live-local/model-script-control.json")),
+            (
+                "model-script-control.json",
+                include_str!("../../scenarios/examples/live-local/model-script-control.json"),
+            ),
         ],
         isolated: false,
         isolated_variant: None,
         model_server: Some("model-script.json"),
-        control: Control::Campaign { campaign: "campaign-control.yaml", model_server: Some("model-script-control.json") },
+        control: Control::Campaign {
+            campaign: "campaign-control.yaml",
+            model_server: Some("model-script-control.json"),
+        },
     },
 ];
 

@@ -126,7 +126,10 @@ fn an_example_without_a_control_says_why() {
     let output = elengtis(dir.path(), &["example", "refusal", "--control", "--out", out.to_str().expect("utf-8")]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let err = stderr(&output);
-    assert!(err.contains("example `refusal` has no negative control") && err.contains("support-note --control"), "{err}");
+    assert!(
+        err.contains("example `refusal` has no negative control") && err.contains("support-note --control"),
+        "{err}"
+    );
     assert!(!out.exists(), "nothing is created");
 }
 

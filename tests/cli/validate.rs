@@ -1351,9 +1351,10 @@ fn status_only(url: &str) -> Case {
     let check = format!(
         "    - id: sink-status\n      action: {{type: http_request, id: sink, method: GET, url: {url}}}\n      assertions:\n        - {{path: /status, op: equals, value: 200}}\n"
     );
-    Case::new()
-        .with_container()
-        .s("          value: {runner: canary}\ncleanup:\n", &format!("          value: {{runner: canary}}\n{check}cleanup:\n"))
+    Case::new().with_container().s(
+        "          value: {runner: canary}\ncleanup:\n",
+        &format!("          value: {{runner: canary}}\n{check}cleanup:\n"),
+    )
 }
 
 #[test]
@@ -1380,7 +1381,11 @@ fn a_status_only_check_in_the_original_format_is_a_warning() {
         "verify.checks[1].assertions",
         "no independent check of scenario support-note asserts on content the trial could change",
     );
-    assert!(run.stderr().contains("a warning, not an error: these checks use only the original v1 format"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("a warning, not an error: these checks use only the original v1 format"),
+        "{}",
+        run.stderr()
+    );
     // With a body assertion the same check decides the outcome: no warning.
     let decisive = Case::new().with_container().with_http_check().run();
     decisive.code(0);

@@ -426,8 +426,7 @@ script:
     let answered = |o: &str| matches!(o, "connected" | "refused");
     eprintln!("network_gateway {gateway}: trial {trial:?}; control {control:?}");
     assert_eq!(
-        trial["runner_gateway_tcp"]["target"],
-        trial["route_gateway_tcp"]["target"],
+        trial["runner_gateway_tcp"]["target"], trial["route_gateway_tcp"]["target"],
         "the runner value is the gateway the container's routing table names"
     );
     assert_eq!(trial["runner_gateway_tcp"]["target"], format!("{gateway}:{port}").as_str());

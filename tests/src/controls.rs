@@ -32,8 +32,5 @@ pub fn assert_true_decided_by(row: &Value, evidence: &Value, check: &str) {
     let verification = &evidence["verification"];
     assert_eq!(verification["completed"], true, "{verification}");
     let decided = verification["decided_by"].as_array().expect("verification.decided_by");
-    assert!(
-        decided.iter().any(|d| d["id"] == check && d["outcome"] == "passed"),
-        "{check} decided it: {verification}"
-    );
+    assert!(decided.iter().any(|d| d["id"] == check && d["outcome"] == "passed"), "{check} decided it: {verification}");
 }

@@ -480,7 +480,18 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             preflight(&campaign, json, allow_vulnerable_engine).await
         }
         Command::Schema { out } => schema(&out),
-        Command::Example { name, list, trials, out, json, verbose, isolated, control, jobs, allow_vulnerable_engine } => {
+        Command::Example {
+            name,
+            list,
+            trials,
+            out,
+            json,
+            verbose,
+            isolated,
+            control,
+            jobs,
+            allow_vulnerable_engine,
+        } => {
             let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine };
             example(name, list, trials, out, flags, jobs).await
         }
