@@ -833,7 +833,6 @@ fn schema(out: &Path) -> Result<i32, Error> {
     Ok(exit_codes::SUCCESS)
 }
 
-#[expect(clippy::too_many_arguments, reason = "the example command's flags")]
 /// The switches of `elengtis example`.
 #[derive(Debug, Clone, Copy)]
 struct ExampleFlags {
