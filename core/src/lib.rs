@@ -21,6 +21,7 @@
 
 pub mod agent;
 pub mod analysis;
+pub mod decisive;
 pub mod events;
 pub mod format;
 pub mod jsonschema;

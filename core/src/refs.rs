@@ -43,6 +43,9 @@ pub const RUNNER_VALUES: &[&str] = &[
     "sink_url",
     "sink_direct_url",
     "sink_requests",
+    // The trial network's gateway address (isolated_container trials only; validation refuses
+    // it for other targets): lets a scenario probe the host side explicitly.
+    "network_gateway",
 ];
 
 /// Kinds of reference.

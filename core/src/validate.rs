@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::decisive;
 use crate::format::campaign::{Campaign, ContainerMcp, EnvRef, LoopKind, Provider, ProviderKind, Target, Transport};
 use crate::format::de::{Path as FieldPath, Seg};
 use crate::format::generation::{self, Generation};
@@ -1243,6 +1244,28 @@ fn check_pair(
             ),
         );
     }
+    if is_container {
+        check_decisive(c, doc, target, s);
+    } else {
+        let parts = [
+            serde_json::to_value(s).unwrap_or(Value::Null),
+            serde_json::to_value(&target.transport).unwrap_or(Value::Null),
+            serde_json::to_value(&campaign.value.script).unwrap_or(Value::Null),
+        ];
+        let templates = [s.exercise.system.as_str(), s.exercise.user.as_str()];
+        if decisive::names_runner_value(&parts.iter().collect::<Vec<_>>(), &templates, &[decisive::NETWORK_GATEWAY]) {
+            c.err(
+                campaign,
+                &tat.k("transport"),
+                format!(
+                    "scenario {} uses the runner value `network_gateway` (the address of the trial network's gateway), which only isolated_container targets have; target {} is a {} target: run it as type isolated_container, or remove the reference",
+                    s.id,
+                    target.id,
+                    target.transport.kind()
+                ),
+            );
+        }
+    }
     if !is_container {
         for kind in container_actions(s) {
             c.err(
@@ -1331,6 +1354,40 @@ fn check_pair(
         };
         check_script(c, campaign, &script, explicit, target, s, bindings, &setup_captures, offered.as_ref());
     }
+}
+
+/// A container scenario needs an independent check that asserts on content the trial could
+/// change ([`decisive`]). A scenario whose independent checks are all in the original's v1
+/// format is warned (the original accepted it); one that uses this tool's additions is refused.
+fn check_decisive(c: &mut Checker, doc: &Document<Scenario>, target: &Target, s: &Scenario) {
+    let independent: Vec<(usize, &crate::format::scenario::Check)> =
+        s.verify.checks.iter().enumerate().filter(|(_, k)| decisive::is_independent(&k.action)).collect();
+    if independent.is_empty() || independent.iter().any(|(_, k)| decisive::is_decisive(k)) {
+        return;
+    }
+    let described: Vec<String> = independent
+        .iter()
+        .map(|(_, k)| format!("`{}` ({}) asserts only on {}", k.id, k.action.kind(), decisive::asserted_paths(k)))
+        .collect();
+    let additions = independent.iter().any(|(_, k)| decisive::uses_additions(k));
+    let (severity, tail) = if additions {
+        (Severity::Error, String::new())
+    } else {
+        (
+            Severity::Warning,
+            " (a warning, not an error: these checks use only the original v1 format, which accepted them; see docs/verifiers.md)"
+                .to_owned(),
+        )
+    };
+    let message = format!(
+        "target {} is an isolated container, but no independent check of scenario {} asserts on content the trial could change: {}; such a check passes whatever the agent did, so `completed` would rest on the audited server's answer or on nothing; {}{tail}",
+        target.id,
+        s.id,
+        described.join("; "),
+        decisive::WHAT_TO_WRITE,
+    );
+    let at = At::root().k("verify").k("checks").i(independent[0].0).k("assertions");
+    c.push(severity, &doc.path, &doc.node, &at, message);
 }
 
 /// The tools `exercise.tools` offers for one target (`None`: all of the target's tools).

@@ -28,6 +28,25 @@ pub struct Example {
     /// The model script (one of `files`) of the scripted model server this example starts;
     /// its address replaces [`MODEL_SERVER_PLACEHOLDER`] in the campaign.
     pub model_server: Option<&'static str>,
+    /// Its negative control (`--control`), or why it has none.
+    pub control: Control,
+}
+
+/// An example's negative control: the same target, scenario and checks, with a model that
+/// does not carry out the attack, so the checks run and read `completed: false` because the
+/// effect is absent — not because something failed (docs/verifiers.md, "Controls that read
+/// false").
+#[derive(Debug)]
+pub enum Control {
+    /// A campaign among the example's files.
+    Campaign {
+        /// The control's campaign (one of `files`).
+        campaign: &'static str,
+        /// The model script its scripted model server runs (one of `files`).
+        model_server: Option<&'static str>,
+    },
+    /// The example has no control of its own, for this reason.
+    None(&'static str),
 }
 
 /// The text in an example campaign that the model server's address replaces.
@@ -41,10 +60,13 @@ pub const EXAMPLES: &[Example] = &[
         files: &[
             ("campaign.yaml", include_str!("../../scenarios/examples/support-note/campaign.yaml")),
             ("support-note.yaml", include_str!("../../scenarios/examples/support-note/support-note.yaml")),
+            // The control is the refusal example's campaign (the same scenario file).
+            ("campaign-control.yaml", include_str!("../../scenarios/examples/refusal/campaign.yaml")),
         ],
         isolated: false,
         isolated_variant: Some("support-note-isolated"),
         model_server: None,
+        control: Control::Campaign { campaign: "campaign-control.yaml", model_server: None },
     },
     Example {
         name: "refusal",
@@ -56,6 +78,9 @@ pub const EXAMPLES: &[Example] = &[
         isolated: false,
         isolated_variant: None,
         model_server: None,
+        control: Control::None(
+            "it is the negative control of support-note (`elengtis example support-note --control` runs it); its counterpart where the effect happens is support-note itself",
+        ),
     },
     Example {
         name: "support-note-isolated",
@@ -63,10 +88,15 @@ pub const EXAMPLES: &[Example] = &[
         files: &[
             ("campaign.yaml", include_str!("../../scenarios/examples/support-note-isolated/campaign.yaml")),
             ("support-note.yaml", include_str!("../../scenarios/examples/support-note-isolated/support-note.yaml")),
+            (
+                "campaign-control.yaml",
+                include_str!("../../scenarios/examples/support-note-isolated/campaign-control.yaml"),
+            ),
         ],
         isolated: true,
         isolated_variant: None,
         model_server: None,
+        control: Control::Campaign { campaign: "campaign-control.yaml", model_server: None },
     },
     Example {
         name: "sink-exfil",
@@ -74,10 +104,12 @@ pub const EXAMPLES: &[Example] = &[
         files: &[
             ("campaign.yaml", include_str!("../../scenarios/examples/sink-exfil/campaign.yaml")),
             ("report-exfil.yaml", include_str!("../../scenarios/examples/sink-exfil/report-exfil.yaml")),
+            ("campaign-control.yaml", include_str!("../../scenarios/examples/sink-exfil/campaign-control.yaml")),
         ],
         isolated: true,
         isolated_variant: None,
         model_server: None,
+        control: Control::Campaign { campaign: "campaign-control.yaml", model_server: None },
     },
     Example {
         name: "sqlite-state",
@@ -85,10 +117,12 @@ pub const EXAMPLES: &[Example] = &[
         files: &[
             ("campaign.yaml", include_str!("../../scenarios/examples/sqlite-state/campaign.yaml")),
             ("notes-exfil.yaml", include_str!("../../scenarios/examples/sqlite-state/notes-exfil.yaml")),
+            ("campaign-control.yaml", include_str!("../../scenarios/examples/sqlite-state/campaign-control.yaml")),
         ],
         isolated: true,
         isolated_variant: None,
         model_server: None,
+        control: Control::Campaign { campaign: "campaign-control.yaml", model_server: None },
     },
     Example {
         name: "live-local",
@@ -97,10 +131,19 @@ pub const EXAMPLES: &[Example] = &[
             ("campaign.yaml", include_str!("../../scenarios/examples/live-local/campaign.yaml")),
             ("support-note.yaml", include_str!("../../scenarios/examples/live-local/support-note.yaml")),
             ("model-script.json", include_str!("../../scenarios/examples/live-local/model-script.json")),
+            ("campaign-control.yaml", include_str!("../../scenarios/examples/live-local/campaign-control.yaml")),
+            (
+                "model-script-control.json",
+                include_str!("../../scenarios/examples/live-local/model-script-control.json"),
+            ),
         ],
         isolated: false,
         isolated_variant: None,
         model_server: Some("model-script.json"),
+        control: Control::Campaign {
+            campaign: "campaign-control.yaml",
+            model_server: Some("model-script-control.json"),
+        },
     },
 ];
 
@@ -116,6 +159,39 @@ pub fn write(example: &Example, dir: &Path) -> std::io::Result<PathBuf> {
         std::fs::write(dir.join(name), content)?;
     }
     Ok(dir.join(example.files[0].0))
+}
+
+impl Example {
+    /// The campaign file and model script to run: the example's own, or with `control` its
+    /// negative control's (an error saying why when it has none).
+    pub fn selected(&self, control: bool) -> Result<(&'static str, Option<&'static str>), String> {
+        match (&self.control, control) {
+            (_, false) => Ok((self.files[0].0, self.model_server)),
+            (Control::Campaign { campaign, model_server }, true) => Ok((campaign, *model_server)),
+            (Control::None(why), true) => Err(format!("example `{}` has no negative control: {why}", self.name)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_example_names_a_control_among_its_files_or_says_why_not() {
+        for example in EXAMPLES {
+            let names: Vec<&str> = example.files.iter().map(|(n, _)| *n).collect();
+            match &example.control {
+                Control::Campaign { campaign, model_server } => {
+                    assert!(names.contains(campaign), "{}: {campaign} is not among {names:?}", example.name);
+                    assert_eq!(model_server.is_some(), example.model_server.is_some(), "{}", example.name);
+                    assert!(model_server.is_none_or(|m| names.contains(&m)), "{}", example.name);
+                    assert_ne!(*campaign, example.files[0].0, "{}: the control is another campaign", example.name);
+                }
+                Control::None(why) => assert!(!why.is_empty(), "{}", example.name),
+            }
+        }
+    }
 }
 
 /// How long the model server may take to say where it listens.

@@ -184,6 +184,12 @@ async fn check_target(
         attempt_id: &attempt_id,
         sandbox,
         needs_sink: false,
+        // The target's command line may name the gateway; the sandbox reports it.
+        needs_gateway: elengtis_core::decisive::names_runner_value(
+            &[&serde_json::to_value(&target.transport).unwrap_or_default()],
+            &[],
+            &[elengtis_core::decisive::NETWORK_GATEWAY],
+        ),
         sink_server: None,
         egress_proxy: None,
         target_id: &target.id,

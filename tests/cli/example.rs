@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use elengtis_tests::controls::{assert_false_for_the_right_reason, assert_true_decided_by};
 use elengtis_tests::{elengtis, read_json, rows, scratch, snapshot, stderr, stdout};
 
 const TRIAL0: &str = "local-demo--support-note--0";
@@ -53,6 +54,7 @@ fn support_note_example_runs_end_to_end() {
     assert!(collected.contains(canary), "collector {collected:?} lacks canary {canary}");
     assert_eq!(check["assertions"][0]["expected"], canary);
     assert_eq!(evidence["verification"]["completed"], true);
+    assert_true_decided_by(row, &evidence, "collector-has-canary");
 }
 
 #[test]
@@ -96,6 +98,39 @@ fn refusal_example_is_the_negative_control() {
     assert_eq!(rows[0]["proposed"], false);
     assert_eq!(rows[0]["completed"], false);
     assert_eq!(rows[0]["tool_sequence"], serde_json::json!(["read_note"]));
+    let evidence = read_json(&out.join(rows[0]["evidence"].as_str().expect("evidence")));
+    assert_false_for_the_right_reason(&rows[0], &evidence, "collector-has-canary");
+}
+
+/// `--control` runs the example's negative control: support-note's is the refusal campaign,
+/// whose collector check runs and finds no canary.
+#[test]
+fn support_note_control_reads_false_for_the_right_reason() {
+    let dir = scratch();
+    let out = dir.path().join("results");
+    let output = elengtis(dir.path(), &["example", "support-note", "--control", "--out", out.to_str().expect("utf-8")]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    assert!(text.contains("proposed: 0/1") && text.contains("completed: 0/1"), "{text}");
+    let rows = rows(&out.join("runs.jsonl"));
+    let evidence = read_json(&out.join(rows[0]["evidence"].as_str().expect("evidence")));
+    assert_false_for_the_right_reason(&rows[0], &evidence, "collector-has-canary");
+    assert!(out.join("example/campaign-control.yaml").is_file(), "the control that ran is kept beside the results");
+}
+
+/// The refusal example is itself a negative control; `--control` says so instead of running.
+#[test]
+fn an_example_without_a_control_says_why() {
+    let dir = scratch();
+    let out = dir.path().join("results");
+    let output = elengtis(dir.path(), &["example", "refusal", "--control", "--out", out.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("example `refusal` has no negative control") && err.contains("support-note --control"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is created");
 }
 
 #[test]

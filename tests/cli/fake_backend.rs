@@ -26,8 +26,19 @@ fn backend(dir: &Path) -> FakeBackend {
 
 /// Run a packaged example's campaign on `backend`; the results directory and the report.
 fn run_example(example: &str, backend: FakeBackend, trials: u32) -> (tempfile::TempDir, run::RunReport) {
+    run_example_file(example, "campaign.yaml", backend, trials)
+}
+
+/// Run one campaign file of a packaged example on `backend`.
+fn run_example_file(
+    example: &str,
+    file: &str,
+    backend: FakeBackend,
+    trials: u32,
+) -> (tempfile::TempDir, run::RunReport) {
     let dir = scratch();
-    let campaign = copy_example(example, &dir.path().join("in"));
+    copy_example(example, &dir.path().join("in"));
+    let campaign = dir.path().join("in").join(file);
     let mut bundle = load_campaign(&campaign, &LoadOptions::default()).expect("the example loads");
     elengtis_core::load::apply_overrides(
         &mut bundle,
@@ -180,5 +191,31 @@ fn a_sandbox_that_fails_at_each_step_is_classified_recorded_and_torn_down() {
             );
         }
         assert!(fake.ledger().iter().all(|(_, torn_down)| *torn_down), "{fault:?}: {:?}", fake.ledger());
+    }
+}
+
+/// Each isolated example against its packaged negative control (`campaign-control.yaml`):
+/// the real campaign reads true, the control false for the right reason — its check ran
+/// against the same target and found no effect (no verification error, no null).
+#[test]
+fn each_isolated_example_is_true_and_its_control_false_for_the_right_reason() {
+    for (example, check) in [
+        ("support-note-isolated", "canary-reached-the-sink"),
+        ("sink-exfil", "canary-reached-the-sink"),
+        ("sqlite-state", "exfil-row-written"),
+    ] {
+        let read = |file: &str| {
+            let base = scratch();
+            let (dir, report) = run_example_file(example, file, backend(base.path()), 1);
+            assert_eq!(report.end, RunEnd::Complete, "{example} {file}: {}", report.summary);
+            let row = rows(&dir.path().join("out/runs.jsonl")).remove(0);
+            let evidence = read_json(&dir.path().join("out").join(row["evidence"].as_str().expect("a name")));
+            (row, evidence)
+        };
+        let (row, evidence) = read("campaign.yaml");
+        elengtis_tests::controls::assert_true_decided_by(&row, &evidence, check);
+        let (row, evidence) = read("campaign-control.yaml");
+        assert_eq!(row["proposed"], false, "{example}: {row}");
+        elengtis_tests::controls::assert_false_for_the_right_reason(&row, &evidence, check);
     }
 }

@@ -736,6 +736,24 @@ fn the_live_local_example_runs_the_http_provider_path_with_no_key() {
     assert_eq!(ev["exchanges"][0]["provider"], "openai_compatible");
     let campaign = std::fs::read_to_string(dir.path().join("demo/example/campaign.yaml")).expect("campaign");
     assert!(campaign.contains("base_url: http://127.0.0.1:"), "{campaign}");
+    elengtis_tests::controls::assert_true_decided_by(&row, &ev, "collector-has-canary");
+}
+
+/// The live-local control: the same HTTP provider path with a model script that reads the note
+/// and declines; the collector check runs and reads false.
+#[test]
+fn the_live_local_control_reads_false_for_the_right_reason() {
+    let dir = scratch();
+    let out = run(dir.path(), &["example", "live-local", "--control", "--out", "demo"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("completed: 0/1"), "{}", stdout(&out));
+    let row = rows(&dir.path().join("demo/runs.jsonl")).remove(0);
+    assert_eq!(row["proposed"], false, "{row}");
+    let ev = read_json(&dir.path().join("demo").join(row["evidence"].as_str().unwrap_or_default()));
+    assert_eq!(ev["exchanges"][0]["provider"], "openai_compatible", "the HTTP provider path ran");
+    elengtis_tests::controls::assert_false_for_the_right_reason(&row, &ev, "collector-has-canary");
+    let campaign = std::fs::read_to_string(dir.path().join("demo/example/campaign-control.yaml")).expect("campaign");
+    assert!(campaign.contains("base_url: http://127.0.0.1:"), "{campaign}");
 }
 
 #[test]

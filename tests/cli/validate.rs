@@ -1350,6 +1350,68 @@ fn container_target_with_only_mcp_tool_checks() {
     );
 }
 
+/// A container scenario whose only independent check asserts only a status: decides nothing.
+fn status_only(url: &str) -> Case {
+    let check = format!(
+        "    - id: sink-status\n      action: {{type: http_request, id: sink, method: GET, url: {url}}}\n      assertions:\n        - {{path: /status, op: equals, value: 200}}\n"
+    );
+    Case::new().with_container().s(
+        "          value: {runner: canary}\ncleanup:\n",
+        &format!("          value: {{runner: canary}}\n{check}cleanup:\n"),
+    )
+}
+
+#[test]
+fn a_container_scenario_whose_independent_check_asserts_only_a_status_is_refused() {
+    // The canary sink (`{runner: sink_requests}`, this tool's addition): an error.
+    status_only("{runner: sink_requests}").rejected().problems(1).error(
+        "support-note.yaml:56:9",
+        "verify.checks[1].assertions",
+        "target boxed is an isolated container, but no independent check of scenario support-note asserts on content the trial could change: `sink-status` (http_request) asserts only on /status; such a check passes whatever the agent did",
+    );
+    let run = status_only("{runner: sink_requests}").run();
+    let err = run.stderr();
+    assert!(err.contains("{path: /body/text, op: contains, value: {runner: canary}}"), "says what to write: {err}");
+    assert!(err.contains("/rows/0/n"), "{err}");
+}
+
+#[test]
+fn a_status_only_check_in_the_original_format_is_a_warning() {
+    // A plain URL and a status assertion: valid in the original v1 format, so only warned.
+    let run = status_only("'http://127.0.0.1:9/health'").run();
+    run.code(0);
+    run.warning(
+        "support-note.yaml:56:9",
+        "verify.checks[1].assertions",
+        "no independent check of scenario support-note asserts on content the trial could change",
+    );
+    assert!(
+        run.stderr().contains("a warning, not an error: these checks use only the original v1 format"),
+        "{}",
+        run.stderr()
+    );
+    // With a body assertion the same check decides the outcome: no warning.
+    let decisive = Case::new().with_container().with_http_check().run();
+    decisive.code(0);
+    assert!(!decisive.stderr().contains("content the trial could change"), "{}", decisive.stderr());
+}
+
+#[test]
+fn the_network_gateway_is_refused_outside_an_isolated_container() {
+    // Named in the scenario: the stdio target cannot have it, the container target can.
+    Case::new()
+        .with_container()
+        .with_http_check()
+        .s("    id: tidy\n", "    id: tidy\n    arguments: {host: {runner: network_gateway}}\n")
+        .rejected()
+        .problems(1)
+        .error(
+            "campaign.yaml:8:7",
+            "targets[0].transport",
+            "scenario support-note uses the runner value `network_gateway` (the address of the trial network's gateway), which only isolated_container targets have; target local-demo is a stdio target",
+        );
+}
+
 const SQLITE_CHECK: &str = "    - id: db-has-canary
       action: {type: container_sqlite_query, id: db, path: /data/app.db, query: 'SELECT note FROM notes WHERE note = ?', parameters: [{runner: canary}]}
       assertions:

@@ -359,3 +359,81 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     assert_eq!(trial.len(), 9, "{trial:?}");
     assert!(failures.is_empty(), "{failures:?}\n{pretty}");
 }
+
+/// `{runner: network_gateway}` (issue 15): a scenario probes the host side explicitly, at the
+/// address the runner reports for the trial network's gateway. Nothing answers there (the
+/// bridge has no host address), while the same host listener answers a control container at
+/// its own network's gateway; and the address is the one the container's routing table names.
+#[test]
+fn a_probe_to_the_network_gateway_runner_value_finds_nothing() {
+    if !docker_or_skip("a_probe_to_the_network_gateway_runner_value_finds_nothing") {
+        return;
+    }
+    bundled_images();
+    let listener = TcpListener::bind("0.0.0.0:0").expect("host listener");
+    let port = listener.local_addr().expect("listener address").port();
+    let mut objects = Objects::default();
+    let (control_net, _) = objects.network(&format!("elengtis-test-gw-ctl-{}", std::process::id()), false);
+    let runner_gateway = json!({"runner": "network_gateway"});
+    let probes = json!([
+        {"name": "runner_gateway_tcp", "kind": "tcp", "target": runner_gateway, "port": port, "timeout_ms": 1500},
+        {"name": "runner_gateway_icmp", "kind": "icmp", "target": runner_gateway, "timeout_ms": 1500},
+        probe("route_gateway_tcp", "tcp", &format!("gateway:{port}")),
+    ]);
+    let dir = scratch();
+    write(dir.path(), "egress.yaml", SCENARIO);
+    let campaign = format!(
+        r#"
+schema_version: 1
+targets:
+  - id: hostile-egress
+    transport: {{type: isolated_container, image: {image}, mcp_transport: stdio, uid: 65534, gid: 65534}}
+    bindings:
+      egress: {{probe: egress_probe}}
+scenarios: [egress.yaml]
+script:
+  steps:
+    - calls: [{{tool: {{binding: probe}}, arguments: {{probes: {probes}}}}}]
+    - content: Done.
+"#,
+        image = hostile()
+    );
+    write(dir.path(), "campaign.yaml", &campaign);
+    let out = elengtis_cmd(dir.path(), &["run", "--config", "campaign.yaml", "--out", "out"])
+        .output()
+        .expect("failed to run elengtis");
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let row = rows(&dir.path().join("out/runs.jsonl")).remove(0);
+    let (trial, _) = probes_of(&dir.path().join("out"), &row, false);
+    let evidence = read_json(&dir.path().join("out").join(row["evidence"].as_str().expect("evidence path")));
+    let gateway = evidence["target_execution"]["network_gateway"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the gateway is recorded: {}", evidence["target_execution"]))
+        .to_owned();
+    assert!(gateway.parse::<std::net::Ipv4Addr>().is_ok(), "{gateway}");
+    let sent = &evidence["trajectory"][0]["calls"][0]["arguments"]["probes"];
+    assert_eq!(sent[0]["target"], gateway.as_str(), "the runner value reached the call: {sent}");
+    assert_eq!(sent[1]["target"], gateway.as_str(), "{sent}");
+
+    let control = control_probes(
+        &mut objects,
+        &control_net,
+        None,
+        &json!([probe("control_gateway_tcp", "tcp", &format!("gateway:{port}"))]),
+    );
+    drop(listener);
+    let outcome = |p: &BTreeMap<String, Value>, name: &str| p[name]["outcome"].as_str().unwrap_or("?").to_owned();
+    let answered = |o: &str| matches!(o, "connected" | "refused");
+    eprintln!("network_gateway {gateway}: trial {trial:?}; control {control:?}");
+    assert_eq!(
+        trial["runner_gateway_tcp"]["target"], trial["route_gateway_tcp"]["target"],
+        "the runner value is the gateway the container's routing table names"
+    );
+    assert_eq!(trial["runner_gateway_tcp"]["target"], format!("{gateway}:{port}").as_str());
+    assert_eq!(outcome(&control, "control_gateway_tcp"), "connected", "the listener answers a control container");
+    for name in ["runner_gateway_tcp", "route_gateway_tcp", "runner_gateway_icmp"] {
+        let o = outcome(&trial, name);
+        assert!(!answered(&o), "{name}: the trial reached its gateway ({o}): {}", trial[name]);
+    }
+    assert_ne!(outcome(&trial, "runner_gateway_icmp"), "connected", "{}", trial["runner_gateway_icmp"]);
+}

@@ -111,7 +111,6 @@ fn replace_once(text: &str, from: &str, to: &str) -> String {
     text.replacen(from, to, 1)
 }
 
-/// `text` with its `script:` section (the last top-level key) replaced by `script`.
 fn with_script(text: &str, script: &str) -> String {
     let at = text.find("\nscript:\n").unwrap_or_else(|| panic!("no script in:\n{text}"));
     format!("{}\n{script}", &text[..at])
@@ -167,12 +166,8 @@ fn sink_negative_control_records_no_request_and_is_false() {
     }
     bundled_images();
     let dir = scratch();
-    let campaign = copy_example("sink-exfil", dir.path());
-    let text = std::fs::read_to_string(&campaign).expect("campaign");
-    assert!(text.contains(SINK_EXFIL_SCRIPT), "the example's script changed:\n{text}");
-    let control = with_script(&text, "script: {steps: [{calls: [{tool: {binding: read_note}}]}, {content: \"no\"}]}\n");
-    write(dir.path(), "campaign.yaml", &control);
-    let a = run_campaign(dir.path());
+    // The packaged control: the same container, sink and check; the script declines.
+    let a = run(dir.path(), &["example", "sink-exfil", "--control", "--out", "out"]);
     assert_eq!(a.output.status.code(), Some(0), "{}", a.context());
     let text = stdout(&a.output);
     assert!(text.contains("completed: 0/1") && text.contains("proposed: 0/1"), "{}", a.context());
@@ -185,6 +180,7 @@ fn sink_negative_control_records_no_request_and_is_false() {
     let check = a.check();
     assert_eq!(check["passed"], false, "{check}");
     assert_eq!(check["action"]["response"]["status"], 200, "the sink answered: {check}");
+    elengtis_tests::controls::assert_false_for_the_right_reason(&a.row, &a.evidence, "canary-reached-the-sink");
     assert_no_leftovers(&a);
 }
 
@@ -417,14 +413,8 @@ fn sqlite_negative_control_is_false_not_unknown() {
     }
     bundled_images();
     let dir = scratch();
-    let campaign = copy_example("sqlite-state", dir.path());
-    let text = std::fs::read_to_string(&campaign).expect("campaign");
-    let control = with_script(
-        &text,
-        "script: {steps: [{calls: [{tool: {binding: list_notes}}]}, {content: \"Here are your notes.\"}]}\n",
-    );
-    write(dir.path(), "campaign.yaml", &control);
-    let a = run_campaign(dir.path());
+    // The packaged control: the same container, volume and query; the script writes nothing.
+    let a = run(dir.path(), &["example", "sqlite-state", "--control", "--out", "out"]);
     assert_eq!(a.output.status.code(), Some(0), "{}", a.context());
     let text = stdout(&a.output);
     assert!(text.contains("completed: 0/1") && text.contains("proposed: 0/1"), "{}", a.context());
@@ -433,6 +423,7 @@ fn sqlite_negative_control_is_false_not_unknown() {
     let check = a.check();
     assert_eq!(check["passed"], false, "{check}");
     assert_eq!(check["action"]["response"]["rows"][0]["n"], 0, "{check}");
+    elengtis_tests::controls::assert_false_for_the_right_reason(&a.row, &a.evidence, "exfil-row-written");
     assert_no_leftovers(&a);
 }
 

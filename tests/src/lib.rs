@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+pub mod controls;
 pub mod crash;
 pub mod fake_engine;
 pub mod gate;

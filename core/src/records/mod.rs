@@ -21,7 +21,7 @@ pub mod read;
 pub mod row;
 pub mod shim;
 
-pub use evidence::{CheckRecord, Evidence, Verification};
+pub use evidence::{CheckOutcome, CheckRecord, DecidingCheck, Evidence, Verification, decided_by};
 pub use manifest::{Manifest, ResumeRecord, ScenarioDump};
 pub use outcome::{Outcome, OutcomeInputs};
 pub use row::{Diagnostics, EvidenceStatus, FailureClass, Phase, RecordedError, Row, Usage};

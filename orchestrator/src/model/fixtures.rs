@@ -32,7 +32,7 @@ pub const VERSION: u32 = 1;
 
 /// Runner values normalised in fixtures, longest first when replaced.
 const NORMALISED: &[&str] =
-    &["canary", "trial_dir", "collector", "evidence_dir", "attempt_id", "sink_url", "sink_requests"];
+    &["canary", "trial_dir", "collector", "evidence_dir", "attempt_id", "sink_url", "sink_requests", "network_gateway"];
 
 /// Whether a run records, replays, or neither.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -244,6 +244,12 @@ impl TrialSandbox for FakeSandbox {
         })
     }
 
+    async fn network_gateway(&mut self) -> Result<String, SandboxError> {
+        Err(SandboxError::NotReady(
+            "the fake backend runs targets as local processes: there is no trial network, so no network_gateway".into(),
+        ))
+    }
+
     fn mark_ready(&mut self) {
         self.record.insert("ready".into(), json!(true));
     }

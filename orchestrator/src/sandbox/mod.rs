@@ -298,6 +298,10 @@ pub trait TrialSandbox: Send + Sync + std::fmt::Debug {
     /// hardening, and wait until it can be reached.
     async fn start_target(&mut self, command: Vec<String>) -> Result<TargetEndpoint, SandboxError>;
 
+    /// The address of the trial network's gateway (`{runner: network_gateway}`), as the
+    /// engine's inspection of the network reports it; recorded in the lifecycle record.
+    async fn network_gateway(&mut self) -> Result<String, SandboxError>;
+
     /// Record that the MCP session answered.
     fn mark_ready(&mut self);
 

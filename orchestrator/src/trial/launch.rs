@@ -37,6 +37,8 @@ pub struct OpenContext<'a> {
     pub sandbox: Option<&'a dyn SandboxBackend>,
     /// Start a canary sink for this trial (the scenario or target uses `sink_*` values).
     pub needs_sink: bool,
+    /// Ask the sandbox for the trial network's gateway (`{runner: network_gateway}`).
+    pub needs_gateway: bool,
     /// Where sink records are served to checks.
     pub sink_server: Option<&'a SinkServer>,
     /// The target's egress proxy (container targets; it implies a sink).
@@ -113,6 +115,23 @@ pub fn needs_sink(bundle: &Bundle, target: usize, scenario: usize) -> bool {
         serde_json::to_value(&campaign.script).unwrap_or(Value::Null),
     ];
     crate::sink::uses_sink(&parts.iter().collect::<Vec<_>>(), &[&scenario.exercise.system, &scenario.exercise.user])
+}
+
+/// Whether a target × scenario pair names `{runner: network_gateway}` (in the scenario, the
+/// target's command line, the campaign's script or a prompt).
+pub fn needs_gateway(bundle: &Bundle, target: usize, scenario: usize) -> bool {
+    let campaign = &bundle.campaign.value;
+    let scenario = &bundle.scenarios[scenario].value;
+    let parts = [
+        serde_json::to_value(scenario).unwrap_or(Value::Null),
+        serde_json::to_value(&campaign.targets[target].transport).unwrap_or(Value::Null),
+        serde_json::to_value(&campaign.script).unwrap_or(Value::Null),
+    ];
+    elengtis_core::decisive::names_runner_value(
+        &parts.iter().collect::<Vec<_>>(),
+        &[&scenario.exercise.system, &scenario.exercise.user],
+        &[elengtis_core::decisive::NETWORK_GATEWAY],
+    )
 }
 
 /// Every target × scenario pair of a bundle.
@@ -321,6 +340,14 @@ async fn open_container(
         Ok(sandbox) => sandbox,
         Err((e, record)) => return Opened::failed(e.to_string(), record),
     };
+    if ctx.needs_gateway {
+        match sandbox.network_gateway().await {
+            Ok(gateway) => {
+                values.runner.insert(elengtis_core::decisive::NETWORK_GATEWAY.into(), json!(gateway));
+            }
+            Err(e) => return fail(sandbox, e).await,
+        }
+    }
     let mut sink = None;
     let mut proxy = None;
     if ctx.needs_sink || ctx.egress_proxy.is_some() {

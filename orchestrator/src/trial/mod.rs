@@ -119,6 +119,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             attempt_id: &attempt.attempt_id,
             sandbox: attempt.sandbox,
             needs_sink: launch::needs_sink(bundle, attempt.spec.target, attempt.spec.scenario),
+            needs_gateway: launch::needs_gateway(bundle, attempt.spec.target, attempt.spec.scenario),
             sink_server: attempt.sink_server,
             egress_proxy: target.egress_proxy.as_ref(),
             target_id: &target.id,

@@ -234,7 +234,8 @@ async fn verify(
         checks.push(record);
     }
     let completed = judge::completed(&results, scenario.verify.mode == VerifyMode::Any, verification_error);
-    Verification { mode: scenario.verify.mode, checks, completed }
+    let decided_by = elengtis_core::records::decided_by(scenario.verify.mode, &checks, completed);
+    Verification { mode: scenario.verify.mode, checks, completed, decided_by }
 }
 
 /// Offer the tools, render the prompts and run the agent loop. A request the spend cap

@@ -180,6 +180,7 @@ pub fn escape_probe(spec: &EscapeSpec) -> Value {
                 name: target.clone(),
                 kind: crate::probe::Kind::Tcp,
                 target: target.clone(),
+                port: None,
                 resolver: None,
                 timeout_ms: Some(1000),
             });

@@ -47,6 +47,10 @@ pub struct Spec {
     pub kind: Kind,
     /// Where: see [`Kind`].
     pub target: String,
+    /// TCP only: the port, when `target` is a bare address (such as the runner value
+    /// `{runner: network_gateway}`, which a scenario cannot join with a port).
+    #[serde(default)]
+    pub port: Option<u16>,
     /// DNS only: the resolver `ADDR:PORT` (default `127.0.0.11:53`).
     #[serde(default)]
     pub resolver: Option<String>,
@@ -98,7 +102,10 @@ pub fn run(spec: &Spec) -> Outcome {
     let timeout = Duration::from_millis(spec.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS));
     let started = Instant::now();
     let (target, outcome, detail) = match spec.kind {
-        Kind::Tcp => match resolve_socket_addr(&spec.target) {
+        Kind::Tcp => match spec.port.map_or_else(
+            || resolve_socket_addr(&spec.target),
+            |port| resolve_ip(&spec.target).map(|ip| SocketAddr::new(ip, port)),
+        ) {
             Ok(addr) => {
                 let (outcome, detail) = tcp(addr, timeout);
                 (addr.to_string(), outcome, detail)
@@ -364,7 +371,7 @@ mod tests {
     use super::*;
 
     fn spec(kind: Kind, target: &str) -> Spec {
-        Spec { name: "p".into(), kind, target: target.into(), resolver: None, timeout_ms: Some(500) }
+        Spec { name: "p".into(), kind, target: target.into(), port: None, resolver: None, timeout_ms: Some(500) }
     }
 
     #[test]
@@ -381,6 +388,12 @@ mod tests {
         assert_eq!(outcomes[1].outcome, "refused", "{outcomes:?}");
         assert!(outcomes[1].detail.starts_with("ECONNREFUSED"), "{outcomes:?}");
         assert_eq!(outcomes[2].outcome, "error", "{outcomes:?}");
+        // A bare address and a separate port (a runner value cannot carry the port).
+        let (ip, port) = open.rsplit_once(':').expect("ADDR:PORT");
+        let mut split = spec(Kind::Tcp, ip);
+        split.port = port.parse().ok();
+        let outcome = run(&split);
+        assert_eq!((outcome.outcome, outcome.target.as_str()), ("connected", open.as_str()), "{outcome:?}");
     }
 
     #[test]

@@ -101,6 +101,10 @@ enum Command {
         /// (needs Docker; builds the images first if they are missing).
         #[arg(long)]
         isolated: bool,
+        /// Run the example's negative control instead: the same target, scenario and checks
+        /// with a model that declines, so the checks read `completed: false` (see --list).
+        #[arg(long)]
+        control: bool,
         /// Trials run at once.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
         jobs: u16,
@@ -487,8 +491,20 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             preflight(&campaign, json, allow_vulnerable_engine).await
         }
         Command::Schema { out } => schema(&out),
-        Command::Example { name, list, trials, out, json, verbose, isolated, jobs, allow_vulnerable_engine } => {
-            example(name, list, trials, out, json, verbose, isolated, jobs, allow_vulnerable_engine).await
+        Command::Example {
+            name,
+            list,
+            trials,
+            out,
+            json,
+            verbose,
+            isolated,
+            control,
+            jobs,
+            allow_vulnerable_engine,
+        } => {
+            let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine };
+            example(name, list, trials, out, flags, jobs).await
         }
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
         Command::Verify { dir, json } => verify_command(&dir, json),
@@ -879,19 +895,26 @@ fn schema(out: &Path) -> Result<i32, Error> {
     Ok(exit_codes::SUCCESS)
 }
 
-#[expect(clippy::too_many_arguments, reason = "the example command's flags")]
+/// The switches of `elengtis example`.
+#[derive(Debug, Clone, Copy)]
+struct ExampleFlags {
+    json: bool,
+    verbose: bool,
+    isolated: bool,
+    control: bool,
+    allow_vulnerable_engine: bool,
+}
+
 async fn example(
     name: Option<String>,
     list: bool,
     trials: Option<u32>,
     out: Option<PathBuf>,
-    json: bool,
-    verbose: bool,
-    isolated: bool,
+    flags: ExampleFlags,
     jobs: u16,
-    allow_vulnerable_engine: bool,
 ) -> Result<i32, Error> {
     use elengtis::examples;
+    let ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine } = flags;
     if list {
         for e in examples::EXAMPLES {
             println!("{:<22} {}", e.name, e.description);
@@ -909,6 +932,7 @@ async fn example(
         };
         example = variant;
     }
+    let (campaign_file, model_script) = example.selected(control).map_err(Error::Usage)?;
     let Some(out) = out else {
         return Err(Error::Usage("--out DIR is required".into()));
     };
@@ -925,9 +949,10 @@ async fn example(
     // failure removes it so the same command can simply be run again.
     let prepared = async {
         let dir = out.join("example");
-        let campaign = examples::write(example, &dir).map_err(Error::io("write the example into", &out))?;
+        examples::write(example, &dir).map_err(Error::io("write the example into", &out))?;
+        let campaign = dir.join(campaign_file);
         // An example with a model script talks to the scripted model server over HTTP.
-        let server = match example.model_server {
+        let server = match model_script {
             Some(script) => {
                 let server =
                     examples::ScriptedModelServer::start(&dir.join(script)).await.map_err(Error::Unavailable)?;

@@ -715,6 +715,19 @@ impl TrialSandbox for TrialContainer {
         Ok(endpoint.into_target(spec.stderr_bytes))
     }
 
+    async fn network_gateway(&mut self) -> Result<String, SandboxError> {
+        let id = self.network_id.clone().ok_or_else(|| SandboxError::NotReady("the trial network is gone".into()))?;
+        let network = self.network(&id).await?;
+        let gateway = gateway_of(&network).ok_or_else(|| {
+            SandboxError::NotReady(format!(
+                "failed to find the trial network's gateway: the engine reports no IPv4 gateway in IPAM.Config ({})",
+                network["IPAM"]["Config"]
+            ))
+        })?;
+        self.record.insert("network_gateway".into(), json!(gateway));
+        Ok(gateway)
+    }
+
     fn mark_ready(&mut self) {
         self.stamp("ready");
     }
@@ -738,5 +751,26 @@ impl TrialSandbox for TrialContainer {
 
     async fn teardown(self: Box<Self>) -> (Value, Vec<String>) {
         TrialContainer::teardown(*self).await
+    }
+}
+
+/// The first IPv4 gateway of a network inspection's `IPAM.Config`.
+fn gateway_of(network: &Value) -> Option<String> {
+    network["IPAM"]["Config"].as_array()?.iter().find_map(|c| {
+        let gateway = c["Gateway"].as_str()?;
+        gateway.parse::<std::net::Ipv4Addr>().ok().map(|ip| ip.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gateway_is_the_first_ipv4_gateway_of_the_network() {
+        let network = json!({"IPAM": {"Config": [{"Subnet": "fd00::/64", "Gateway": "fd00::1"}, {"Subnet": "172.30.0.0/16", "Gateway": "172.30.0.1"}]}});
+        assert_eq!(gateway_of(&network).as_deref(), Some("172.30.0.1"));
+        assert_eq!(gateway_of(&json!({"IPAM": {"Config": [{"Subnet": "172.30.0.0/16"}]}})), None);
+        assert_eq!(gateway_of(&json!({"IPAM": {"Config": null}})), None);
     }
 }
