@@ -160,8 +160,11 @@ fn run_recipe(script: &str, env: &[(String, String)]) {
     // This project's CI engine is one the engine gate refuses (docs/security.md).
     let bin_dir = elengtis_tests::bin_dir().to_str().expect("UTF-8");
     // A static test build imports the images from its own executables, as `bundled_images` does.
-    let images_build =
-        if cfg!(target_feature = "crt-static") { format!("images build --binaries {bin_dir}") } else { "images build".into() };
+    let images_build = if cfg!(target_feature = "crt-static") {
+        format!("images build --binaries {bin_dir}")
+    } else {
+        "images build".into()
+    };
     let script = script
         .replace("images build", &images_build)
         .replace("target/release/elengtis", elengtis_tests::bin("elengtis").to_str().expect("UTF-8"))

@@ -2,6 +2,7 @@
 //! mounted, completing an isolated campaign from inside (stdio inside the trial
 //! containers, so the runner needs no route to the internal networks).
 
+use std::fmt::Write as _;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 
 use elengtis_tests::{
@@ -121,10 +122,11 @@ fn images_build_from_the_source_tree_imports_what_the_static_build_reports() {
         "#!/bin/sh\nprintf '%s\\n' \"$*\" \"RUSTFLAGS=$RUSTFLAGS\" > '{}'\necho 'not JSON: cargo also prints other lines'\n",
         log.display()
     );
-    for name in ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"] {
+    for name in ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"]
+    {
         let message = json!({"reason": "compiler-artifact", "target": {"kind": ["bin"], "name": name},
             "executable": built.join(name)});
-        fake.push_str(&format!("echo '{message}'\n"));
+        let _ = writeln!(fake, "echo '{message}'");
     }
     let cargo = dir.path().join("cargo");
     std::fs::write(&cargo, fake).expect("test setup");

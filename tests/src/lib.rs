@@ -300,8 +300,11 @@ pub fn bundled_images() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = bin_dir().to_str().expect("the target directory is UTF-8").to_owned();
-        let args: &[&str] =
-            if cfg!(target_feature = "crt-static") { &["images", "build", "--binaries", &dir] } else { &["images", "build"] };
+        let args: &[&str] = if cfg!(target_feature = "crt-static") {
+            &["images", "build", "--binaries", &dir]
+        } else {
+            &["images", "build"]
+        };
         let out = elengtis(&workspace(), args);
         assert!(out.status.success(), "elengtis images build failed:\n{}", stderr(&out));
     });
