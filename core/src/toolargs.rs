@@ -308,13 +308,7 @@ pub struct Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if self.line > 0 {
-            write!(f, ":{}:{}", self.line, self.column)?;
-        }
-        if self.severity == Severity::Warning {
-            write!(f, ": warning")?;
-        }
+        crate::format::write_place(f, &self.file, self.line, self.column, self.severity)?;
         if self.argument.is_empty() {
             write!(f, ": {}: {} ({})", self.path, self.message, self.call)
         } else {

@@ -1434,14 +1434,17 @@ fn container_sqlite_query_needs_a_container_target() {
     );
 }
 
-#[test]
-fn container_sqlite_query_on_a_container_is_valid() {
-    // Only the container target: drop the stdio one.
-    let mut case = with_sqlite_check(Case::new().with_container());
+/// Only the container target: the stdio one dropped.
+fn container_only(mut case: Case) -> Case {
     let start = case.campaign.find("  - id: local-demo").expect("stdio target");
     let end = case.campaign.find("  - id: boxed").expect("container target");
     case.campaign.replace_range(start..end, "");
-    let run = case.run();
+    case
+}
+
+#[test]
+fn container_sqlite_query_on_a_container_is_valid() {
+    let run = container_only(with_sqlite_check(Case::new().with_container())).run();
     run.code(0);
     assert_eq!(run.stdout(), "boxed--support-note--0\nboxed--support-note--1\n");
 }
@@ -1498,12 +1501,8 @@ fn container_file_needs_a_container_target() {
 
 #[test]
 fn container_file_on_a_container_is_valid_and_counts_as_independent() {
-    // Only the container target, whose sole independent check is the container_file one.
-    let mut case = with_file_check(Case::new().with_container());
-    let start = case.campaign.find("  - id: local-demo").expect("stdio target");
-    let end = case.campaign.find("  - id: boxed").expect("container target");
-    case.campaign.replace_range(start..end, "");
-    let run = case.run();
+    // Its sole independent check is the container_file one.
+    let run = container_only(with_file_check(Case::new().with_container())).run();
     run.code(0);
     assert_eq!(run.stdout(), "boxed--support-note--0\nboxed--support-note--1\n");
 }

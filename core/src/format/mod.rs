@@ -104,15 +104,28 @@ pub struct Diagnostic {
     pub message: String,
 }
 
+/// The `file:line:column` (the position left out when `line` is 0) and `: warning` that every
+/// message about a place in a document starts with.
+pub fn write_place(
+    f: &mut fmt::Formatter<'_>,
+    file: &std::path::Path,
+    line: usize,
+    column: usize,
+    severity: Severity,
+) -> fmt::Result {
+    write!(f, "{}", file.display())?;
+    if line > 0 {
+        write!(f, ":{line}:{column}")?;
+    }
+    if severity == Severity::Warning {
+        write!(f, ": warning")?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if self.line > 0 {
-            write!(f, ":{}:{}", self.line, self.column)?;
-        }
-        if self.severity == Severity::Warning {
-            write!(f, ": warning")?;
-        }
+        write_place(f, &self.file, self.line, self.column, self.severity)?;
         if self.path.is_empty() {
             write!(f, ": {}", self.message)
         } else {
