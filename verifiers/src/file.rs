@@ -299,40 +299,103 @@ fn unsafe_archive(path: &str, detail: String) -> FileError {
     FileError::UnsafeArchive { path: path.to_owned(), detail }
 }
 
-fn read_file(path: &str, name: &str, tar: &[u8], max_bytes: u64) -> Result<Vec<u8>, FileError> {
+/// Why an archive is not exactly one regular file of the expected name within the cap
+/// ([`single_regular_file`]). Each caller words it for its own error.
+#[derive(Debug)]
+pub enum SingleFileRefusal {
+    /// The bytes are not a readable tar: `what` went wrong (`not a tar`, `not a valid tar`,
+    /// `an invalid size field`, `unreadable content`), with the parser's complaint.
+    Invalid {
+        /// What went wrong.
+        what: &'static str,
+        /// The parser's complaint.
+        detail: std::io::Error,
+    },
+    /// A second entry.
+    MoreThanOne,
+    /// An entry that is not a regular file: its name and type.
+    NotRegular {
+        /// The entry's name.
+        name: String,
+        /// Its type.
+        kind: tar::EntryType,
+    },
+    /// A regular file of another name.
+    OtherName(String),
+    /// Over the cap: the size the header declares, or `None` when the content overran it.
+    TooLarge(Option<u64>),
+    /// No file at all.
+    Empty,
+}
+
+impl SingleFileRefusal {
+    /// What the entry is, for messages: `a symbolic link`, `a directory`, ….
+    pub fn what(kind: tar::EntryType) -> &'static str {
+        kind_of(kind).1
+    }
+}
+
+/// The content of the one regular file named `name` in an untrusted `tar`. A second entry, a
+/// link, a directory, a device, a FIFO, another name or a file over `max_bytes` is refused;
+/// PAX global headers carry only metadata and are skipped. The SQLite snapshot and
+/// `container_file` both read the engine's archives with it.
+pub fn single_regular_file(tar: &[u8], name: &str, max_bytes: u64) -> Result<Vec<u8>, SingleFileRefusal> {
+    let invalid = |what| move |detail| SingleFileRefusal::Invalid { what, detail };
     let mut archive = tar::Archive::new(tar);
     let mut found: Option<Vec<u8>> = None;
-    for entry in archive.entries().map_err(bad_archive(path))? {
-        let mut entry = entry.map_err(bad_archive(path))?;
+    for entry in archive.entries().map_err(invalid("not a tar"))? {
+        let mut entry = entry.map_err(invalid("not a valid tar"))?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
             continue;
         }
         if found.is_some() {
-            return Err(unsafe_archive(path, "the archive holds more than one entry".into()));
+            return Err(SingleFileRefusal::MoreThanOne);
         }
         let entry_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         if !kind.is_file() {
-            let (_, what) = kind_of(kind);
-            let hint = if kind.is_dir() { " (set `list: true` to list a directory)" } else { "" };
-            return Err(FileError::NotRegularFile { path: path.to_owned(), what, hint });
+            return Err(SingleFileRefusal::NotRegular { name: entry_name, kind });
         }
         if entry_name != name {
-            return Err(unsafe_archive(path, format!("it holds `{entry_name}`, not `{name}`")));
+            return Err(SingleFileRefusal::OtherName(entry_name));
         }
-        let too_large = |detail: String| FileError::TooLarge { path: path.to_owned(), detail };
-        let size = entry.header().size().map_err(bad_archive(path))?;
+        let size = entry.header().size().map_err(invalid("an invalid size field"))?;
         if size > max_bytes {
-            return Err(too_large(format!("the file is {size} bytes, larger than the {max_bytes}-byte cap")));
+            return Err(SingleFileRefusal::TooLarge(Some(size)));
         }
         let mut content = Vec::new();
-        (&mut entry).take(max_bytes.saturating_add(1)).read_to_end(&mut content).map_err(bad_archive(path))?;
+        (&mut entry)
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut content)
+            .map_err(invalid("unreadable content"))?;
         if len_u64(&content) > max_bytes {
-            return Err(too_large(format!("the file is larger than the {max_bytes}-byte cap")));
+            return Err(SingleFileRefusal::TooLarge(None));
         }
         found = Some(content);
     }
-    found.ok_or_else(|| unsafe_archive(path, "the archive holds no file".into()))
+    found.ok_or(SingleFileRefusal::Empty)
+}
+
+fn read_file(path: &str, name: &str, tar: &[u8], max_bytes: u64) -> Result<Vec<u8>, FileError> {
+    single_regular_file(tar, name, max_bytes).map_err(|refusal| match refusal {
+        SingleFileRefusal::Invalid { detail, .. } => bad_archive(path)(detail),
+        SingleFileRefusal::MoreThanOne => unsafe_archive(path, "the archive holds more than one entry".into()),
+        SingleFileRefusal::NotRegular { kind, .. } => {
+            let hint = if kind.is_dir() { " (set `list: true` to list a directory)" } else { "" };
+            FileError::NotRegularFile { path: path.to_owned(), what: SingleFileRefusal::what(kind), hint }
+        }
+        SingleFileRefusal::OtherName(entry_name) => {
+            unsafe_archive(path, format!("it holds `{entry_name}`, not `{name}`"))
+        }
+        SingleFileRefusal::TooLarge(size) => FileError::TooLarge {
+            path: path.to_owned(),
+            detail: match size {
+                Some(size) => format!("the file is {size} bytes, larger than the {max_bytes}-byte cap"),
+                None => format!("the file is larger than the {max_bytes}-byte cap"),
+            },
+        },
+        SingleFileRefusal::Empty => unsafe_archive(path, "the archive holds no file".into()),
+    })
 }
 
 fn read_listing(path: &str, name: &str, tar: &[u8], limits: &FileLimits) -> Result<Vec<DirEntry>, FileError> {

@@ -39,15 +39,13 @@
 //! The container is **always unpaused**: on success, on every error, on timeout, and (through
 //! a drop guard that spawns the unpause) when the caller drops the future midway.
 
-use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
-use bollard::query_parameters::DownloadFromContainerOptionsBuilder;
+use elengtis_verifiers::file::{Fetched, SingleFileRefusal, single_regular_file};
 use elengtis_verifiers::sqlite::SnapshotFiles;
-use futures_util::StreamExt as _;
 
-use super::api::{describe, is_not_found};
+use super::api::describe;
 use crate::sandbox::SandboxError;
 
 /// How long the unpause may take (independent of the snapshot deadline: it must run even
@@ -204,76 +202,31 @@ async fn download(
     max_bytes: u64,
 ) -> Result<Option<Vec<u8>>, SandboxError> {
     let what = format!("copy {path} out of container {}", short(container_id));
-    let options = DownloadFromContainerOptionsBuilder::default().path(path).build();
-    let mut stream = docker.download_from_container(container_id, Some(options));
-    let limit = max_bytes.saturating_add(TAR_OVERHEAD);
-    let mut tar = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        match chunk {
-            Ok(bytes) => {
-                if u64::try_from(tar.len() + bytes.len()).unwrap_or(u64::MAX) > limit {
-                    return Err(engine_error(what, format!("the file is larger than the {max_bytes}-byte cap")));
-                }
-                tar.extend_from_slice(&bytes);
-            }
-            Err(e) if is_not_found(&e) && tar.is_empty() => return Ok(None),
-            Err(e) => return Err(engine_error(what, describe(&e))),
+    match super::archive::fetch(docker, container_id, path, max_bytes.saturating_add(TAR_OVERHEAD)).await? {
+        Fetched::Missing => Ok(None),
+        Fetched::OverCap { .. } => Err(engine_error(what, format!("the file is larger than the {max_bytes}-byte cap"))),
+        Fetched::Tar(tar) => {
+            untar_single_file(&tar, expected_name, max_bytes).map(Some).map_err(|detail| engine_error(what, detail))
         }
     }
-    untar_single_file(&tar, expected_name, max_bytes).map(Some).map_err(|detail| engine_error(what, detail))
 }
 
-/// The content of the one regular file named `expected_name` in `tar`. Anything else in the
-/// archive (a second entry, a link, a directory, a device, a FIFO, a sparse file) is an error,
-/// as is a file over `max_bytes`. PAX global headers carry only metadata and are skipped.
+/// The content of the one regular file named `expected_name` in `tar`
+/// ([`elengtis_verifiers::file::single_regular_file`]), its refusal worded for a snapshot.
 fn untar_single_file(tar: &[u8], expected_name: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let mut archive = tar::Archive::new(tar);
-    let entries = archive.entries().map_err(|e| format!("the engine's archive is not a tar: {e}"))?;
-    let mut found: Option<Vec<u8>> = None;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| format!("the engine's archive is not a valid tar: {e}"))?;
-        let kind = entry.header().entry_type();
-        if kind.is_pax_global_extensions() {
-            continue;
+    single_regular_file(tar, expected_name, max_bytes).map_err(|refusal| match refusal {
+        SingleFileRefusal::Invalid { what, detail } => format!("the engine's archive is {what}: {detail}"),
+        SingleFileRefusal::MoreThanOne => "the archive holds more than one file".into(),
+        SingleFileRefusal::NotRegular { name, kind } => {
+            format!("`{name}` is {}; only a regular file can be snapshotted", SingleFileRefusal::what(kind))
         }
-        let name = entry.path().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| "?".into());
-        if !kind.is_file() {
-            let what = if kind.is_symlink() {
-                "a symbolic link"
-            } else if kind.is_hard_link() {
-                "a hard link"
-            } else if kind.is_dir() {
-                "a directory"
-            } else if kind.is_character_special() || kind.is_block_special() {
-                "a device"
-            } else if kind.is_fifo() {
-                "a FIFO"
-            } else {
-                "not a regular file"
-            };
-            return Err(format!("`{name}` is {what}; only a regular file can be snapshotted"));
+        SingleFileRefusal::OtherName(name) => format!("the archive holds `{name}`, not `{expected_name}`"),
+        SingleFileRefusal::TooLarge(Some(size)) => {
+            format!("the file is {size} bytes, larger than the {max_bytes}-byte cap")
         }
-        if found.is_some() {
-            return Err("the archive holds more than one file".into());
-        }
-        if name.trim_end_matches('/') != expected_name {
-            return Err(format!("the archive holds `{name}`, not `{expected_name}`"));
-        }
-        let size = entry.header().size().map_err(|e| format!("the archive's size field is invalid: {e}"))?;
-        if size > max_bytes {
-            return Err(format!("the file is {size} bytes, larger than the {max_bytes}-byte cap"));
-        }
-        let mut content = Vec::new();
-        (&mut entry)
-            .take(max_bytes.saturating_add(1))
-            .read_to_end(&mut content)
-            .map_err(|e| format!("failed to read the file from the archive: {e}"))?;
-        if u64::try_from(content.len()).unwrap_or(u64::MAX) > max_bytes {
-            return Err(format!("the file is larger than the {max_bytes}-byte cap"));
-        }
-        found = Some(content);
-    }
-    found.ok_or_else(|| "the archive holds no file".into())
+        SingleFileRefusal::TooLarge(None) => format!("the file is larger than the {max_bytes}-byte cap"),
+        SingleFileRefusal::Empty => "the archive holds no file".into(),
+    })
 }
 
 #[cfg(test)]
