@@ -80,6 +80,9 @@ pub struct BenchReport {
     pub container_ms_median: f64,
     /// 95th percentile isolated-container trial, ms.
     pub container_ms_p95: f64,
+    /// The network of those trials and of the floor: `none` (the default for a stdio trial
+    /// with no sink) or `internal_bridge` (`ELENGTIS_TRIAL_NETWORK=always`).
+    pub container_network: &'static str,
     /// Median raw lifecycle of the same image, ms (the floor).
     pub floor_ms_median: f64,
     /// 95th percentile of the floor, ms.
@@ -284,8 +287,10 @@ async fn floor(sandbox: &DockerBackend, image: &str, trials: u32) -> Result<Vec<
             run_id: format!("bench-floor-{}", std::process::id()),
             trial_id: format!("floor--{i}"),
             attempt_id: uuid::Uuid::new_v4().to_string(),
-            // The same network as a stdio trial's: no host address on the bridge.
+            // The same network as a stdio trial's: none when it needs none (a bridge with no
+            // host address under `ELENGTIS_TRIAL_NETWORK=always`).
             host_route: false,
+            network: sandbox.network.gives_network(false),
             stderr_bytes: 64 * 1024,
         };
         let started = Instant::now();
@@ -324,6 +329,7 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
         stdio_ms_p95: percentile(&stdio, 0.95),
         container_ms_median: median(&container),
         container_ms_p95: percentile(&container, 0.95),
+        container_network: if sandbox.network.gives_network(false) { "internal_bridge" } else { "none" },
         container_http_ms_median: median(&http),
         container_http_ms_p95: percentile(&http, 0.95),
         container_http_route: if relay::relay_image(docker.relay.clone().unwrap_or(RelayMode::Always), true, None)
@@ -349,7 +355,7 @@ pub fn render(r: &BenchReport) -> String {
     format!(
         "elengtis bench ({} trials per measurement)\n\
          stdio trial          median {:8.1} ms   p95 {:8.1} ms   {:.1} trials/s\n\
-         container trial      median {:8.1} ms   p95 {:8.1} ms   (MCP over the container's stdio)\n\
+         container trial      median {:8.1} ms   p95 {:8.1} ms   (MCP over the container's stdio, network: {})\n\
          floor (raw lifecycle) median {:7.1} ms   p95 {:8.1} ms\n\
          container ÷ floor    {:.2}×\n\
          container, HTTP      median {:8.1} ms   p95 {:8.1} ms   (streamable HTTP, {})\n\
@@ -361,6 +367,7 @@ pub fn render(r: &BenchReport) -> String {
         r.stdio_trials_per_second,
         r.container_ms_median,
         r.container_ms_p95,
+        r.container_network,
         r.floor_ms_median,
         r.floor_ms_p95,
         r.container_overhead_ratio,

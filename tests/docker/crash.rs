@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 // Every crashpoint phase, in trial order: the runner's own list, so a phase added there is
 // tested here.
 use elengtis::crashpoint::CrashPoint;
-use elengtis_tests::crash::{check_files, check_resumed, crash_at};
+use elengtis_tests::crash::{check_files, check_resumed, crash_at_with};
 use elengtis_tests::{
-    FixtureMcp, bundled_images, docker_or_skip, elengtis, fixture_image, fixture_target, managed_objects,
+    FixtureMcp, bundled_images, docker_or_skip, elengtis, elengtis_cmd, fixture_image, fixture_target, managed_objects,
     managed_volumes, rows, scratch, stderr, stdout, support_note_campaign, write,
 };
 
@@ -23,6 +23,10 @@ const CALLS: usize = 3;
 const TRIALS: usize = 3;
 
 /// Phases in which the crashed trial's network (and later its container and volume) exist.
+/// The trials of this stdio campaign need no network, so they run with none (the engine's
+/// `none` mode) when resumed; the gc jobs and the `network-create` phase give every trial
+/// an internal bridge (`ELENGTIS_TRIAL_NETWORK=always`, what a trial with a sink gets), so
+/// both kinds of sandbox are killed in every phase where they hold objects.
 const OBJECT_PHASES: &[&str] = &["network-create", "container-create", "start", "initialize", "exercise", "verify"];
 
 fn campaign() -> String {
@@ -39,14 +43,18 @@ fn trial_ids() -> Vec<String> {
 /// `elengtis` on this test engine, which the engine gate may refuse (runc before 1.1.12).
 /// Write the campaign into a scratch directory and run it until the runner is killed at
 /// `crashpoint`: the directory, its results directory and what the crash left.
-fn crash_campaign(crashpoint: &str) -> (tempfile::TempDir, std::path::PathBuf, elengtis_tests::crash::Crashed) {
+fn crash_campaign(
+    crashpoint: &str,
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, std::path::PathBuf, elengtis_tests::crash::Crashed) {
     let dir = scratch();
     write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
     write(dir.path(), "campaign.yaml", &campaign());
     let out = dir.path().join("out");
-    let crashed = crash_at(
+    let crashed = crash_at_with(
         dir.path(),
         &["run", "--config", "campaign.yaml", "--out", "out"],
+        env,
         &out,
         crashpoint,
         Duration::from_secs(180),
@@ -65,9 +73,16 @@ fn second_trial(phase: &str) -> String {
 }
 
 /// Kill in `phase` of the second trial, resume, and check everything; returns a report line.
+/// The trial network setting of a job (see [`OBJECT_PHASES`]).
+fn network_env(phase: &str, gc: bool) -> Vec<(&'static str, &'static str)> {
+    let always = gc || phase == "network-create";
+    vec![("ELENGTIS_TRIAL_NETWORK", if always { "always" } else { "auto" })]
+}
+
 fn crash_and_resume(phase: &str) -> String {
     let crashpoint = second_trial(phase);
-    let (dir, out, crashed) = crash_campaign(&crashpoint);
+    let env = network_env(phase, false);
+    let (dir, out, crashed) = crash_campaign(&crashpoint, &env);
     assert_eq!(crashed.complete_rows(), 1, "{crashpoint}: {}", crashed.stderr);
     assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
     check_files(&out, phase == "row-append");
@@ -76,7 +91,10 @@ fn crash_and_resume(phase: &str) -> String {
     // The killed trial's objects are still there when it died with them alive.
     assert_eq!(!left.is_empty(), OBJECT_PHASES.contains(&phase), "{crashpoint}: objects at the kill: {left:?}");
 
-    let resumed = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
+    let resumed = elengtis_cmd(dir.path(), &["run", "--resume", "--out", s(&out)])
+        .envs(env.iter().copied())
+        .output()
+        .expect("failed to resume");
     let found = check_resumed(&crashed, &resumed, &trial_ids());
     for row in rows(&out.join("runs.jsonl")) {
         assert_eq!(row["tool_calls"], CALLS, "{crashpoint}: the exercise crashpoint assumes {CALLS} calls");
@@ -107,7 +125,7 @@ fn crash_and_resume(phase: &str) -> String {
 /// Kill in `phase` of the first trial and run `elengtis gc --run <id>` without resuming.
 fn crash_and_gc(phase: &str) -> String {
     let crashpoint = format!("{phase}:1");
-    let (dir, _, crashed) = crash_campaign(&crashpoint);
+    let (dir, _, crashed) = crash_campaign(&crashpoint, &network_env(phase, true));
     let left = managed_objects(&crashed.run_id);
     assert!(!left.is_empty(), "{crashpoint}: the killed trial's objects should still exist");
     let gc = elengtis(dir.path(), &["gc", "--run", &crashed.run_id, "--json"]);

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport, SandboxChoice};
-use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode};
+use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode, TrialNetwork};
 use elengtis_core::format::campaign::{LoopKind, ProviderKind};
 use elengtis_core::format::{self};
 use elengtis_core::load;
@@ -1259,7 +1259,7 @@ fn interactive() -> bool {
 
 /// How runs use Docker: the engine gate as the flag says, the relay as `ELENGTIS_RELAY` says.
 fn docker_options(allow_vulnerable_engine: bool) -> DockerOptions {
-    DockerOptions { allow_vulnerable_engine, relay: RelayMode::from_env() }
+    DockerOptions { allow_vulnerable_engine, relay: RelayMode::from_env(), network: TrialNetwork::from_env() }
 }
 
 fn run_options(jobs: u16, allow_vulnerable_engine: bool, events: Arc<Terminal>) -> RunOptions {
