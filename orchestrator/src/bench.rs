@@ -100,6 +100,11 @@ pub struct BenchReport {
     pub trials_per_second_jobs1: f64,
     /// Isolated-container trials per second at `--jobs 4`.
     pub trials_per_second_jobs4: f64,
+    /// The floor's lifecycles per second, four at a time (the engine's own throughput at
+    /// the concurrency of `--jobs 4`), measured in the same run.
+    pub floor_per_second_jobs4: f64,
+    /// Trials per second at `--jobs 4` ÷ the parallel floor.
+    pub jobs4_floor_ratio: f64,
     /// Stdio trials per second at `--jobs 1`.
     pub stdio_trials_per_second: f64,
     /// The runner's peak resident memory, MiB.
@@ -271,10 +276,37 @@ async fn run_campaign(
 /// attached), start — ready, for a server on stdio: running with its stdio attached (it has
 /// no port to open) — then remove container and network.
 async fn floor(sandbox: &DockerBackend, image: &str, trials: u32) -> Result<Vec<f64>, BenchError> {
+    floor_range(sandbox, image, 0..trials).await
+}
+
+/// The floor's lifecycles run `jobs` at a time (`total` in all): the engine's own throughput
+/// under the concurrency of a `--jobs` run, lifecycles per second.
+async fn parallel_floor(sandbox: &DockerBackend, image: &str, total: u32, jobs: u32) -> Result<f64, BenchError> {
+    let started = Instant::now();
+    let workers = (0..jobs).map(|w| {
+        let mine = (0..total).filter(move |i| i % jobs == w).collect::<Vec<_>>();
+        async move {
+            for i in mine {
+                floor_range(sandbox, image, i..i + 1).await?;
+            }
+            Ok::<(), BenchError>(())
+        }
+    });
+    for result in futures_util::future::join_all(workers).await {
+        result?;
+    }
+    Ok(f64::from(total) / started.elapsed().as_secs_f64())
+}
+
+async fn floor_range(
+    sandbox: &DockerBackend,
+    image: &str,
+    trials: std::ops::Range<u32>,
+) -> Result<Vec<f64>, BenchError> {
     let resolved =
         sandbox.images.get(image).ok_or_else(|| BenchError::Failed(format!("image {image} was not resolved")))?;
     let mut durations = Vec::new();
-    for i in 0..trials {
+    for i in trials {
         let spec = ContainerSpec {
             image: resolved.clone(),
             uid: 65534,
@@ -321,6 +353,7 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
     let throughput = 2 * trials;
     let (_, wall1) = run_campaign(dir.path(), "jobs1", &container_campaign(&image), throughput, 1, allow).await?;
     let (_, wall4) = run_campaign(dir.path(), "jobs4", &container_campaign(&image), throughput, 4, allow).await?;
+    let floor4 = parallel_floor(&sandbox, &image, throughput, 4).await?;
     let median = |v: &[f64]| percentile(v, 0.5);
     let per_second = |n: u32, wall: Duration| f64::from(n) / wall.as_secs_f64();
     Ok(BenchReport {
@@ -344,6 +377,8 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
         container_overhead_ratio: median(&container) / median(&floor),
         trials_per_second_jobs1: per_second(throughput, wall1),
         trials_per_second_jobs4: per_second(throughput, wall4),
+        floor_per_second_jobs4: floor4,
+        jobs4_floor_ratio: per_second(throughput, wall4) / floor4,
         stdio_trials_per_second: per_second(trials, stdio_wall),
         runner_peak_rss_mb: peak_rss_mb(),
         provider,
@@ -360,6 +395,7 @@ pub fn render(r: &BenchReport) -> String {
          container ÷ floor    {:.2}×\n\
          container, HTTP      median {:8.1} ms   p95 {:8.1} ms   (streamable HTTP, {})\n\
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
+         parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
          runner peak RSS      {:.1} MiB\n{}",
         r.trials,
         r.stdio_ms_median,
@@ -376,6 +412,8 @@ pub fn render(r: &BenchReport) -> String {
         r.container_http_route,
         r.trials_per_second_jobs1,
         r.trials_per_second_jobs4,
+        r.floor_per_second_jobs4,
+        r.jobs4_floor_ratio,
         r.runner_peak_rss_mb,
         render_provider(&r.provider),
     )
