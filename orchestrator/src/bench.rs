@@ -100,6 +100,10 @@ pub struct BenchReport {
     pub trials_per_second_jobs1: f64,
     /// Isolated-container trials per second at `--jobs 4`.
     pub trials_per_second_jobs4: f64,
+    /// Trials per second at `--jobs 1 --prepare-ahead 2`.
+    pub trials_per_second_jobs1_prepare_ahead2: f64,
+    /// Trials per second at `--jobs 4 --prepare-ahead 2`.
+    pub trials_per_second_jobs4_prepare_ahead2: f64,
     /// The floor's lifecycles per second, four at a time (the engine's own throughput at
     /// the concurrency of `--jobs 4`), measured in the same run.
     pub floor_per_second_jobs4: f64,
@@ -247,7 +251,7 @@ async fn run_campaign(
     name: &str,
     campaign: &str,
     trials: u32,
-    jobs: usize,
+    (jobs, prepare_ahead): (usize, usize),
     docker: &DockerOptions,
 ) -> Result<(Vec<f64>, Duration), BenchError> {
     let inputs = dir.join(format!("{name}-inputs"));
@@ -257,7 +261,12 @@ async fn run_campaign(
     let mut bundle = load::load_campaign(&inputs.join("campaign.yaml"), &LoadOptions::default())?;
     load::apply_overrides(&mut bundle, &Overrides { trials: Some(trials), ..Overrides::default() })?;
     let out = dir.join(name);
-    let options = RunOptions { jobs, sandbox: run::SandboxChoice::Docker(docker.clone()), ..RunOptions::default() };
+    let options = RunOptions {
+        jobs,
+        prepare_ahead,
+        sandbox: run::SandboxChoice::Docker(docker.clone()),
+        ..RunOptions::default()
+    };
     let started = Instant::now();
     let report = run::start(&bundle, &out, false, &options).await?;
     let wall = started.elapsed();
@@ -343,16 +352,19 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
     let provider = provider(provider_requests(trials)).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
-    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, 1, allow).await?;
-    let (container, _) = run_campaign(dir.path(), "container", &container_campaign(&image), trials, 1, allow).await?;
-    let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, 1, allow).await?;
+    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, (1, 0), allow).await?;
+    let container = container_campaign(&image);
+    let (container_durations, _) = run_campaign(dir.path(), "container", &container, trials, (1, 0), allow).await?;
+    let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, (1, 0), allow).await?;
     let needs =
         RunNeeds { images: vec![ImageNeed { image: image.clone(), http: false, relay_image: None }], sink: false };
     let sandbox = DockerBackend::prepare(docker, &needs, &elengtis_core::events::NoEvents).await?;
     let floor = floor(&sandbox, &image, trials).await?;
     let throughput = 2 * trials;
-    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container_campaign(&image), throughput, 1, allow).await?;
-    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container_campaign(&image), throughput, 4, allow).await?;
+    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container, throughput, (1, 0), allow).await?;
+    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container, throughput, (4, 0), allow).await?;
+    let (_, wall1_ahead) = run_campaign(dir.path(), "jobs1-ahead2", &container, throughput, (1, 2), allow).await?;
+    let (_, wall4_ahead) = run_campaign(dir.path(), "jobs4-ahead2", &container, throughput, (4, 2), allow).await?;
     let floor4 = parallel_floor(&sandbox, &image, throughput, 4).await?;
     let median = |v: &[f64]| percentile(v, 0.5);
     let per_second = |n: u32, wall: Duration| f64::from(n) / wall.as_secs_f64();
@@ -360,8 +372,8 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
         trials,
         stdio_ms_median: median(&stdio),
         stdio_ms_p95: percentile(&stdio, 0.95),
-        container_ms_median: median(&container),
-        container_ms_p95: percentile(&container, 0.95),
+        container_ms_median: median(&container_durations),
+        container_ms_p95: percentile(&container_durations, 0.95),
         container_network: if sandbox.network.gives_network(false) { "internal_bridge" } else { "none" },
         container_http_ms_median: median(&http),
         container_http_ms_p95: percentile(&http, 0.95),
@@ -374,9 +386,11 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
         },
         floor_ms_median: median(&floor),
         floor_ms_p95: percentile(&floor, 0.95),
-        container_overhead_ratio: median(&container) / median(&floor),
+        container_overhead_ratio: median(&container_durations) / median(&floor),
         trials_per_second_jobs1: per_second(throughput, wall1),
         trials_per_second_jobs4: per_second(throughput, wall4),
+        trials_per_second_jobs1_prepare_ahead2: per_second(throughput, wall1_ahead),
+        trials_per_second_jobs4_prepare_ahead2: per_second(throughput, wall4_ahead),
         floor_per_second_jobs4: floor4,
         jobs4_floor_ratio: per_second(throughput, wall4) / floor4,
         stdio_trials_per_second: per_second(trials, stdio_wall),
@@ -395,6 +409,7 @@ pub fn render(r: &BenchReport) -> String {
          container ÷ floor    {:.2}×\n\
          container, HTTP      median {:8.1} ms   p95 {:8.1} ms   (streamable HTTP, {})\n\
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
+         prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
          runner peak RSS      {:.1} MiB\n{}",
         r.trials,
@@ -412,6 +427,8 @@ pub fn render(r: &BenchReport) -> String {
         r.container_http_route,
         r.trials_per_second_jobs1,
         r.trials_per_second_jobs4,
+        r.trials_per_second_jobs1_prepare_ahead2,
+        r.trials_per_second_jobs4_prepare_ahead2,
         r.floor_per_second_jobs4,
         r.jobs4_floor_ratio,
         r.runner_peak_rss_mb,

@@ -27,7 +27,8 @@ const TRIALS: usize = 3;
 /// `none` mode) when resumed; the gc jobs and the `network-create` phase give every trial
 /// an internal bridge (`ELENGTIS_TRIAL_NETWORK=always`, what a trial with a sink gets), so
 /// both kinds of sandbox are killed in every phase where they hold objects.
-const OBJECT_PHASES: &[&str] = &["network-create", "container-create", "start", "initialize", "exercise", "verify"];
+const OBJECT_PHASES: &[&str] =
+    &["network-create", "container-create", "start", "initialize", "exercise", "verify", "teardown"];
 
 fn campaign() -> String {
     support_note_campaign(
@@ -203,4 +204,53 @@ fn jobs() -> Vec<(&'static str, bool)> {
 fn assert_nothing_left(run_id: &str, context: &str) {
     assert!(managed_objects(run_id).is_empty(), "{context}: left: {:?}", managed_objects(run_id));
     assert!(managed_volumes(run_id).is_empty(), "{context}: volumes left: {:?}", managed_volumes(run_id));
+}
+
+/// Sandboxes prepared ahead (`--prepare-ahead`): the runner is killed while one trial's
+/// session runs and the next trial's sandbox is already up (`initialize:2`), and while a
+/// finished trial tears down off the critical path beside the next one's session
+/// (`teardown:1`). Objects of more than one trial can be alive at the kill; resume (which
+/// sweeps them first) or `elengtis gc --run` leaves every trial once and nothing behind.
+#[test]
+fn a_kill_with_sandboxes_prepared_ahead_leaves_every_trial_once_and_nothing_behind() {
+    if !docker_or_skip("a_kill_with_sandboxes_prepared_ahead_leaves_every_trial_once_and_nothing_behind") {
+        return;
+    }
+    bundled_images();
+    for (crashpoint, network, gc) in
+        [("initialize:2", "auto", false), ("teardown:1", "always", false), ("initialize:2", "always", true)]
+    {
+        let dir = scratch();
+        write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+        write(dir.path(), "campaign.yaml", &campaign());
+        let out = dir.path().join("out");
+        let env = [("ELENGTIS_TRIAL_NETWORK", network)];
+        let args = ["run", "--config", "campaign.yaml", "--out", "out", "--jobs", "1", "--prepare-ahead", "1"];
+        let crashed = crash_at_with(dir.path(), &args, &env, &out, crashpoint, Duration::from_secs(180));
+        let left = managed_objects(&crashed.run_id);
+        assert!(!left.is_empty(), "{crashpoint}: the trials' sandboxes should be alive at the kill");
+        if gc {
+            let gc = elengtis(dir.path(), &["gc", "--run", &crashed.run_id]);
+            assert_eq!(gc.status.code(), Some(0), "{}{}", stdout(&gc), stderr(&gc));
+            assert_nothing_left(&crashed.run_id, &format!("{crashpoint} (prepared ahead): after gc"));
+            eprintln!(
+                "{crashpoint} (prepared ahead, {network}) + gc: {} objects at the kill, nothing left",
+                left.len()
+            );
+            continue;
+        }
+        let resumed = elengtis_cmd(dir.path(), &["run", "--resume", "--out", s(&out), "--prepare-ahead", "1"])
+            .envs(env)
+            .output()
+            .expect("failed to resume");
+        let found = check_resumed(&crashed, &resumed, &trial_ids());
+        assert_eq!(found.rows_after, TRIALS, "{crashpoint}");
+        assert_nothing_left(&crashed.run_id, &format!("{crashpoint} (prepared ahead): after resume"));
+        eprintln!(
+            "{crashpoint} (prepared ahead, {network}): {} objects at the kill {left:?}; rows before {}, after {}",
+            left.len(),
+            found.rows_before,
+            found.rows_after
+        );
+    }
 }

@@ -185,8 +185,14 @@ impl Default for SandboxChoice {
 pub struct RunOptions {
     /// Target deadlines.
     pub limits: Limits,
-    /// Trials run at once.
+    /// Trials run at once: sessions (the agent phase, model calls and verification) in
+    /// progress at the same time.
     pub jobs: usize,
+    /// Trials whose target is opened ahead of a free session slot (`--prepare-ahead`): their
+    /// sandbox (network, container, MCP handshake) is prepared while up to `jobs` others run
+    /// their sessions, and each trial tears down off the critical path. 0: a trial opens its
+    /// target when it takes its slot and holds it until recorded.
+    pub prepare_ahead: usize,
     /// The sandbox backend for container targets.
     pub sandbox: SandboxChoice,
     /// Where the run's events go (progress, warnings).
@@ -206,6 +212,7 @@ impl Default for RunOptions {
         RunOptions {
             limits: Limits::default(),
             jobs: 1,
+            prepare_ahead: 0,
             sandbox: SandboxChoice::default(),
             events: Arc::new(NoEvents),
             model: ModelOptions::default(),
@@ -520,8 +527,12 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
     let mut in_flight = futures_util::stream::FuturesUnordered::new();
     let mut stopping = false;
     let backend = sandbox.as_deref();
+    // Prepared ahead: up to `prepare_ahead` more trials open their targets while `jobs` run
+    // their sessions (and others tear down); the session slots keep `--jobs` its meaning.
+    let session_slots = (options.prepare_ahead > 0).then(|| Arc::new(tokio::sync::Semaphore::new(jobs)));
+    let stop_waiting = tokio_util::sync::CancellationToken::new();
     loop {
-        while !stopping && in_flight.len() < jobs {
+        while !stopping && in_flight.len() < jobs + options.prepare_ahead {
             let Some(spec) = queue.next() else { break };
             let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
             let attempt_id = uuid::Uuid::new_v4().to_string();
@@ -541,6 +552,8 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 cancel: cancel.clone(),
                 sink_server: sink_server.as_ref(),
                 model: &model,
+                session_slots: session_slots.clone(),
+                stop_waiting: stop_waiting.clone(),
             };
             in_flight.push(async move {
                 // A shared slot first (none while the run is being cancelled: the trial then
@@ -637,6 +650,8 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             None
         };
         if let Some(reason) = stop {
+            // Trials prepared ahead that have not begun their session are torn down unrecorded.
+            stop_waiting.cancel();
             events.emit(&Event::RunStopping { reason: reason.clone() });
             end = RunEnd::Stopped(reason);
             stopping = true;

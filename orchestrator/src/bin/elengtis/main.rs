@@ -278,6 +278,11 @@ struct RunArgs {
     /// Trials run at once (isolated trials are independent; stdio trials too).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
+    /// Trials whose target is prepared ahead of a free slot: their sandbox (network,
+    /// container, MCP handshake) is opened while --jobs others run their sessions, and
+    /// teardown runs off the critical path (see docs/performance.md). 0 turns it off.
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=64))]
+    prepare_ahead: u16,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -691,6 +696,7 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
     };
     let terminal = Arc::new(Terminal::new(interactive() && !args.json));
     let mut options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
+    options.prepare_ahead = args.prepare_ahead.into();
     options.model = model_options(&args)?;
     let result = if args.resume {
         if args.config.is_some() || !overrides.is_empty() {
