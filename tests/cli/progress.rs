@@ -260,16 +260,24 @@ fn session_command(dir: &Path, args: &[&str]) -> String {
     format!("cd '{}' && '{}' {}; echo \"exit=$?\"; sleep 120", s(dir), s(&bin("elengtis")), quoted.join(" "))
 }
 
-/// The progress line on the pane, if shown: `(done, total)`, with its ETA and running count.
+/// The progress lines on the pane: `(done, total, line)` of each line showing
+/// `done/total trials · … running … · ETA …`.
+fn progress_lines(pane: &str) -> Vec<(u32, u32, String)> {
+    pane.lines()
+        .filter_map(|line| {
+            let (before, after) = line.split_once(" trials · ")?;
+            let fraction = before.rsplit(' ').next()?;
+            let (done, total) = fraction.split_once('/')?;
+            (after.contains("running") && after.contains("ETA "))
+                .then(|| Some((done.parse().ok()?, total.parse().ok()?, line.to_owned())))
+                .flatten()
+        })
+        .collect()
+}
+
+/// The progress line on the pane, if shown.
 fn progress_line(pane: &str) -> Option<(u32, u32, String)> {
-    pane.lines().find_map(|line| {
-        let (before, after) = line.split_once(" trials · ")?;
-        let fraction = before.rsplit(' ').next()?;
-        let (done, total) = fraction.split_once('/')?;
-        (after.contains("running") && after.contains("ETA "))
-            .then(|| Some((done.parse().ok()?, total.parse().ok()?, line.to_owned())))
-            .flatten()
-    })
+    progress_lines(pane).into_iter().next()
 }
 
 #[test]
@@ -334,4 +342,37 @@ fn an_interactive_run_with_quiet_shows_no_progress() {
     assert_eq!(shown, None, "--quiet draws no progress display");
     let pane = tmux.capture();
     assert!(pane.contains("exit=0") && pane.contains("completed: 4/4"), "{pane}");
+}
+
+#[test]
+fn log_lines_during_an_interactive_run_are_printed_above_the_progress_display() {
+    let test = "log";
+    let dir = scratch();
+    let config = slow_campaign(dir.path(), 6, "0.4");
+    let out = dir.path().join("out");
+    // `--log elengtis=debug`: a log line per attempt ("attempt finished") while the display
+    // is drawn.
+    let args = ["run", "--log", "elengtis=debug", "--config", s(&config), "--out", s(&out)];
+    let Some(tmux) = Tmux::start(test, &session_command(dir.path(), &args)) else {
+        return;
+    };
+    let mut pane = String::new();
+    let midway = wait_until(Duration::from_secs(60), || {
+        pane = tmux.capture();
+        let logged = pane.lines().filter(|l| l.contains("attempt finished")).count();
+        let shown = progress_lines(&pane).iter().any(|(done, _, _)| (2..6).contains(done));
+        (shown && logged >= 2) || pane.contains("exit=")
+    });
+    assert!(midway && !pane.contains("exit="), "no progress line beside log lines while the run worked:\n{pane}");
+    let lines: Vec<&str> = pane.lines().filter(|l| !l.trim().is_empty()).collect();
+    for line in &lines {
+        assert!(
+            !(line.contains("attempt finished") && line.contains(" trials · ")),
+            "a log line ran into the progress display: {line}\n{pane}"
+        );
+    }
+    let drawn: Vec<&&str> = lines.iter().filter(|l| l.contains(" trials · ")).collect();
+    assert_eq!(drawn.len(), 1, "the display is drawn once, not left behind by log lines:\n{pane}");
+    assert!(lines.last().is_some_and(|l| l.contains(" trials · ")), "the display stays below the log:\n{pane}");
+    assert!(wait_until(Duration::from_secs(60), || tmux.capture().contains("exit=0")), "{}", tmux.capture());
 }
