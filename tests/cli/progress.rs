@@ -376,3 +376,51 @@ fn log_lines_during_an_interactive_run_are_printed_above_the_progress_display() 
     assert!(lines.last().is_some_and(|l| l.contains(" trials · ")), "the display stays below the log:\n{pane}");
     assert!(wait_until(Duration::from_secs(60), || tmux.capture().contains("exit=0")), "{}", tmux.capture());
 }
+
+#[test]
+fn an_interrupted_run_reports_its_stop_and_leaves_the_cut_attempt_unfinished() {
+    let dir = scratch();
+    let config = slow_campaign(dir.path(), 6, "0.3");
+    let out = dir.path().join("out");
+    let events_file = dir.path().join("events.jsonl");
+    let mut runner = elengtis_tests::ChildGuard::new(
+        elengtis_tests::elengtis_cmd(
+            dir.path(),
+            &["run", "--config", s(&config), "--out", s(&out), "--events", s(&events_file)],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the runner"),
+    );
+    // SIGINT once a trial is recorded and the next one has started.
+    let read = || std::fs::read_to_string(&events_file).unwrap_or_default();
+    let midway = wait_until(Duration::from_secs(30), || {
+        let text = read();
+        text.contains("\"trial_finished\"") && text.matches("\"trial_started\"").count() >= 2
+    });
+    assert!(midway, "no trial recorded within 30 s:\n{}", read());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(runner.id()).expect("a pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT the runner");
+    let output = runner.wait_output(Duration::from_secs(20));
+    assert_eq!(output.status.code(), Some(130), "{}{}", stdout(&output), stderr(&output));
+
+    let all = events(&events_file);
+    let kinds: Vec<&str> = all.iter().map(|e| e["event"].as_str().unwrap_or_default()).collect();
+    let stopping = kinds.iter().position(|k| *k == "run_stopping").expect("the stop is reported");
+    assert_eq!(all[stopping]["reason"], "interrupted");
+    assert_eq!(kinds.last(), Some(&"run_finished"), "{kinds:?}");
+    let finished = &all[all.len() - 1];
+    assert_eq!(finished["end"], "interrupted", "{finished}");
+    let rows = rows(&out.join("runs.jsonl"));
+    assert!(rows.len() < 6, "the run was cut short ({} rows)", rows.len());
+    assert_eq!(finished["attempts"], rows.len(), "{finished}");
+    assert_eq!(finished["outcomes"]["not_run"], 6 - rows.len(), "{finished}");
+    assert_eq!(kinds.iter().filter(|k| **k == "trial_finished").count(), rows.len(), "one per recorded row");
+    let recorded: Vec<&str> = rows.iter().filter_map(|r| r["attempt_id"].as_str()).collect();
+    let cut: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["event"] == "trial_started" && !recorded.contains(&e["attempt_id"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(cut.len(), 1, "the attempt in flight started and was never finished: {cut:?}");
+}
