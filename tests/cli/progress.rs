@@ -383,7 +383,7 @@ fn an_interrupted_run_reports_its_stop_and_leaves_the_cut_attempt_unfinished() {
     let config = slow_campaign(dir.path(), 6, "0.3");
     let out = dir.path().join("out");
     let events_file = dir.path().join("events.jsonl");
-    let mut runner = elengtis_tests::ChildGuard::new(
+    let runner = elengtis_tests::ChildGuard::new(
         elengtis_tests::elengtis_cmd(
             dir.path(),
             &["run", "--config", s(&config), "--out", s(&out), "--events", s(&events_file)],
