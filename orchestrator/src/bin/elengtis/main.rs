@@ -71,8 +71,8 @@ enum Command {
         allow_vulnerable_engine: bool,
     },
     /// Write the JSON Schemas generated from this build: campaign, scenario, seed and
-    /// gate.schema.json (the formats), row, evidence, manifest, validation_report and events.schema.json
-    /// (the results).
+    /// gate.schema.json (the formats), row, evidence, manifest and validation_report.schema.json
+    /// (the results), events.schema.json (a line of an `--events` file).
     Schema {
         /// Directory to write into (created if missing).
         #[arg(long)]
