@@ -15,6 +15,7 @@
 //! request. It needs no Docker (`elengtis bench --provider-only`).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -23,6 +24,7 @@ use crate::run::{self, RunOptions};
 use crate::sandbox::docker::container::{ContainerSpec, TrialContainer};
 use crate::sandbox::docker::{DockerBackend, DockerOptions, RelayMode, images, relay};
 use crate::sandbox::{ImageNeed, McpMode, RunNeeds};
+use elengtis_core::events::EventSink;
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 
@@ -245,6 +247,16 @@ fn peak_rss_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// How the benchmark's runs are run: on the Docker engine as `docker` says, their events
+/// (progress, warnings) to `events`.
+#[derive(Debug, Clone)]
+pub struct BenchSettings {
+    /// The engine gate and the relay.
+    pub docker: DockerOptions,
+    /// Where each benchmark run's events go.
+    pub events: Arc<dyn EventSink>,
+}
+
 /// Run one campaign text with `trials` and `jobs`; the per-trial durations and the wall time.
 async fn run_campaign(
     dir: &Path,
@@ -252,7 +264,7 @@ async fn run_campaign(
     campaign: &str,
     trials: u32,
     (jobs, prepare_ahead): (usize, usize),
-    docker: &DockerOptions,
+    settings: &BenchSettings,
 ) -> Result<(Vec<f64>, Duration), BenchError> {
     let inputs = dir.join(format!("{name}-inputs"));
     std::fs::create_dir_all(&inputs)?;
@@ -264,7 +276,8 @@ async fn run_campaign(
     let options = RunOptions {
         jobs,
         prepare_ahead,
-        sandbox: run::SandboxChoice::Docker(docker.clone()),
+        sandbox: run::SandboxChoice::Docker(settings.docker.clone()),
+        events: settings.events.clone(),
         ..RunOptions::default()
     };
     let started = Instant::now();
@@ -346,9 +359,11 @@ async fn floor_range(
 }
 
 /// Run the benchmark. `trials` per measurement (the throughput runs use `2 × trials`), on
-/// the Docker engine as `docker` says (the engine gate, the relay).
-pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, BenchError> {
-    let allow = docker;
+/// the Docker engine as `settings` says (the engine gate, the relay), each run's events to
+/// its sink.
+pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
+    let allow = settings;
+    let docker = &settings.docker;
     let provider = provider(provider_requests(trials)).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();

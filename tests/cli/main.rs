@@ -12,6 +12,7 @@ mod layering;
 mod live;
 mod malformed;
 mod preflight;
+mod progress;
 mod prove;
 mod resume;
 mod run;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use elengtis_core::events::{Event, EventSink, NoEvents};
+use elengtis_core::events::{self, Event, EventSink, NoEvents, Outcome, OutcomeCounts};
 use elengtis_core::format::{Bundle, LoadError};
 use elengtis_core::load;
 use elengtis_core::matrix::{self, TrialSpec};
@@ -536,7 +536,11 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             let Some(spec) = queue.next() else { break };
             let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
             let attempt_id = uuid::Uuid::new_v4().to_string();
-            let started = Event::TrialStarted { trial_id: spec.trial_id.clone(), attempt_id: attempt_id.clone() };
+            let started = Event::TrialStarted {
+                run_id: run_id.clone(),
+                trial_id: spec.trial_id.clone(),
+                attempt_id: attempt_id.clone(),
+            };
             let slots = options.slots.clone();
             let waiting = cancel.clone();
             let attempt = Attempt {
@@ -554,6 +558,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 model: &model,
                 session_slots: session_slots.clone(),
                 stop_waiting: stop_waiting.clone(),
+                events,
             };
             in_flight.push(async move {
                 // A shared slot first (none while the run is being cancelled: the trial then
@@ -580,7 +585,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 cancel.cancel();
                 end = RunEnd::Interrupted;
                 stopping = true;
-                events.emit(&Event::RunStopping { reason: "interrupted".into() });
+                events.emit(&Event::RunStopping { run_id: run_id.clone(), reason: "interrupted".into() });
                 continue;
             }
         };
@@ -610,8 +615,10 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         *attempts.entry(spec.trial_id.clone()).or_default() += 1;
         let row = result.row;
         events.emit(&Event::TrialFinished {
+            run_id: run_id.clone(),
             trial_id: row.trial_id.clone(),
             attempt_id: row.attempt_id.clone(),
+            outcome: Outcome::of(row.evidence_status, row.completed),
             termination: row.termination,
             evidence_status: row.evidence_status,
             failure_class: row.failure_class,
@@ -652,7 +659,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         if let Some(reason) = stop {
             // Trials prepared ahead that have not begun their session are torn down unrecorded.
             stop_waiting.cancel();
-            events.emit(&Event::RunStopping { reason: reason.clone() });
+            events.emit(&Event::RunStopping { run_id: run_id.clone(), reason: reason.clone() });
             end = RunEnd::Stopped(reason);
             stopping = true;
         }
@@ -683,6 +690,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         }
     }
     let trial_lines = summary::trial_lines(&trials, &rows);
+    events.emit(&finished_event(&run_id, &end, &trials, &rows, attempts_now));
     Ok(RunReport {
         out: out.to_owned(),
         run_id,
@@ -693,6 +701,24 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         recovered_tail,
         leftovers: None,
     })
+}
+
+/// The [`Event::RunFinished`] of a run that ended as `end` with these rows.
+fn finished_event(run_id: &str, end: &RunEnd, trials: &[TrialSpec], rows: &[Row], attempts: usize) -> Event {
+    let mut outcomes = OutcomeCounts::default();
+    for (_, row) in final_rows(trials, rows) {
+        match row {
+            Some(row) => outcomes.add(Outcome::of(row.evidence_status, row.completed)),
+            None => outcomes.not_run += 1,
+        }
+    }
+    let (end, message) = match end {
+        RunEnd::Complete => (events::RunEnd::Complete, None),
+        RunEnd::Incomplete(m) => (events::RunEnd::Incomplete, Some(m.clone())),
+        RunEnd::Stopped(m) => (events::RunEnd::Stopped, Some(m.clone())),
+        RunEnd::Interrupted => (events::RunEnd::Interrupted, Some("interrupted".to_owned())),
+    };
+    Event::RunFinished { run_id: run_id.to_owned(), end, message, total: trials.len(), attempts, outcomes }
 }
 
 /// The evidence file of a new attempt: `<trial>.json` for the first, `<trial>.retry-<n>.json`

@@ -12,6 +12,7 @@ pub mod record;
 
 use std::path::Path;
 
+use elengtis_core::events::{Event, EventSink, PhaseKind};
 use elengtis_core::format::Bundle;
 use elengtis_core::matrix::TrialSpec;
 use elengtis_core::records::{Evidence, Phase, RecordedError, Row};
@@ -62,6 +63,34 @@ pub struct Attempt<'a> {
     /// Cancelled when the run stops starting trials: an attempt still waiting for a session
     /// slot is torn down and not recorded (it never started its session).
     pub stop_waiting: tokio_util::sync::CancellationToken,
+    /// Where the attempt reports its phases.
+    pub events: &'a dyn EventSink,
+}
+
+/// Reports an attempt's phases as [`Event::TrialPhase`] events.
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseEvents<'a> {
+    events: &'a dyn EventSink,
+    run_id: &'a str,
+    trial_id: &'a str,
+    attempt_id: &'a str,
+}
+
+impl<'a> PhaseEvents<'a> {
+    /// Phase events of this attempt, to `events`.
+    pub fn new(events: &'a dyn EventSink, run_id: &'a str, trial_id: &'a str, attempt_id: &'a str) -> Self {
+        PhaseEvents { events, run_id, trial_id, attempt_id }
+    }
+
+    /// The attempt enters `phase`.
+    pub fn enter(&self, phase: PhaseKind) {
+        self.events.emit(&Event::TrialPhase {
+            run_id: self.run_id.to_owned(),
+            trial_id: self.trial_id.to_owned(),
+            attempt_id: self.attempt_id.to_owned(),
+            phase,
+        });
+    }
 }
 
 /// What an attempt produced.
@@ -116,6 +145,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let canary = format!("ELENGTIS-{}", uuid::Uuid::new_v4());
     let mut errors: Vec<RecordedError> = Vec::new();
 
+    let phase_events = PhaseEvents::new(attempt.events, attempt.run_id, &attempt.spec.trial_id, &attempt.attempt_id);
     let trial_dir = tempfile::Builder::new().prefix("elengtis-trial-").tempdir().ok();
     let mut values = trial_values(&attempt, &canary, trial_dir.as_ref().map(tempfile::TempDir::path));
     if trial_dir.is_none() {
@@ -125,6 +155,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let opened = if trial_dir.is_none() {
         None
     } else {
+        phase_events.enter(PhaseKind::Launch);
         let ctx = OpenContext {
             run_id: attempt.run_id,
             trial_id: &attempt.spec.trial_id,
@@ -186,6 +217,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             snapshots: &snapshots,
             model: attempt.model,
             trial_index: attempt.spec.index,
+            events: phase_events,
         };
         tokio::select! {
             biased;
@@ -203,6 +235,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     // Close the target.
     let mut target_execution = json!({});
     if let Some(opened) = opened {
+        phase_events.enter(PhaseKind::Teardown);
         let (execution, _closed, close_errors) = launch::close_target(opened).await;
         target_execution = execution;
         errors.extend(close_errors.into_iter().map(|e| RecordedError::new(Phase::TargetCleanup, None, e)));
