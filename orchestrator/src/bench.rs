@@ -96,6 +96,11 @@ pub struct BenchReport {
     pub container_http_ms_p95: f64,
     /// How the runner reached the HTTP server: `relay` or `direct`.
     pub container_http_route: &'static str,
+    /// Median of the same trials reached directly (`ELENGTIS_RELAY=never`: the bridge then
+    /// holds a host address), measured in the same run, ms.
+    pub container_http_direct_ms_median: f64,
+    /// The default route's median ÷ the direct route's.
+    pub relay_direct_ratio: f64,
     /// Container trial ÷ floor (medians).
     pub container_overhead_ratio: f64,
     /// Isolated-container trials per second at `--jobs 1`.
@@ -371,6 +376,13 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
     let container = container_campaign(&image);
     let (container_durations, _) = run_campaign(dir.path(), "container", &container, trials, (1, 0), allow).await?;
     let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, (1, 0), allow).await?;
+    let direct_settings = BenchSettings {
+        docker: DockerOptions { relay: Ok(RelayMode::Never), ..settings.docker.clone() },
+        events: settings.events.clone(),
+    };
+    let (http_direct, _) =
+        run_campaign(dir.path(), "container-http-direct", &http_campaign(&image), trials, (1, 0), &direct_settings)
+            .await?;
     let needs =
         RunNeeds { images: vec![ImageNeed { image: image.clone(), http: false, relay_image: None }], sink: false };
     let sandbox = DockerBackend::prepare(docker, &needs, &elengtis_core::events::NoEvents).await?;
@@ -399,6 +411,8 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
         } else {
             "direct"
         },
+        container_http_direct_ms_median: median(&http_direct),
+        relay_direct_ratio: median(&http) / median(&http_direct),
         floor_ms_median: median(&floor),
         floor_ms_p95: percentile(&floor, 0.95),
         container_overhead_ratio: median(&container_durations) / median(&floor),
@@ -423,6 +437,7 @@ pub fn render(r: &BenchReport) -> String {
          floor (raw lifecycle) median {:7.1} ms   p95 {:8.1} ms\n\
          container ÷ floor    {:.2}×\n\
          container, HTTP      median {:8.1} ms   p95 {:8.1} ms   (streamable HTTP, {})\n\
+         HTTP direct          median {:8.1} ms   default route ÷ direct {:.2}× (ELENGTIS_RELAY=never)\n\
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
          prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
@@ -440,6 +455,8 @@ pub fn render(r: &BenchReport) -> String {
         r.container_http_ms_median,
         r.container_http_ms_p95,
         r.container_http_route,
+        r.container_http_direct_ms_median,
+        r.relay_direct_ratio,
         r.trials_per_second_jobs1,
         r.trials_per_second_jobs4,
         r.trials_per_second_jobs1_prepare_ahead2,
