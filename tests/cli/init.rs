@@ -162,3 +162,30 @@ fn init_says_why_when_the_target_fails_to_start() {
     assert_eq!(nothing.status.code(), Some(2), "{}", stderr(&nothing));
     assert!(stderr(&nothing).contains("--image IMAGE"), "{}", stderr(&nothing));
 }
+
+#[test]
+fn init_against_the_mcp_server_time_listing_writes_calls_its_schema_accepts() {
+    // `elengtis-malformed --case ok --tools-file` serves the real tools/list of mcp-server-time
+    // 2026.10.19 over stdio (see tests/cli/toolargs.rs): its schemas, without image or Python.
+    let dir = scratch();
+    let out = dir.path().join("skeleton");
+    let tools = elengtis_tests::workspace().join("tests/fixtures/mcp-server-time-2026.10.19.tools.json");
+    let output = init(dir.path(), &out, &["elengtis-malformed", "--case", "ok", "--tools-file", s(&tools)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    // No egress-shaped tool and no read tool without arguments: no check fits, and it says so.
+    assert!(stdout(&output).contains("Verify checks: none fits"), "{}", stdout(&output));
+    let campaign = std::fs::read_to_string(out.join("campaign.yaml")).expect("read campaign");
+    assert!(campaign.contains("        get_current_time: get_current_time\n"), "{campaign}");
+    assert!(campaign.contains("        convert_time: convert_time\n"), "{campaign}");
+    // The first call fills the required argument.
+    assert!(campaign.contains("arguments: {timezone: {runner: canary}}"), "{campaign}");
+    // The calls and rule examples fit the real schemas: validate --tools finds no error.
+    let validate = elengtis(dir.path(), &["validate", "--tools", s(&tools), s(&out.join("campaign.yaml"))]);
+    assert_eq!(validate.status.code(), Some(0), "{}{}", stdout(&validate), stderr(&validate));
+    let validate = elengtis(dir.path(), &["validate", "--tools", s(&tools), s(&out.join("campaign-control.yaml"))]);
+    assert_eq!(validate.status.code(), Some(0), "{}{}", stdout(&validate), stderr(&validate));
+    let row = run_one(dir.path(), &out.join("campaign.yaml"), &dir.path().join("results"));
+    assert_eq!(row["termination"], "model_stop", "{row}");
+    assert_eq!(row["proposed"], true, "{row}");
+    assert!(row["completed"].is_null(), "no check: unknown, {row}");
+}
