@@ -10,7 +10,8 @@ use super::{InitError, InitOptions};
 pub enum TransportArg {
     /// stdin/stdout of the container (no port).
     Stdio,
-    /// Streamable HTTP on `--port` and `--path`.
+    /// Streamable HTTP on `--port` and `--path` (also spelt `streamable_http`, as in campaigns).
+    #[value(alias = "streamable_http")]
     StreamableHttp,
 }
 
@@ -212,7 +213,7 @@ mod tests {
         assert!(
             parse(&["--out", "d", "--image", "x", "--transport", "streamable-http"]).unwrap_err().contains("--port")
         );
-        let o = parse(&["--out", "d", "--image", "x", "--transport", "streamable-http", "--port", "8000"]).unwrap();
+        let o = parse(&["--out", "d", "--image", "x", "--transport", "streamable_http", "--port", "8000"]).unwrap();
         assert!(matches!(
             o.spec,
             TargetSpec::Image { transport: ImageTransport::StreamableHttp { port: 8000, .. }, .. }
