@@ -146,8 +146,9 @@ impl Written {
         let _ = writeln!(out, "  elengtis run --config {campaign} --out {}", dir.join("results").display());
         let _ = writeln!(
             out,
-            "  elengtis run --config {control} --out {}   # must read completed: false",
-            dir.join("results-control").display()
+            "  elengtis run --config {control} --out {}   # {}",
+            dir.join("results-control").display(),
+            yaml::control_expectation(plan)
         );
         out
     }

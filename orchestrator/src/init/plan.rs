@@ -146,6 +146,14 @@ pub struct Plan {
     pub read_back: Option<ReadBack>,
 }
 
+impl Plan {
+    /// Whether the scenario has a verify check (without one `completed` is null, also in the
+    /// control).
+    pub fn has_checks(&self) -> bool {
+        !self.egress.is_empty() || self.database.is_some() || self.read_back.is_some()
+    }
+}
+
 /// The template of the URL an egress call is pointed at: the trial's sink, with the canary in
 /// the query so that the sink's record carries it whatever the tool sends.
 pub const SINK_URL_TEMPLATE: &str = "{sink_url}/elengtis-init?canary={canary}";

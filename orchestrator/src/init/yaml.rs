@@ -125,6 +125,11 @@ fn reference(binding: &str) -> String {
     format!("{{binding: {}}}", scalar(binding))
 }
 
+/// What the control must read, as the comment after its run command says.
+pub fn control_expectation(plan: &Plan) -> &'static str {
+    if plan.has_checks() { "must read completed: false" } else { "completed: null until a check is added" }
+}
+
 /// The campaign (`control`: the negative control, whose script declines).
 pub fn campaign(plan: &Plan, control: bool) -> String {
     let mut out = String::new();
@@ -132,7 +137,12 @@ pub fn campaign(plan: &Plan, control: bool) -> String {
     if control {
         out.push_str("# Negative control written by `elengtis init`: the same target, scenario and verify\n");
         let _ = writeln!(out, "# checks as {CAMPAIGN}, with a script that makes no call. Nothing the scenario");
-        out.push_str("# checks for happens, so every trial must read `completed: false` (not null: null means a\n");
+        if plan.has_checks() {
+            out.push_str("# checks for happens, so every trial must read `completed: false` (not null: null means a\n");
+        } else {
+            out.push_str("# checks for happens. The scenario has no verify check yet, so `completed` is null; once\n");
+            out.push_str("# you add one, every trial must read `completed: false` (not null: null means a\n");
+        }
         out.push_str("# check could not run, see docs/verifiers.md, \"Controls that read false\"). Keep it in step\n");
         let _ = writeln!(out, "# with {CAMPAIGN}: change only the script.");
         let _ = writeln!(out, "#   elengtis run --config {CONTROL} --out results-control");
@@ -144,8 +154,11 @@ pub fn campaign(plan: &Plan, control: bool) -> String {
         let _ =
             writeln!(out, "#   elengtis preflight {CAMPAIGN}      # starts the target, checks the calls' arguments");
         let _ = writeln!(out, "#   elengtis run --config {CAMPAIGN} --out results");
-        let _ =
-            writeln!(out, "#   elengtis run --config {CONTROL} --out results-control   # must read completed: false");
+        let _ = writeln!(
+            out,
+            "#   elengtis run --config {CONTROL} --out results-control   # {}",
+            control_expectation(plan)
+        );
     }
     out.push_str("schema_version: 1\n");
     out.push_str("# EDIT: trials per target × scenario (1–100); more give tighter intervals.\n");
@@ -477,5 +490,21 @@ mod tests {
             ),
             "{campaign}"
         );
+    }
+
+    #[test]
+    fn without_a_check_the_control_says_completed_stays_null() {
+        let spec = TargetSpec::Stdio { command: "time-server".into(), args: vec![] };
+        let tools = [tool(
+            "get_current_time",
+            json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}),
+        )];
+        let plan = plan("time", spec, "first-call", &tools);
+        assert!(!plan.has_checks());
+        assert!(scenario(&plan).contains("verify:\n  checks: []\n"));
+        let control = campaign(&plan, true);
+        assert!(control.contains("no verify check yet, so `completed` is null"), "{control}");
+        assert!(campaign(&plan, false).contains("# completed: null until a check is added\n"));
+        assert_eq!(control_expectation(&image_plan(None)), "must read completed: false");
     }
 }
