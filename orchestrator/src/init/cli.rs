@@ -135,10 +135,15 @@ impl InitArgs {
                 }
             },
         };
-        if let TargetSpec::Stdio { command, .. } = &spec
-            && command.trim().is_empty()
-        {
-            return Err(InitError::Usage("failed to describe the stdio target: the command is empty".into()));
+        let mut spec = spec;
+        if let TargetSpec::Stdio { command, .. } = &mut spec {
+            if command.trim().is_empty() {
+                return Err(InitError::Usage("failed to describe the stdio target: the command is empty".into()));
+            }
+            // The campaign lives in --out, and may be run from anywhere.
+            if let Ok(cwd) = std::env::current_dir() {
+                *command = absolute_command(command, &cwd);
+            }
         }
         Ok(InitOptions {
             spec,
@@ -148,6 +153,20 @@ impl InitArgs {
             force: self.force,
         })
     }
+}
+
+/// A relative command path (`./server`, `bin/server`) made absolute against `cwd`, so that the
+/// campaign written elsewhere still finds it; a bare name (looked up in `PATH`) or an absolute
+/// path stays as it is.
+pub fn absolute_command(command: &str, cwd: &std::path::Path) -> String {
+    let path = std::path::Path::new(command);
+    if path.is_absolute() || !command.contains('/') {
+        return command.to_owned();
+    }
+    let joined = cwd.join(path);
+    // `./server` → `/cwd/server`, not `/cwd/./server`.
+    let normal: PathBuf = joined.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
+    normal.display().to_string()
 }
 
 /// The directory of an absolute database path, which gets the volume (`/data/notes.db` →
@@ -190,6 +209,15 @@ mod tests {
         let o = parse(&["--out", "d", "--command", "srv", "--", "-v"]).unwrap();
         assert_eq!(o.spec, TargetSpec::Stdio { command: "srv".into(), args: vec!["-v".into()] });
         assert!(parse(&["--out", "d"]).unwrap_err().contains("--image IMAGE"));
+    }
+
+    #[test]
+    fn relative_commands_become_absolute_and_bare_names_stay() {
+        let cwd = std::path::Path::new("/work/here");
+        assert_eq!(absolute_command("./server.py", cwd), "/work/here/server.py");
+        assert_eq!(absolute_command("bin/srv", cwd), "/work/here/bin/srv");
+        assert_eq!(absolute_command("elengtis-notes", cwd), "elengtis-notes");
+        assert_eq!(absolute_command("/usr/bin/srv", cwd), "/usr/bin/srv");
     }
 
     #[test]
