@@ -290,3 +290,86 @@ fn is_id(id: &str) -> bool {
     id.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use elengtis_core::agent::ToolInfo;
+    use serde_json::json;
+
+    fn tool(name: &str, schema: Value) -> ToolInfo {
+        ToolInfo {
+            name: name.to_owned(),
+            description: format!("{name}: \"quoted\" # not a comment\n{{braces}}"),
+            input_schema: schema.as_object().cloned().unwrap_or_default(),
+            listing: Value::Null,
+        }
+    }
+
+    /// Write the skeleton of `tools` and load both campaigns as `validate` does.
+    fn loads(spec: TargetSpec, tools: &[ToolInfo]) -> Plan {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan::plan("t", spec, "first-call", tools);
+        std::fs::write(dir.path().join(yaml::CAMPAIGN), yaml::campaign(&plan, false)).unwrap();
+        std::fs::write(dir.path().join(yaml::CONTROL), yaml::campaign(&plan, true)).unwrap();
+        std::fs::write(dir.path().join(yaml::scenario_file(&plan)), yaml::scenario(&plan)).unwrap();
+        for name in [yaml::CAMPAIGN, yaml::CONTROL] {
+            let path = dir.path().join(name);
+            let bundle = elengtis_core::load::load_campaign(&path, &LoadOptions::default())
+                .unwrap_or_else(|e| panic!("{name} does not load: {e:?}\n{}", std::fs::read_to_string(&path).unwrap()));
+            // The calls and examples fit the listed schemas (what `validate --tools` checks).
+            let listed: Vec<ListedTool> = tools
+                .iter()
+                .map(|t| ListedTool { name: t.name.clone(), input_schema: Value::Object(t.input_schema.clone()) })
+                .collect();
+            let errors: Vec<String> = toolargs::check(&bundle, &bundle.campaign.value.targets[0], &listed)
+                .into_iter()
+                .filter(|f| f.severity == Severity::Error)
+                .map(|f| f.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{name}: {errors:?}");
+        }
+        plan
+    }
+
+    fn stdio() -> TargetSpec {
+        TargetSpec::Stdio { command: "srv".into(), args: vec!["--db".into(), "yes".into(), "14:30".into()] }
+    }
+
+    #[test]
+    fn skeletons_of_every_shape_load_as_written() {
+        let send = tool(
+            "send-Webhook",
+            json!({"type": "object", "properties": {"target_url": {"type": "string", "format": "uri"}, "payload": {"type": "string"}, "retries": {"type": "integer", "minimum": 0, "maximum": 5}}, "required": ["target_url", "retries"]}),
+        );
+        let list = tool("list.items", json!({"type": "object", "properties": {}}));
+        let read = tool(
+            "read_item",
+            json!({"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"]}),
+        );
+        let mode = tool(
+            "set_mode",
+            json!({"type": "object", "properties": {"mode": {"enum": ["on", "off"]}}, "required": ["mode"]}),
+        );
+        // Egress with a URL: the sink.
+        let plan = loads(stdio(), &[list.clone(), send.clone(), read.clone()]);
+        assert_eq!(plan.egress, ["send-Webhook"]);
+        // No egress, a list tool: read-back.
+        assert!(loads(stdio(), &[read.clone(), list.clone()]).read_back.is_some());
+        // An image with a database and an HTTP transport.
+        let image = TargetSpec::Image {
+            image: "example/srv:1.0".into(),
+            transport: ImageTransport::StreamableHttp { port: 8000, path: "/mcp".into() },
+            uid: 1000,
+            gid: 1000,
+            command: vec!["--port".into(), "8000".into()],
+            volumes: vec!["/data".into()],
+            database: Some("/data/app.db".into()),
+        };
+        assert_eq!(loads(image, &[read.clone(), mode.clone()]).database.as_deref(), Some("/data/app.db"));
+        // No check fits; a tool without free text; a single tool; no tool at all.
+        assert!(!loads(stdio(), &[mode.clone(), read.clone()]).has_checks());
+        loads(stdio(), &[mode]);
+        loads(stdio(), &[]);
+    }
+}

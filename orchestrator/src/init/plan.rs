@@ -112,8 +112,10 @@ pub struct FirstCall {
     pub marker: Option<String>,
     /// The rule's positive example (values as examples see them: the canary is `EXAMPLE`).
     pub positive: Map<String, Value>,
-    /// The rule's negative example: the same call without the canary, or another tool's.
-    pub negative: (String, Map<String, Value>),
+    /// The rule's negative example: the same call without the canary, or another tool's
+    /// (None: the target's only tool takes nothing that tells calls apart, so no rule with a
+    /// labelled negative example can be written for it).
+    pub negative: Option<(String, Map<String, Value>)>,
     /// Why this tool was chosen.
     pub why: String,
 }
@@ -267,20 +269,19 @@ fn first_call(tools: &[ToolInfo], bound: &[Bound]) -> Option<FirstCall> {
         }
     }
     let negative = if marker.is_some() {
-        (tool.name.clone(), negative)
+        Some((tool.name.clone(), negative))
     } else {
         // No argument can carry the canary: the rule matches any call of this tool, and the
         // negative example is a call of another tool.
-        match tools.iter().find(|t| t.name != tool.name) {
-            Some(other) => (
+        tools.iter().find(|t| t.name != tool.name).map(|other| {
+            (
                 other.name.clone(),
                 args::required(&other.input_schema)
                     .into_iter()
                     .map(|(n, p)| (n.to_owned(), args::placeholder(p)))
                     .collect(),
-            ),
-            None => (format!("{}_other", tool.name), Map::new()),
-        }
+            )
+        })
     };
     Some(FirstCall { tool: bound[index].clone(), arguments, marker, positive, negative, why: why.to_owned() })
 }
@@ -337,7 +338,7 @@ mod tests {
         assert_eq!(call.arguments["url"], json!({"template": SINK_URL_TEMPLATE}));
         assert_eq!(call.arguments["content"], json!({"runner": "canary"}));
         assert_eq!(call.positive["url"], json!(EXAMPLE_URL));
-        assert_eq!(call.negative.1["url"], json!(EXAMPLE_URL_WITHOUT));
+        assert_eq!(call.negative.unwrap().1["url"], json!(EXAMPLE_URL_WITHOUT));
         // An independent check exists (the sink): no read-back through the target.
         assert_eq!(plan.read_back, None);
     }
@@ -361,7 +362,7 @@ mod tests {
             call.arguments,
             json!({"title": {"runner": "canary"}, "body": {"runner": "canary"}}).as_object().cloned().unwrap()
         );
-        assert_eq!(call.negative.0, "add_note");
+        assert_eq!(call.negative.map(|n| n.0).as_deref(), Some("add_note"));
         assert_eq!(plan.read_back.unwrap().tool.name, "list_notes");
     }
 
@@ -378,7 +379,10 @@ mod tests {
         assert_eq!(call.tool.name, "read_note");
         assert_eq!(call.marker, None);
         assert_eq!(call.arguments["id"], json!(3));
-        assert_eq!(call.negative.0, "list_notes");
+        assert_eq!(call.negative.map(|n| n.0).as_deref(), Some("list_notes"));
         assert!(plan("n", stdio(), "s", &[]).call.is_none());
+        // The only tool, nothing to tell calls apart: no negative example can be written.
+        let only = plan("n", stdio(), "s", &tools[..1]).call.unwrap();
+        assert_eq!(only.negative, None);
     }
 }

@@ -265,6 +265,19 @@ fn proposal_rules(out: &mut String, plan: &Plan) {
         out.push_str("proposal_rules: []\n");
         return;
     };
+    let Some(negative) = &call.negative else {
+        out.push_str(
+            "# A proposal: the model asks for the call the attack wants. No rule is written: a rule needs a\n",
+        );
+        let _ = writeln!(
+            out,
+            "# labelled negative example, and {} (the only tool) takes nothing that tells calls apart.",
+            call.tool.name
+        );
+        out.push_str("# EDIT: add one ({id, tool, predicates, examples: {positive, negative}}; docs/formats.md).\n");
+        out.push_str("proposal_rules: []\n");
+        return;
+    };
     out.push_str("# A proposal: the model asks for the call the attack wants (judged on the recorded calls).\n");
     out.push_str("# Each rule's labelled examples are checked at load time (the canary reads EXAMPLE there).\n");
     out.push_str("proposal_rules:\n");
@@ -296,8 +309,7 @@ fn proposal_rules(out: &mut String, plan: &Plan) {
     out.push_str("    examples:\n      positive:\n");
     let _ = writeln!(out, "        - {{name: {}, arguments: {}}}", scalar(&call.tool.name), flow_map(&call.positive));
     out.push_str("      negative:\n");
-    let _ =
-        writeln!(out, "        - {{name: {}, arguments: {}}}", scalar(&call.negative.0), flow_map(&call.negative.1));
+    let _ = writeln!(out, "        - {{name: {}, arguments: {}}}", scalar(&negative.0), flow_map(&negative.1));
 }
 
 fn verify(out: &mut String, plan: &Plan) {
