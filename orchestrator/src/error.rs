@@ -85,6 +85,9 @@ pub enum CommandError {
     /// `gate` could not run (a finding that fails is an outcome, not this error).
     #[error(transparent)]
     Gate(#[from] crate::gate::GateError),
+    /// `init` wrote no skeleton.
+    #[error(transparent)]
+    Init(#[from] crate::init::InitError),
 }
 
 impl CommandError {
@@ -110,6 +113,13 @@ impl CommandError {
             CommandError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
             CommandError::Verify(e) => verify_error_code(e),
             CommandError::Prove(e) => CommandError::exit_code_of_prove(e),
+            CommandError::Init(e) => match e {
+                crate::init::InitError::Usage(_) => exit_codes::USAGE,
+                crate::init::InitError::Exists { .. } => exit_codes::RESULTS_DIR,
+                crate::init::InitError::Start { .. } => exit_codes::RUN_INCOMPLETE,
+                crate::init::InitError::CreateDir { .. } | crate::init::InitError::Write(_) => exit_codes::IO,
+                crate::init::InitError::Invalid { .. } => exit_codes::INVALID_CONFIG,
+            },
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,
                 crate::gate::GateError::Record(_) => exit_codes::UNAVAILABLE,

@@ -24,6 +24,7 @@ pub mod error;
 pub mod examples;
 pub mod exit_codes;
 pub mod gate;
+pub mod init;
 pub mod model;
 pub mod preflight;
 pub mod prove;

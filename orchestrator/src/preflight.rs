@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::sandbox::SandboxBackend;
 use crate::toolhost::mcp::Limits;
 use crate::trial::launch::{self, OpenContext};
+use elengtis_core::agent::ToolInfo;
 use elengtis_core::format::campaign::{Target, Transport};
 use elengtis_core::format::{Bundle, Severity};
 use elengtis_core::refs::{Templates, Values};
@@ -142,14 +143,111 @@ async fn check_target(
         tool_list: Vec::new(),
         problems: Vec::new(),
         findings: Vec::new(),
-        warning: None,
+        warning: start_warning(target),
         execution: Value::Null,
     };
+    // Arguments may bind per scenario; the first scenario's bindings stand in.
+    let bindings =
+        bundle.scenarios.first().and_then(|first| target.bindings.get(&first.value.id).cloned()).unwrap_or_default();
+    let probe = Probe {
+        target,
+        bindings,
+        campaign_dir: bundle.campaign.path.parent().unwrap_or(std::path::Path::new(".")),
+        templates: Templates::for_version(bundle.campaign.value.schema_version),
+        limits,
+        run_id,
+        sandbox,
+    };
+    let listing = list_tools(probe).await;
+    check.execution = listing.execution;
+    check.problems = listing.problems;
+    let listed = listing.tools;
+    check.tools = listed.iter().map(|t| t.name.clone()).collect();
+    check.tool_list = listed.iter().map(|t| t.listing.clone()).collect();
+    if check.problems.is_empty() {
+        let tools: Vec<ListedTool> = listed
+            .iter()
+            .map(|t| ListedTool { name: t.name.clone(), input_schema: Value::Object(t.input_schema.clone()) })
+            .collect();
+        check.findings = toolargs::check(bundle, target, &tools);
+        let errors = check.findings.iter().filter(|f| f.severity == Severity::Error).count();
+        if errors > 0 {
+            check.problems.push(format!(
+                "{errors} problem{} with the tools the campaign calls or their arguments (listed below)",
+                if errors == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    check.ok = check.problems.is_empty();
+    check
+}
+
+/// The caution printed before a target is started: an externally managed server, or an
+/// unconfined stdio target run as root.
+pub fn start_warning(target: &Target) -> Option<String> {
+    match &target.transport {
+        Transport::StreamableHttp(_) => {
+            Some(format!("{} is externally managed; reset and isolation are not asserted", target.id))
+        }
+        Transport::Stdio(stdio) if stdio.sandbox.is_none() && nix::unistd::geteuid().is_root() => {
+            Some(unconfined_root_warning(&target.id))
+        }
+        _ => None,
+    }
+}
+
+/// What [`list_tools`] needs to start one target.
+pub struct Probe<'a> {
+    /// The target to start.
+    pub target: &'a Target,
+    /// The values its command line may name as `{binding: …}`.
+    pub bindings: serde_json::Map<String, Value>,
+    /// Relative paths of the target (a sandbox's `writable`) are relative to this directory.
+    pub campaign_dir: &'a std::path::Path,
+    /// How `{template: …}` maps in the command line read (the campaign's version).
+    pub templates: Templates,
+    /// Frame and deadline limits of the MCP session.
+    pub limits: Limits,
+    /// The run id objects are named and labelled by ([`new_run_id`]).
+    pub run_id: &'a str,
+    /// The sandbox, needed for container targets.
+    pub sandbox: Option<&'a dyn SandboxBackend>,
+}
+
+impl std::fmt::Debug for Probe<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probe").field("target", &self.target.id).field("run_id", &self.run_id).finish_non_exhaustive()
+    }
+}
+
+/// The tools one target listed, and how its start and teardown went.
+#[derive(Debug)]
+pub struct Listing {
+    /// The tools, as listed (empty when the target failed).
+    pub tools: Vec<ToolInfo>,
+    /// How the target was started and torn down (lifecycle record for containers).
+    pub execution: Value,
+    /// What went wrong starting, listing or tearing down (empty: all went well).
+    pub problems: Vec<String>,
+}
+
+/// A fresh run id for [`Probe::run_id`].
+pub fn new_run_id() -> String {
+    run_id()
+}
+
+/// Start one target the way a trial would (no sink: sink values point nowhere), list its
+/// tools and tear it down. Used by preflight and by `elengtis init`.
+pub async fn list_tools(probe: Probe<'_>) -> Listing {
+    let Probe { target, bindings, campaign_dir, templates, limits, run_id, sandbox } = probe;
     let dir = match tempfile::Builder::new().prefix("elengtis-preflight-").tempdir() {
         Ok(dir) => dir,
         Err(e) => {
-            check.problems.push(format!("failed to create a temporary directory: {e}"));
-            return check;
+            return Listing {
+                tools: Vec::new(),
+                execution: Value::Null,
+                problems: vec![format!("failed to create a temporary directory: {e}")],
+            };
         }
     };
     let mut values = Values::default();
@@ -160,19 +258,7 @@ async fn check_target(
     values.runner.insert("trial_id".into(), json!(format!("{}--preflight--0", target.id)));
     let attempt_id = attempt_id();
     values.runner.insert("attempt_id".into(), json!(attempt_id));
-    if let Some(first) = bundle.scenarios.first() {
-        // Arguments may bind per scenario; the first scenario's bindings stand in.
-        values.bindings = target.bindings.get(&first.value.id).cloned().unwrap_or_default();
-    }
-    if let Transport::StreamableHttp(_) = &target.transport {
-        check.warning = Some(format!("{} is externally managed; reset and isolation are not asserted", target.id));
-    }
-    if let Transport::Stdio(stdio) = &target.transport
-        && stdio.sandbox.is_none()
-        && nix::unistd::geteuid().is_root()
-    {
-        check.warning = Some(unconfined_root_warning(&target.id));
-    }
+    values.bindings = bindings;
     let trial_id = format!("{}--preflight--0", target.id);
     // Preflight starts no sink; sink values point nowhere.
     values.runner.insert("sink_url".into(), json!("http://192.0.2.1:9"));
@@ -193,10 +279,10 @@ async fn check_target(
         sink_server: None,
         egress_proxy: None,
         target_id: &target.id,
-        campaign_dir: bundle.campaign.path.parent().unwrap_or(std::path::Path::new(".")),
+        campaign_dir,
         trial_dir: Some(dir.path()),
         results_dir: None,
-        args_templates: Templates::for_version(bundle.campaign.value.schema_version),
+        args_templates: templates,
     };
     let opened = launch::open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {
@@ -208,33 +294,16 @@ async fn check_target(
         Err(e) => Err(e.clone()),
     };
     let (execution, _, teardown) = launch::close_target(opened).await;
-    check.execution = execution;
-    let listed = match listed {
+    let mut problems = Vec::new();
+    let tools = match listed {
         Ok(tools) => tools,
         Err(e) => {
-            check.problems.push(e);
+            problems.push(e);
             Vec::new()
         }
     };
-    check.tools = listed.iter().map(|t| t.name.clone()).collect();
-    check.tool_list = listed.iter().map(|t| t.listing.clone()).collect();
-    check.problems.extend(teardown.iter().map(|e| format!("teardown: {e}")));
-    if check.problems.is_empty() {
-        let tools: Vec<ListedTool> = listed
-            .iter()
-            .map(|t| ListedTool { name: t.name.clone(), input_schema: Value::Object(t.input_schema.clone()) })
-            .collect();
-        check.findings = toolargs::check(bundle, target, &tools);
-        let errors = check.findings.iter().filter(|f| f.severity == Severity::Error).count();
-        if errors > 0 {
-            check.problems.push(format!(
-                "{errors} problem{} with the tools the campaign calls or their arguments (listed below)",
-                if errors == 1 { "" } else { "s" }
-            ));
-        }
-    }
-    check.ok = check.problems.is_empty();
-    check
+    problems.extend(teardown.iter().map(|e| format!("teardown: {e}")));
+    Listing { tools, execution, problems }
 }
 
 #[cfg(test)]

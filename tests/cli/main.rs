@@ -7,6 +7,7 @@ mod fake_backend;
 mod gate;
 mod http;
 mod images;
+mod init;
 mod input;
 mod layering;
 mod live;

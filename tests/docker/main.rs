@@ -8,6 +8,7 @@ mod egress_proxy;
 mod engine_gate;
 mod gate;
 mod gc;
+mod init;
 mod isolated;
 mod live;
 mod mounted_socket;

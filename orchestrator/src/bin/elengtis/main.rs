@@ -70,6 +70,9 @@ enum Command {
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
     },
+    /// Start a server (an image or a stdio command) as preflight does, list its tools and write
+    /// a commented campaign, negative control and scenario skeleton that runs as written.
+    Init(elengtis::init::cli::InitArgs),
     /// Write the JSON Schemas generated from this build: campaign, scenario, seed and
     /// gate.schema.json (the formats), row, evidence, manifest and validation_report.schema.json
     /// (the results), events.schema.json (a line of an `--events` file).
@@ -501,6 +504,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Preflight { campaign, json, allow_vulnerable_engine } => {
             preflight(&campaign, json, allow_vulnerable_engine).await
         }
+        Command::Init(args) => init_command(args).await,
         Command::Schema { out } => schema(&out),
         Command::Example {
             name,
@@ -902,6 +906,28 @@ async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Re
         }
     }
     Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
+}
+
+async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error> {
+    let options = args.options()?;
+    let sandbox = match elengtis::init::sandbox_needs(&options.spec) {
+        Some(needs) => Some(
+            docker::DockerBackend::prepare(
+                &docker_options(args.allow_vulnerable_engine),
+                &needs,
+                &Terminal::new(false),
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
+    let written = elengtis::init::run(&options, sandbox).await?;
+    for warning in &written.warnings {
+        eprintln!("WARNING: {warning}");
+    }
+    print!("{}", written.summary());
+    Ok(exit_codes::SUCCESS)
 }
 
 fn schema(out: &Path) -> Result<i32, Error> {
