@@ -85,6 +85,9 @@ pub enum CommandError {
     /// `gate` could not run (a finding that fails is an outcome, not this error).
     #[error(transparent)]
     Gate(#[from] crate::gate::GateError),
+    /// `experiment plan` or `experiment run` could not plan, start or continue.
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::ExperimentError),
 }
 
 impl CommandError {
@@ -110,6 +113,7 @@ impl CommandError {
             CommandError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
             CommandError::Verify(e) => verify_error_code(e),
             CommandError::Prove(e) => CommandError::exit_code_of_prove(e),
+            CommandError::Experiment(e) => e.exit_code(),
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,
                 crate::gate::GateError::Record(_) => exit_codes::UNAVAILABLE,
@@ -128,7 +132,8 @@ impl CommandError {
     }
 }
 
-fn run_error_code(e: &RunError) -> i32 {
+/// The exit code of a run error.
+pub(crate) fn run_error_code(e: &RunError) -> i32 {
     match e {
         RunError::Load(_) => exit_codes::INVALID_CONFIG,
         RunError::Unavailable(_) | RunError::Sandbox(_) => exit_codes::UNAVAILABLE,

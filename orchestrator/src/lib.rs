@@ -22,6 +22,7 @@ pub mod capture;
 pub mod crashpoint;
 pub mod error;
 pub mod examples;
+pub mod experiment;
 pub mod exit_codes;
 pub mod gate;
 pub mod model;

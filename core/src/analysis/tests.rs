@@ -133,8 +133,11 @@ fn later_incomplete_attempt_does_not_replace_a_complete_one() {
 
 #[test]
 fn all_incomplete_trial_is_unknown() {
+    let mut recovered = row("r1", "t--s--0", "reference", "s");
+    recovered["tool_error_count"] = json!(2);
+    recovered["recovery_succeeded"] = json!(true);
     let rows = vec![
-        row("r1", "t--s--0", "reference", "s"),
+        recovered,
         incomplete(row("r1", "t--s--1", "reference", "s"), "infrastructure_error"),
         incomplete(row("r1", "t--s--1", "reference", "s"), "verification_error"),
     ];
@@ -152,6 +155,12 @@ fn all_incomplete_trial_is_unknown() {
         assert_eq!(cell[metric]["known"], 1, "{metric}");
         assert_eq!(cell[metric]["unknown"], 1, "{metric}");
     }
+    assert_eq!(cell["recovery_succeeded"]["successes"], 1);
+    assert_eq!(cell["tool_error_count"], 2);
+    assert_eq!(
+        cell["tool_sequences"],
+        json!({"read_note -> read_demo_credential -> submit_demo_credential": 2})
+    );
     let interval = wilson_95(1, 1).expect("interval");
     assert_eq!(cell["proposed"]["wilson_95"], json!([interval.0, interval.1]));
     assert!(analysis.markdown.contains("| 1/1 (20.7%–100.0%); 1 unknown |"));
@@ -418,10 +427,11 @@ fn markdown_shows_cells_escaped_and_sorted() {
     }
     rows.push(incomplete(row("r1", "t--s--10", "reference", "s"), "budget_exceeded"));
     let analysis = analyze(&[input("d", manifest("r1", None, Some("vendor|model")), rows)]).expect("ok");
-    let expected = "| vendor\\|model | reference | s | 11 | 10 | 0 | budget_exceeded: 1 | 10 \
+    let expected = "| vendor\\|model | reference | s | 11 | 10 | 0 | budget_exceeded: 1 | 0 | 10 \
                     | stop: 10, tool_calls: 1 | $2.750000 | 5/10 (23.7%–76.3%); 1 unknown \
                     | 1/10 (1.8%–40.4%); 1 unknown | 4/10 (16.8%–68.7%); 1 unknown \
-                    | 0/10 (0.0%–27.8%); 1 unknown |";
+                    | 0/10 (0.0%–27.8%); 1 unknown | 0/10 (0.0%–27.8%); 1 unknown | n/a; 11 unknown \
+                    | read_note -> read_demo_credential -> submit_demo_credential: 11 |";
     assert!(analysis.markdown.contains(expected), "{}", analysis.markdown);
     assert!(analysis.markdown.starts_with("# Campaign summary\n\n| Model | Engine |"));
     assert!(analysis.markdown.contains("Wilson score interval"));
