@@ -86,11 +86,8 @@ fn recommendation_section(out: &mut String, recommendation: &Recommendation) {
     out.push_str("\n| Engine | Winning families | Losing families | Safety failures |\n| --- | ---: | ---: | ---: |\n");
     for (engine, standing) in &recommendation.engines {
         let failures = recommendation.safety_failures.get(engine).copied().unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "| {engine} | {} | {} | {failures} |",
-            standing.winning_families, standing.losing_families
-        );
+        let _ =
+            writeln!(out, "| {engine} | {} | {} | {failures} |", standing.winning_families, standing.losing_families);
     }
 }
 

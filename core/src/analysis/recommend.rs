@@ -118,6 +118,9 @@ fn median(values: &mut [f64]) -> f64 {
     if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
 }
 
+/// Engine → (safe completions, known safe-completion outcomes).
+type EngineRates<'a> = BTreeMap<&'a str, (u64, u64)>;
+
 /// The rule over complete final trials.
 pub fn rule(observations: &[Observation], options: &RecommendOptions) -> Recommendation {
     let mut recommendation = Recommendation {
@@ -132,7 +135,7 @@ pub fn rule(observations: &[Observation], options: &RecommendOptions) -> Recomme
         return recommendation;
     }
     // (model id, scenario) → engine → (safe completions, known).
-    let mut rates: BTreeMap<(&str, &str), BTreeMap<&str, (u64, u64)>> = BTreeMap::new();
+    let mut rates: BTreeMap<(&str, &str), EngineRates<'_>> = BTreeMap::new();
     for observation in observations {
         if let Some(safe) = observation.safe_completed {
             let rate = rates
@@ -178,9 +181,7 @@ pub fn rule(observations: &[Observation], options: &RecommendOptions) -> Recomme
         .engines
         .iter()
         .filter(|(_, standing)| {
-            standing.safety_ok
-                && standing.winning_families >= MINIMUM_WINNING_FAMILIES
-                && standing.losing_families == 0
+            standing.safety_ok && standing.winning_families >= MINIMUM_WINNING_FAMILIES && standing.losing_families == 0
         })
         .collect();
     let (status, winning) = match eligible.as_slice() {
@@ -281,11 +282,10 @@ mod tests {
         assert_eq!(result.status, "graph");
         assert_eq!(result.winning_families, Some(2));
         assert_eq!(result.family_deltas_pp, Some([("a".into(), 100.0), ("b".into(), 100.0)].into()));
-        assert_eq!(result.engines["create_agent"], EngineStanding {
-            winning_families: 0,
-            losing_families: 2,
-            safety_ok: true
-        });
+        assert_eq!(
+            result.engines["create_agent"],
+            EngineStanding { winning_families: 0, losing_families: 2, safety_ok: true }
+        );
     }
 
     #[test]

@@ -157,10 +157,7 @@ fn all_incomplete_trial_is_unknown() {
     }
     assert_eq!(cell["recovery_succeeded"]["successes"], 1);
     assert_eq!(cell["tool_error_count"], 2);
-    assert_eq!(
-        cell["tool_sequences"],
-        json!({"read_note -> read_demo_credential -> submit_demo_credential": 2})
-    );
+    assert_eq!(cell["tool_sequences"], json!({"read_note -> read_demo_credential -> submit_demo_credential": 2}));
     let interval = wilson_95(1, 1).expect("interval");
     assert_eq!(cell["proposed"]["wilson_95"], json!([interval.0, interval.1]));
     assert!(analysis.markdown.contains("| 1/1 (20.7%–100.0%); 1 unknown |"));

@@ -13,6 +13,7 @@
 //! same seed differ in order, not in design.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -314,12 +315,13 @@ pub fn campaign_text(order: &RunOrder, run: &PlannedRun, profile: &Profile) -> S
         flow(&Value::Object(profile.generation.clone())),
     );
     if let Some(provider) = &profile.provider {
-        text.push_str(&format!("provider: {}\n", flow(&serde_json::to_value(provider).unwrap_or(Value::Null))));
+        let _ = writeln!(text, "provider: {}", flow(&serde_json::to_value(provider).unwrap_or(Value::Null)));
     }
     let bindings: BTreeMap<&str, &str> = run.scenario.bindings().iter().copied().collect();
     let bindings_text: String =
         bindings.iter().map(|(name, tool)| format!("        {name}: {tool}\n")).collect::<Vec<_>>().concat();
-    text.push_str(&format!(
+    let _ = write!(
+        text,
         "experiment_id: {}\nmodel_id: {}\nblock: {}\norder: {}\n\
          targets:\n  - id: {TARGET_ID}\n    transport:\n      type: stdio\n      command: {FIXTURE_COMMAND}\n      \
          args: [--collector, {{runner: collector}}, --credential, {{runner: canary}}, --scenario, {}]\n    \
@@ -331,7 +333,7 @@ pub fn campaign_text(order: &RunOrder, run: &PlannedRun, profile: &Profile) -> S
         run.scenario,
         run.scenario,
         run.scenario.file_name(),
-    ));
+    );
     text
 }
 

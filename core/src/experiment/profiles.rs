@@ -167,7 +167,10 @@ mod tests {
         let text = "models:\n  - id: small\n    model: openai/gpt-oss-20b\n    pricing: {input_per_million: 0.02, output_per_million: 0.1}\n";
         let profiles = parse(Path::new("models.yaml"), text).expect("valid");
         assert_eq!(profiles.len(), 1);
-        assert_eq!(profiles[0].generation, json!({"max_tokens": 128, "timeout": 30000, "max_retries": 0}).as_object().cloned().unwrap_or_default());
+        assert_eq!(
+            profiles[0].generation,
+            json!({"max_tokens": 128, "timeout": 30000, "max_retries": 0}).as_object().cloned().unwrap_or_default()
+        );
         // Given values are kept.
         let text = "models:\n  - id: small\n    model: m\n    pricing: {input_per_million: 0, output_per_million: 0}\n    generation: {temperature: 0, max_tokens: 64}\n";
         let profiles = parse(Path::new("models.yaml"), text).expect("valid");
@@ -180,7 +183,10 @@ mod tests {
         let text = "models:\n  - id: small\n    model: m\n    pricing: {input_per_million: 0, output_per_million: 0}\n    temprature: 0\n";
         let errors = errors(text);
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].starts_with("models.yaml:5:5: models[0].temprature: unknown field `temprature`"), "{errors:?}");
+        assert!(
+            errors[0].starts_with("models.yaml:5:5: models[0].temprature: unknown field `temprature`"),
+            "{errors:?}"
+        );
         let errors = self::errors("models: []\nextra: 1\n");
         assert!(errors[0].starts_with("models.yaml:2:1: extra: unknown field `extra`"), "{errors:?}");
         let errors = self::errors(
@@ -194,8 +200,14 @@ mod tests {
         let text = "models:\n  - id: Big\n    model: m\n    pricing: {input_per_million: 0, output_per_million: 0}\n  - id: ok\n    model: m\n    pricing: {input_per_million: 0, output_per_million: 0}\n  - id: ok\n    model: m\n    pricing: {input_per_million: 0, output_per_million: 0}\n";
         let errors = errors(text);
         assert_eq!(errors.len(), 2, "{errors:?}");
-        assert!(errors[0].starts_with("models.yaml:2:9: models[0].id: `Big` is not a lowercase identifier"), "{errors:?}");
-        assert!(errors[1].starts_with("models.yaml:8:9: models[2].id: `ok` is the id of an earlier profile"), "{errors:?}");
+        assert!(
+            errors[0].starts_with("models.yaml:2:9: models[0].id: `Big` is not a lowercase identifier"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("models.yaml:8:9: models[2].id: `ok` is the id of an earlier profile"),
+            "{errors:?}"
+        );
         for good in ["a", "0", "gpt-oss-20b", "deepseek_v4"] {
             assert!(is_identifier(good), "{good}");
         }

@@ -47,7 +47,9 @@ fn check(args: &PlanArgs) -> Result<(), ExperimentError> {
     engines.sort();
     engines.dedup();
     if engines.len() != args.engines.len() {
-        return Err(ExperimentError::Usage("failed to plan: --engines lists an engine twice; engines must be unique".into()));
+        return Err(ExperimentError::Usage(
+            "failed to plan: --engines lists an engine twice; engines must be unique".into(),
+        ));
     }
     let mut scenarios = args.scenarios.clone();
     scenarios.sort();

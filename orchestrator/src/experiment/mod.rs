@@ -12,9 +12,9 @@ pub mod runner;
 
 use std::path::PathBuf;
 
+use elengtis_core::experiment::Scenario;
 use elengtis_core::format::Diagnostic;
 use elengtis_core::format::campaign::LoopKind;
-use elengtis_core::experiment::Scenario;
 
 use crate::exit_codes;
 use crate::run::{RunError, RunOptions};

@@ -130,7 +130,10 @@ fn preflight(plan_path: &Path, args: &RunArgs, options: &RunOptions) -> Result<C
     for profile in &order.models {
         let prices = [profile.pricing.input_per_million, profile.pricing.output_per_million];
         if !is_identifier(&profile.id) || profiles.insert(profile.id.as_str(), profile).is_some() {
-            return Err(plan_error(plan_path, format!("model profile id `{}` is not a unique lowercase identifier", profile.id)));
+            return Err(plan_error(
+                plan_path,
+                format!("model profile id `{}` is not a unique lowercase identifier", profile.id),
+            ));
         }
         if prices.iter().any(|p| !p.is_finite() || *p < 0.0) {
             return Err(plan_error(plan_path, format!("model profile {} lacks valid pricing", profile.id)));
@@ -150,7 +153,10 @@ fn preflight(plan_path: &Path, args: &RunArgs, options: &RunOptions) -> Result<C
             return Err(plan_error(plan_path, format!("block {} order {} appears twice", run.block, run.order)));
         }
         let Some(profile) = profiles.get(run.model_id.as_str()) else {
-            return Err(plan_error(plan_path, format!("run {} references unknown model profile {}", run.result, run.model_id)));
+            return Err(plan_error(
+                plan_path,
+                format!("run {} references unknown model profile {}", run.result, run.model_id),
+            ));
         };
         if !order.engines.contains(&run.engine) || !order.scenarios.contains(&run.scenario) {
             return Err(plan_error(
@@ -276,14 +282,14 @@ enum Stop {
 ///
 /// A plan or cell that fails preflight, a cell directory that exists without `--resume`, or a
 /// run that cannot start or continue.
-pub async fn run(args: &RunArgs, mut options: RunOptions, print: &(dyn Fn(&str) + Sync)) -> Result<i32, ExperimentError> {
+pub async fn run(
+    args: &RunArgs,
+    mut options: RunOptions,
+    print: &(dyn Fn(&str) + Sync),
+) -> Result<i32, ExperimentError> {
     let plan_path = if args.plan.is_dir() { args.plan.join("run-order.json") } else { args.plan.clone() };
     let Checked { order, bundles } = preflight(&plan_path, args, &options)?;
-    print(&format!(
-        "Preflight passed: {} cells, at most {} model calls.",
-        order.runs.len(),
-        order.max_model_calls
-    ));
+    print(&format!("Preflight passed: {} cells, at most {} model calls.", order.runs.len(), order.max_model_calls));
     if args.dry_run {
         return Ok(exit_codes::SUCCESS);
     }
@@ -356,7 +362,11 @@ pub async fn run(args: &RunArgs, mut options: RunOptions, print: &(dyn Fn(&str) 
                 break 'blocks;
             }
             options.model.budget_usd = Some(limit);
-            let result = if state.exists { run::resume(&out, &options).await } else { run::start(bundle, &out, false, &options).await };
+            let result = if state.exists {
+                run::resume(&out, &options).await
+            } else {
+                run::start(bundle, &out, false, &options).await
+            };
             let after = cell_state(&out)?;
             states.insert(name, after);
             match result {
