@@ -607,3 +607,39 @@ fn trials_of_the_recorded_matrix_that_never_ran_are_counted_not_dropped() {
         "failed to analyze dir-c: row 1 has trial `local-demo--s--6`, which is not in the run's recorded matrix"
     );
 }
+
+#[test]
+fn tool_errors_recoveries_and_sequences_are_counted_per_cell() {
+    let mut recovered = row("r1", "t--s--0", "graph", "s");
+    recovered["tool_error_count"] = json!(2);
+    recovered["recovery_succeeded"] = json!(true);
+    let mut silent = row("r1", "t--s--1", "graph", "s");
+    silent["tool_sequence"] = json!([]);
+    silent["tool_calls"] = json!(0);
+    let mut failed = incomplete(row("r1", "t--s--2", "graph", "s"), "provider_error");
+    failed["tool_error_count"] = json!(1);
+    failed["tool_sequence"] = json!(["read_note"]);
+    let analysis = analyze(&[input("d", manifest("r1", None, None), vec![recovered, silent, failed])]).expect("ok");
+    let cell = only_cell(&analysis);
+    // Tool errors of every final row, the incomplete one's too (as the original sums them).
+    assert_eq!(cell["tool_error_count"], 3);
+    // Recovery is known only where a complete trial met a tool error.
+    assert_eq!(cell["recovery_succeeded"]["successes"], 1);
+    assert_eq!(cell["recovery_succeeded"]["known"], 1);
+    assert_eq!(cell["recovery_succeeded"]["unknown"], 2);
+    // An empty sequence is the key "" (as the original's " -> ".join([])).
+    assert_eq!(
+        cell["tool_sequences"],
+        json!({"": 1, "read_note": 1, "read_note -> read_demo_credential -> submit_demo_credential": 1})
+    );
+    assert!(
+        analysis
+            .markdown
+            .contains("| (none): 1, read_note: 1, read_note -> read_demo_credential -> submit_demo_credential: 1 |"),
+        "{}",
+        analysis.markdown
+    );
+    // Without conformance the rule is not applied; the Markdown says so.
+    assert_eq!(analysis.json["recommendation"]["status"], "conformance_required");
+    assert!(analysis.markdown.contains("## Recommendation\n\nStatus: `conformance_required`."));
+}
