@@ -214,6 +214,14 @@ fn a_live_comparison_is_planned_preflighted_smoked_capped_resumed_and_analysed()
     let done = cell_dirs(&results).iter().filter(|d| complete(d)).count();
     assert!(done > 24 && done < 48, "the second block stopped part-way: {done} cells complete");
 
+    // A cell directory left empty (a stop before its run wrote anything) is started afresh.
+    let unstarted = runs
+        .iter()
+        .map(|run| results.join(run["result"].as_str().expect("result")))
+        .find(|dir| !dir.exists())
+        .expect("a cell the stop left unstarted");
+    std::fs::create_dir(&unstarted).expect("an empty cell directory");
+
     // Resume under the plan's own cap: the rest runs, nothing twice.
     let resumed = run(&["--max-model-calls", "192", "--resume"]);
     assert!(resumed.status.success(), "{}", shown(&resumed));
