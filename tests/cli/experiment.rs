@@ -368,3 +368,53 @@ fn a_profile_file_with_unknown_fields_or_bad_ids_is_refused_with_positions() {
     assert_eq!(out.status.code(), Some(3), "{}", shown(&out));
     assert!(stderr(&out).contains("models.yaml:5:5: models[0].price: unknown field `price`"), "{}", shown(&out));
 }
+
+#[test]
+fn the_dry_run_refuses_an_edited_cell_a_missing_key_and_a_budget_above_the_plan() {
+    let dir = scratch();
+    let root = dir.path();
+    // An OpenRouter model (no provider): its key variable must be set to run.
+    write(
+        root,
+        "models.yaml",
+        "models:\n  - id: hosted\n    model: openai/gpt-oss-20b\n    pricing: {input_per_million: 0.02, output_per_million: 0.1}\n",
+    );
+    let out = elengtis(
+        root,
+        &["experiment", "plan", "--models", "models.yaml", "--blocks", "1", "--budget-usd", "2", "--out", "bundle"],
+    );
+    assert!(out.status.success(), "{}", shown(&out));
+    let dry = ["experiment", "run", "--plan", "bundle", "--results", "results", "--max-model-calls", "48", "--dry-run"];
+    let missing = elengtis(root, &dry);
+    assert_eq!(missing.status.code(), Some(5), "{}", shown(&missing));
+    assert!(stderr(&missing).contains("OPENROUTER_API_KEY is not set"), "{}", shown(&missing));
+    let with_key = |args: &[&str]| {
+        let mut cmd = elengtis_cmd(root, args);
+        for name in PROVIDER_ENV {
+            cmd.env_remove(name);
+        }
+        cmd.env("OPENROUTER_API_KEY", "not-a-real-key").output().expect("elengtis")
+    };
+    let ok = with_key(&dry);
+    assert!(ok.status.success(), "{}", shown(&ok));
+    assert!(stdout(&ok).contains("Preflight passed: 12 cells, at most 48 model calls."), "{}", shown(&ok));
+    let mut above = dry.to_vec();
+    above.extend(["--budget-usd", "3"]);
+    let above = with_key(&above);
+    assert_eq!(above.status.code(), Some(2), "{}", shown(&above));
+    assert!(stderr(&above).contains("--budget-usd must be no greater than the plan's cap of $2"), "{}", shown(&above));
+    // A cell edited after planning no longer matches the frozen order.
+    let order = read_json(&root.join("bundle/run-order.json"));
+    let first = order["runs"][0]["config"].as_str().expect("config").to_owned();
+    let path = root.join("bundle").join(&first);
+    let text = std::fs::read_to_string(&path).expect("campaign");
+    std::fs::write(&path, text.replace("\nblock: 0\n", "\nblock: 1\n")).expect("edit");
+    let edited = with_key(&dry);
+    assert_eq!(edited.status.code(), Some(3), "{}", shown(&edited));
+    assert!(
+        stderr(&edited).contains(&format!("{first}: the campaign does not match the plan's cell")),
+        "{}",
+        shown(&edited)
+    );
+    assert!(!root.join("results").exists(), "a dry run writes nothing");
+}
