@@ -113,7 +113,11 @@ impl CommandError {
             CommandError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
             CommandError::Verify(e) => verify_error_code(e),
             CommandError::Prove(e) => CommandError::exit_code_of_prove(e),
-            CommandError::Experiment(e) => e.exit_code(),
+            CommandError::Experiment(e) => match (e.exit_code(), e.run_error()) {
+                (Some(code), _) => code,
+                (None, Some(run)) => run_error_code(run),
+                (None, None) => exit_codes::RUN_INCOMPLETE,
+            },
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,
                 crate::gate::GateError::Record(_) => exit_codes::UNAVAILABLE,
@@ -132,8 +136,7 @@ impl CommandError {
     }
 }
 
-/// The exit code of a run error.
-pub(crate) fn run_error_code(e: &RunError) -> i32 {
+fn run_error_code(e: &RunError) -> i32 {
     match e {
         RunError::Load(_) => exit_codes::INVALID_CONFIG,
         RunError::Unavailable(_) | RunError::Sandbox(_) => exit_codes::UNAVAILABLE,

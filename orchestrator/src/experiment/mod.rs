@@ -174,9 +174,10 @@ impl ExperimentError {
         move |source| ExperimentError::Io { what, path, source }
     }
 
-    /// The process exit code for this error (docs/exit-codes.md).
-    pub fn exit_code(&self) -> i32 {
-        match self {
+    /// The process exit code for this error (docs/exit-codes.md); `None` for a cell's run
+    /// error, whose code is that [`RunError`]'s (see [`ExperimentError::run_error`]).
+    pub fn exit_code(&self) -> Option<i32> {
+        Some(match self {
             ExperimentError::Profiles(_) | ExperimentError::Plan { .. } | ExperimentError::Cell { .. } => {
                 exit_codes::INVALID_CONFIG
             }
@@ -184,7 +185,15 @@ impl ExperimentError {
             ExperimentError::Usage(_) => exit_codes::USAGE,
             ExperimentError::BundleExists(_) | ExperimentError::CellExists { .. } => exit_codes::RESULTS_DIR,
             ExperimentError::Unavailable { .. } => exit_codes::UNAVAILABLE,
-            ExperimentError::Run { source, .. } => crate::error::run_error_code(source),
+            ExperimentError::Run { .. } => return None,
+        })
+    }
+
+    /// The run error of a cell that could not start or continue.
+    pub fn run_error(&self) -> Option<&RunError> {
+        match self {
+            ExperimentError::Run { source, .. } => Some(source),
+            _ => None,
         }
     }
 }
