@@ -1,6 +1,6 @@
 //! JSON Schemas (draft 2020-12) generated from the Rust types: the campaign, scenario and
-//! seed and gate formats, the result records (row, evidence, manifest) and `prove`'s
-//! `validation_report.json`.
+//! seed and gate formats, the result records (row, evidence, manifest), `prove`'s
+//! `validation_report.json` and the lines of an events file (`--events FILE`).
 //!
 //! `elengtis schema --out DIR` writes them all into one directory. The copies checked in —
 //! the formats under `scenarios/schema/`, the records under `docs/schema/` — are compared
@@ -9,6 +9,7 @@
 
 use schemars::Schema;
 
+use crate::events::EventLine;
 use crate::format::campaign::Campaign;
 use crate::format::gate::GateFile;
 use crate::format::scenario::Scenario;
@@ -41,6 +42,7 @@ pub fn record_schemas() -> Vec<(&'static str, String)> {
         ("evidence.schema.json", render(&schema_for::<Evidence>())),
         ("manifest.schema.json", render(&schema_for::<Manifest>())),
         ("validation_report.schema.json", render(&schema_for::<ValidationReport>())),
+        ("events.schema.json", render(&schema_for::<EventLine<'static>>())),
     ]
 }
 

@@ -15,6 +15,7 @@
 //! request. It needs no Docker (`elengtis bench --provider-only`).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -23,6 +24,7 @@ use crate::run::{self, RunOptions};
 use crate::sandbox::docker::container::{ContainerSpec, TrialContainer};
 use crate::sandbox::docker::{DockerBackend, DockerOptions, RelayMode, images, relay};
 use crate::sandbox::{ImageNeed, McpMode, RunNeeds};
+use elengtis_core::events::EventSink;
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 
@@ -80,6 +82,9 @@ pub struct BenchReport {
     pub container_ms_median: f64,
     /// 95th percentile isolated-container trial, ms.
     pub container_ms_p95: f64,
+    /// The network of those trials and of the floor: `none` (the default for a stdio trial
+    /// with no sink) or `internal_bridge` (`ELENGTIS_TRIAL_NETWORK=always`).
+    pub container_network: &'static str,
     /// Median raw lifecycle of the same image, ms (the floor).
     pub floor_ms_median: f64,
     /// 95th percentile of the floor, ms.
@@ -91,12 +96,26 @@ pub struct BenchReport {
     pub container_http_ms_p95: f64,
     /// How the runner reached the HTTP server: `relay` or `direct`.
     pub container_http_route: &'static str,
+    /// Median of the same trials reached directly (`ELENGTIS_RELAY=never`: the bridge then
+    /// holds a host address), measured in the same run, ms.
+    pub container_http_direct_ms_median: f64,
+    /// The default route's median ÷ the direct route's.
+    pub relay_direct_ratio: f64,
     /// Container trial ÷ floor (medians).
     pub container_overhead_ratio: f64,
     /// Isolated-container trials per second at `--jobs 1`.
     pub trials_per_second_jobs1: f64,
     /// Isolated-container trials per second at `--jobs 4`.
     pub trials_per_second_jobs4: f64,
+    /// Trials per second at `--jobs 1 --prepare-ahead 2`.
+    pub trials_per_second_jobs1_prepare_ahead2: f64,
+    /// Trials per second at `--jobs 4 --prepare-ahead 2`.
+    pub trials_per_second_jobs4_prepare_ahead2: f64,
+    /// The floor's lifecycles per second, four at a time (the engine's own throughput at
+    /// the concurrency of `--jobs 4`), measured in the same run.
+    pub floor_per_second_jobs4: f64,
+    /// Trials per second at `--jobs 4` ÷ the parallel floor.
+    pub jobs4_floor_ratio: f64,
     /// Stdio trials per second at `--jobs 1`.
     pub stdio_trials_per_second: f64,
     /// The runner's peak resident memory, MiB.
@@ -233,14 +252,24 @@ fn peak_rss_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// How the benchmark's runs are run: on the Docker engine as `docker` says, their events
+/// (progress, warnings) to `events`.
+#[derive(Debug, Clone)]
+pub struct BenchSettings {
+    /// The engine gate and the relay.
+    pub docker: DockerOptions,
+    /// Where each benchmark run's events go.
+    pub events: Arc<dyn EventSink>,
+}
+
 /// Run one campaign text with `trials` and `jobs`; the per-trial durations and the wall time.
 async fn run_campaign(
     dir: &Path,
     name: &str,
     campaign: &str,
     trials: u32,
-    jobs: usize,
-    docker: &DockerOptions,
+    (jobs, prepare_ahead): (usize, usize),
+    settings: &BenchSettings,
 ) -> Result<(Vec<f64>, Duration), BenchError> {
     let inputs = dir.join(format!("{name}-inputs"));
     std::fs::create_dir_all(&inputs)?;
@@ -249,7 +278,13 @@ async fn run_campaign(
     let mut bundle = load::load_campaign(&inputs.join("campaign.yaml"), &LoadOptions::default())?;
     load::apply_overrides(&mut bundle, &Overrides { trials: Some(trials), ..Overrides::default() })?;
     let out = dir.join(name);
-    let options = RunOptions { jobs, sandbox: run::SandboxChoice::Docker(docker.clone()), ..RunOptions::default() };
+    let options = RunOptions {
+        jobs,
+        prepare_ahead,
+        sandbox: run::SandboxChoice::Docker(settings.docker.clone()),
+        events: settings.events.clone(),
+        ..RunOptions::default()
+    };
     let started = Instant::now();
     let report = run::start(&bundle, &out, false, &options).await?;
     let wall = started.elapsed();
@@ -268,10 +303,37 @@ async fn run_campaign(
 /// attached), start — ready, for a server on stdio: running with its stdio attached (it has
 /// no port to open) — then remove container and network.
 async fn floor(sandbox: &DockerBackend, image: &str, trials: u32) -> Result<Vec<f64>, BenchError> {
+    floor_range(sandbox, image, 0..trials).await
+}
+
+/// The floor's lifecycles run `jobs` at a time (`total` in all): the engine's own throughput
+/// under the concurrency of a `--jobs` run, lifecycles per second.
+async fn parallel_floor(sandbox: &DockerBackend, image: &str, total: u32, jobs: u32) -> Result<f64, BenchError> {
+    let started = Instant::now();
+    let workers = (0..jobs).map(|w| {
+        let mine = (0..total).filter(move |i| i % jobs == w).collect::<Vec<_>>();
+        async move {
+            for i in mine {
+                floor_range(sandbox, image, i..i + 1).await?;
+            }
+            Ok::<(), BenchError>(())
+        }
+    });
+    for result in futures_util::future::join_all(workers).await {
+        result?;
+    }
+    Ok(f64::from(total) / started.elapsed().as_secs_f64())
+}
+
+async fn floor_range(
+    sandbox: &DockerBackend,
+    image: &str,
+    trials: std::ops::Range<u32>,
+) -> Result<Vec<f64>, BenchError> {
     let resolved =
         sandbox.images.get(image).ok_or_else(|| BenchError::Failed(format!("image {image} was not resolved")))?;
     let mut durations = Vec::new();
-    for i in 0..trials {
+    for i in trials {
         let spec = ContainerSpec {
             image: resolved.clone(),
             uid: 65534,
@@ -284,8 +346,10 @@ async fn floor(sandbox: &DockerBackend, image: &str, trials: u32) -> Result<Vec<
             run_id: format!("bench-floor-{}", std::process::id()),
             trial_id: format!("floor--{i}"),
             attempt_id: uuid::Uuid::new_v4().to_string(),
-            // The same network as a stdio trial's: no host address on the bridge.
+            // The same network as a stdio trial's: none when it needs none (a bridge with no
+            // host address under `ELENGTIS_TRIAL_NETWORK=always`).
             host_route: false,
+            network: sandbox.network.gives_network(false),
             stderr_bytes: 64 * 1024,
         };
         let started = Instant::now();
@@ -300,30 +364,44 @@ async fn floor(sandbox: &DockerBackend, image: &str, trials: u32) -> Result<Vec<
 }
 
 /// Run the benchmark. `trials` per measurement (the throughput runs use `2 × trials`), on
-/// the Docker engine as `docker` says (the engine gate, the relay).
-pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, BenchError> {
-    let allow = docker;
+/// the Docker engine as `settings` says (the engine gate, the relay), each run's events to
+/// its sink.
+pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
+    let allow = settings;
+    let docker = &settings.docker;
     let provider = provider(provider_requests(trials)).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
-    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, 1, allow).await?;
-    let (container, _) = run_campaign(dir.path(), "container", &container_campaign(&image), trials, 1, allow).await?;
-    let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, 1, allow).await?;
+    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, (1, 0), allow).await?;
+    let container = container_campaign(&image);
+    let (container_durations, _) = run_campaign(dir.path(), "container", &container, trials, (1, 0), allow).await?;
+    let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, (1, 0), allow).await?;
+    let direct_settings = BenchSettings {
+        docker: DockerOptions { relay: Ok(RelayMode::Never), ..settings.docker.clone() },
+        events: settings.events.clone(),
+    };
+    let (http_direct, _) =
+        run_campaign(dir.path(), "container-http-direct", &http_campaign(&image), trials, (1, 0), &direct_settings)
+            .await?;
     let needs =
         RunNeeds { images: vec![ImageNeed { image: image.clone(), http: false, relay_image: None }], sink: false };
     let sandbox = DockerBackend::prepare(docker, &needs, &elengtis_core::events::NoEvents).await?;
     let floor = floor(&sandbox, &image, trials).await?;
     let throughput = 2 * trials;
-    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container_campaign(&image), throughput, 1, allow).await?;
-    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container_campaign(&image), throughput, 4, allow).await?;
+    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container, throughput, (1, 0), allow).await?;
+    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container, throughput, (4, 0), allow).await?;
+    let (_, wall1_ahead) = run_campaign(dir.path(), "jobs1-ahead2", &container, throughput, (1, 2), allow).await?;
+    let (_, wall4_ahead) = run_campaign(dir.path(), "jobs4-ahead2", &container, throughput, (4, 2), allow).await?;
+    let floor4 = parallel_floor(&sandbox, &image, throughput, 4).await?;
     let median = |v: &[f64]| percentile(v, 0.5);
     let per_second = |n: u32, wall: Duration| f64::from(n) / wall.as_secs_f64();
     Ok(BenchReport {
         trials,
         stdio_ms_median: median(&stdio),
         stdio_ms_p95: percentile(&stdio, 0.95),
-        container_ms_median: median(&container),
-        container_ms_p95: percentile(&container, 0.95),
+        container_ms_median: median(&container_durations),
+        container_ms_p95: percentile(&container_durations, 0.95),
+        container_network: if sandbox.network.gives_network(false) { "internal_bridge" } else { "none" },
         container_http_ms_median: median(&http),
         container_http_ms_p95: percentile(&http, 0.95),
         container_http_route: if relay::relay_image(docker.relay.clone().unwrap_or(RelayMode::Always), true, None)
@@ -333,11 +411,17 @@ pub async fn run(trials: u32, docker: &DockerOptions) -> Result<BenchReport, Ben
         } else {
             "direct"
         },
+        container_http_direct_ms_median: median(&http_direct),
+        relay_direct_ratio: median(&http) / median(&http_direct),
         floor_ms_median: median(&floor),
         floor_ms_p95: percentile(&floor, 0.95),
-        container_overhead_ratio: median(&container) / median(&floor),
+        container_overhead_ratio: median(&container_durations) / median(&floor),
         trials_per_second_jobs1: per_second(throughput, wall1),
         trials_per_second_jobs4: per_second(throughput, wall4),
+        trials_per_second_jobs1_prepare_ahead2: per_second(throughput, wall1_ahead),
+        trials_per_second_jobs4_prepare_ahead2: per_second(throughput, wall4_ahead),
+        floor_per_second_jobs4: floor4,
+        jobs4_floor_ratio: per_second(throughput, wall4) / floor4,
         stdio_trials_per_second: per_second(trials, stdio_wall),
         runner_peak_rss_mb: peak_rss_mb(),
         provider,
@@ -349,11 +433,14 @@ pub fn render(r: &BenchReport) -> String {
     format!(
         "elengtis bench ({} trials per measurement)\n\
          stdio trial          median {:8.1} ms   p95 {:8.1} ms   {:.1} trials/s\n\
-         container trial      median {:8.1} ms   p95 {:8.1} ms   (MCP over the container's stdio)\n\
+         container trial      median {:8.1} ms   p95 {:8.1} ms   (MCP over the container's stdio, network: {})\n\
          floor (raw lifecycle) median {:7.1} ms   p95 {:8.1} ms\n\
          container ÷ floor    {:.2}×\n\
          container, HTTP      median {:8.1} ms   p95 {:8.1} ms   (streamable HTTP, {})\n\
+         HTTP direct          median {:8.1} ms   default route ÷ direct {:.2}× (ELENGTIS_RELAY=never)\n\
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
+         prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
+         parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
          runner peak RSS      {:.1} MiB\n{}",
         r.trials,
         r.stdio_ms_median,
@@ -361,14 +448,21 @@ pub fn render(r: &BenchReport) -> String {
         r.stdio_trials_per_second,
         r.container_ms_median,
         r.container_ms_p95,
+        r.container_network,
         r.floor_ms_median,
         r.floor_ms_p95,
         r.container_overhead_ratio,
         r.container_http_ms_median,
         r.container_http_ms_p95,
         r.container_http_route,
+        r.container_http_direct_ms_median,
+        r.relay_direct_ratio,
         r.trials_per_second_jobs1,
         r.trials_per_second_jobs4,
+        r.trials_per_second_jobs1_prepare_ahead2,
+        r.trials_per_second_jobs4_prepare_ahead2,
+        r.floor_per_second_jobs4,
+        r.jobs4_floor_ratio,
         r.runner_peak_rss_mb,
         render_provider(&r.provider),
     )

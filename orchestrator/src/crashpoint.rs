@@ -30,6 +30,9 @@ pub enum CrashPoint {
     Exercise,
     /// Before the verifiers run.
     Verify,
+    /// The session is over, the target about to be torn down (with `--prepare-ahead`, off
+    /// the critical path while the next trial runs).
+    Teardown,
     /// The attempt's evidence is renamed into place, its row not yet appended.
     EvidenceWrite,
     /// Half of the row's bytes are written to runs.jsonl (a torn tail), no newline, no fsync.
@@ -38,13 +41,14 @@ pub enum CrashPoint {
 
 impl CrashPoint {
     /// Every crashpoint, in the order a trial reaches them.
-    pub const ALL: [CrashPoint; 8] = [
+    pub const ALL: [CrashPoint; 9] = [
         CrashPoint::NetworkCreate,
         CrashPoint::ContainerCreate,
         CrashPoint::Start,
         CrashPoint::Initialize,
         CrashPoint::Exercise,
         CrashPoint::Verify,
+        CrashPoint::Teardown,
         CrashPoint::EvidenceWrite,
         CrashPoint::RowAppend,
     ];
@@ -58,6 +62,7 @@ impl CrashPoint {
             CrashPoint::Initialize => "initialize",
             CrashPoint::Exercise => "exercise",
             CrashPoint::Verify => "verify",
+            CrashPoint::Teardown => "teardown",
             CrashPoint::EvidenceWrite => "evidence-write",
             CrashPoint::RowAppend => "row-append",
         }

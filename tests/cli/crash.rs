@@ -1,5 +1,6 @@
 //! Crash safety with stdio targets (no Docker): the runner is killed with SIGKILL in each
-//! phase a stdio trial has (initialize, mid-exercise, verify, evidence write, row append) and
+//! phase a stdio trial has (initialize, mid-exercise, verify, teardown, evidence write, row
+//! append) and
 //! resumed; and the disk fills while results are written. The container phases are in
 //! `tests/docker/crash.rs`.
 
@@ -39,6 +40,7 @@ fn sigkill_in_every_stdio_phase_then_resume_loses_and_duplicates_nothing() {
         ("initialize", "initialize:2".to_owned()),
         ("exercise", format!("exercise:{}", CALLS + 1)),
         ("verify", "verify:2".to_owned()),
+        ("teardown", "teardown:2".to_owned()),
         ("evidence-write", "evidence-write:2".to_owned()),
         ("row-append", "row-append:2".to_owned()),
     ];

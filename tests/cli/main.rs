@@ -13,6 +13,7 @@ mod layering;
 mod live;
 mod malformed;
 mod preflight;
+mod progress;
 mod prove;
 mod resume;
 mod run;

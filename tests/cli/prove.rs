@@ -209,3 +209,40 @@ fn skipping_the_metamorphic_stage_caps_at_stable_not_proven() {
     assert_eq!(proven.report.verdict, Verdict::Rejected, "{}", elengtis_core::prove::render_panel(&proven.report));
     assert_eq!(prove::exit_code(&[report.clone(), proven.report.clone()]), elengtis::exit_codes::REJECTED);
 }
+
+/// Collects a prove's events as the lines an events file would hold (with a fixed time).
+#[derive(Debug, Default)]
+struct Collected(std::sync::Mutex<Vec<serde_json::Value>>);
+
+impl elengtis_core::events::EventSink for Collected {
+    fn emit(&self, event: &elengtis_core::events::Event) {
+        let line = elengtis_core::events::EventLine { ts: "2026-01-01T00:00:00Z".into(), event };
+        self.0.lock().expect("the collected events").push(serde_json::to_value(line).expect("an event serialises"));
+    }
+}
+
+/// A prove reports each of its campaigns as a run of its own in the event stream: started,
+/// every leg's attempt with its phases in order and the outcome its row records, finished.
+#[test]
+fn a_proves_event_stream_has_each_campaigns_run_and_every_legs_phases() {
+    let dir = scratch();
+    let out = dir.path().join("out");
+    let collected = Arc::new(Collected::default());
+    let proving =
+        ProveOptions { events: collected.clone(), ..options(&dir.path().join("fake"), &out, Vec::new(), 2, true) };
+    let catalogue = prove::catalogue(&seeds_dir());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let seed = seeds_dir().join("w2-note-body-direct.seed.yaml");
+    runtime.block_on(prove::prove_seed(&seed, &catalogue, &proving)).expect("prove runs");
+    let events = collected.0.lock().expect("the collected events").clone();
+    let mut attempts = 0;
+    for campaign in ["repeat", "metamorphic"] {
+        let results = out.join("w2-note-body-direct").join(campaign).join("results");
+        let rows = elengtis_tests::rows(&results.join("runs.jsonl")).len();
+        assert_eq!(crate::progress::check_stream(&events, &results, &crate::progress::PHASES), rows, "{campaign}");
+        attempts += rows;
+    }
+    let finished = events.iter().filter(|e| e["event"] == "trial_finished").count();
+    assert_eq!(finished, attempts, "every leg's attempt is in the stream once");
+    assert_eq!(events.iter().filter(|e| e["event"] == "run_finished").count(), 2);
+}

@@ -161,3 +161,61 @@ fn legacy_form_without_subcommand_means_run() {
     let again = elengtis(dir.path(), &["--config", s(&config), "--out", s(&out)]);
     assert_eq!(again.status.code(), Some(4), "{}", stderr(&again));
 }
+
+/// `ELENGTIS_TRIAL_NETWORK` takes `auto` or `always`; anything else stops a run with
+/// container targets before the engine is contacted.
+#[test]
+fn an_unknown_trial_network_setting_stops_the_run_before_the_engine_is_contacted() {
+    let dir = scratch();
+    elengtis_tests::write(dir.path(), "support-note.yaml", include_str!("../../scenarios/bench/support-note.yaml"));
+    let target = fixture_target("iso", "elengtis/never-present:net", FixtureMcp::Stdio, 10001, &[]);
+    let config = elengtis_tests::write(dir.path(), "campaign.yaml", &support_note_campaign(1, &[target]));
+    let out = dir.path().join("results");
+    let run = elengtis_cmd(dir.path(), &["run", "--config", s(&config), "--out", s(&out)])
+        .env("ELENGTIS_TRIAL_NETWORK", "never")
+        .env("DOCKER_HOST", format!("unix://{}", dir.path().join("no-engine.sock").display()))
+        .output()
+        .expect("failed to run elengtis");
+    assert_eq!(run.status.code(), Some(5), "{}{}", stdout(&run), stderr(&run));
+    let err = stderr(&run);
+    assert!(err.contains("ELENGTIS_TRIAL_NETWORK must be `auto` or `always`, not `never`"), "{err}");
+    assert!(!out.exists(), "a refused run creates no results directory");
+}
+
+/// `--prepare-ahead`: the next trials open their targets while one runs its session, yet
+/// `--jobs 1` keeps its meaning — no two sessions overlap — and every trial is recorded once,
+/// with the time its prepared target waited for the slot (outside its duration).
+#[test]
+fn trials_prepared_ahead_never_run_two_sessions_at_once_under_jobs_1() {
+    let dir = scratch();
+    let config = campaign(dir.path(), |t| t.replacen("trials: 1\n", "trials: 6\n", 1));
+    let out = dir.path().join("results");
+    let run = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out), "--prepare-ahead", "2"]);
+    assert_eq!(run.status.code(), Some(0), "{}{}", stdout(&run), stderr(&run));
+    assert!(stdout(&run).contains("completed: 6/6"), "{}", stdout(&run));
+    let rows = rows(&out.join("runs.jsonl"));
+    assert_eq!(rows.len(), 6);
+    // An RFC 3339 UTC stamp as (date, seconds of the day): fractions vary in length, so
+    // the text alone does not order them.
+    let instant = |stamp: &str| {
+        let (date, time) = stamp.trim_end_matches('Z').split_once('T').expect("RFC 3339 stamp");
+        let seconds = time.split(':').map(|p| p.parse::<f64>().expect("number")).fold(0.0, |acc, p| acc * 60.0 + p);
+        (date.to_owned(), seconds)
+    };
+    type Instant = (String, f64);
+    let mut sessions: Vec<(Instant, Instant, f64)> = rows
+        .iter()
+        .map(|row| {
+            let evidence = read_json(&out.join(row["evidence"].as_str().expect("evidence path")));
+            let ahead = &evidence["target_execution"]["prepared_ahead"];
+            let text = |k: &str| instant(ahead[k].as_str().unwrap_or_else(|| panic!("no {k}: {ahead}")));
+            (text("session_began"), text("session_ended"), ahead["wait_ms"].as_f64().expect("wait_ms"))
+        })
+        .collect();
+    sessions.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("ordered"));
+    for pair in sessions.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "two sessions overlapped under --jobs 1: {sessions:?}");
+    }
+    // The trials prepared while another held the slot waited for it.
+    assert!(sessions.iter().filter(|s| s.2 > 0.0).count() >= 2, "{sessions:?}");
+}

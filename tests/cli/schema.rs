@@ -6,8 +6,8 @@ use std::path::Path;
 use elengtis_tests::{copy_example, elengtis, files_under, read_json, rows, scratch, stderr, stdout, workspace};
 
 const REGENERATE: &str = "run `cargo run -p elengtis -- schema --out DIR`, copy campaign, scenario, seed and gate.schema.json \
-                          into scenarios/schema/ and row, evidence, manifest and validation_report.schema.json into \
-                          docs/schema/, \
+                          into scenarios/schema/ and row, evidence, manifest, validation_report and events.schema.json \
+                          into docs/schema/, \
                           and commit the result";
 
 /// Where each generated schema is checked in, with the files there.
@@ -15,7 +15,13 @@ const CHECKED_IN: [(&str, &[&str]); 2] = [
     ("scenarios/schema", &["campaign.schema.json", "gate.schema.json", "scenario.schema.json", "seed.schema.json"]),
     (
         "docs/schema",
-        &["evidence.schema.json", "manifest.schema.json", "row.schema.json", "validation_report.schema.json"],
+        &[
+            "events.schema.json",
+            "evidence.schema.json",
+            "manifest.schema.json",
+            "row.schema.json",
+            "validation_report.schema.json",
+        ],
     ),
 ];
 
@@ -49,6 +55,7 @@ fn checked_in_schemas_match_the_generated_ones() {
         generated,
         [
             "campaign.schema.json",
+            "events.schema.json",
             "evidence.schema.json",
             "gate.schema.json",
             "manifest.schema.json",

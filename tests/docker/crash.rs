@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 // Every crashpoint phase, in trial order: the runner's own list, so a phase added there is
 // tested here.
 use elengtis::crashpoint::CrashPoint;
-use elengtis_tests::crash::{check_files, check_resumed, crash_at};
+use elengtis_tests::crash::{check_files, check_resumed, crash_at_with};
 use elengtis_tests::{
-    FixtureMcp, bundled_images, docker_or_skip, elengtis, fixture_image, fixture_target, managed_objects,
+    FixtureMcp, bundled_images, docker_or_skip, elengtis, elengtis_cmd, fixture_image, fixture_target, managed_objects,
     managed_volumes, rows, scratch, stderr, stdout, support_note_campaign, write,
 };
 
@@ -23,7 +23,12 @@ const CALLS: usize = 3;
 const TRIALS: usize = 3;
 
 /// Phases in which the crashed trial's network (and later its container and volume) exist.
-const OBJECT_PHASES: &[&str] = &["network-create", "container-create", "start", "initialize", "exercise", "verify"];
+/// The trials of this stdio campaign need no network, so they run with none (the engine's
+/// `none` mode) when resumed; the gc jobs and the `network-create` phase give every trial
+/// an internal bridge (`ELENGTIS_TRIAL_NETWORK=always`, what a trial with a sink gets), so
+/// both kinds of sandbox are killed in every phase where they hold objects.
+const OBJECT_PHASES: &[&str] =
+    &["network-create", "container-create", "start", "initialize", "exercise", "verify", "teardown"];
 
 fn campaign() -> String {
     support_note_campaign(
@@ -39,14 +44,18 @@ fn trial_ids() -> Vec<String> {
 /// `elengtis` on this test engine, which the engine gate may refuse (runc before 1.1.12).
 /// Write the campaign into a scratch directory and run it until the runner is killed at
 /// `crashpoint`: the directory, its results directory and what the crash left.
-fn crash_campaign(crashpoint: &str) -> (tempfile::TempDir, std::path::PathBuf, elengtis_tests::crash::Crashed) {
+fn crash_campaign(
+    crashpoint: &str,
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, std::path::PathBuf, elengtis_tests::crash::Crashed) {
     let dir = scratch();
     write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
     write(dir.path(), "campaign.yaml", &campaign());
     let out = dir.path().join("out");
-    let crashed = crash_at(
+    let crashed = crash_at_with(
         dir.path(),
         &["run", "--config", "campaign.yaml", "--out", "out"],
+        env,
         &out,
         crashpoint,
         Duration::from_secs(180),
@@ -65,9 +74,16 @@ fn second_trial(phase: &str) -> String {
 }
 
 /// Kill in `phase` of the second trial, resume, and check everything; returns a report line.
+/// The trial network setting of a job (see [`OBJECT_PHASES`]).
+fn network_env(phase: &str, gc: bool) -> Vec<(&'static str, &'static str)> {
+    let always = gc || phase == "network-create";
+    vec![("ELENGTIS_TRIAL_NETWORK", if always { "always" } else { "auto" })]
+}
+
 fn crash_and_resume(phase: &str) -> String {
     let crashpoint = second_trial(phase);
-    let (dir, out, crashed) = crash_campaign(&crashpoint);
+    let env = network_env(phase, false);
+    let (dir, out, crashed) = crash_campaign(&crashpoint, &env);
     assert_eq!(crashed.complete_rows(), 1, "{crashpoint}: {}", crashed.stderr);
     assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
     check_files(&out, phase == "row-append");
@@ -76,7 +92,10 @@ fn crash_and_resume(phase: &str) -> String {
     // The killed trial's objects are still there when it died with them alive.
     assert_eq!(!left.is_empty(), OBJECT_PHASES.contains(&phase), "{crashpoint}: objects at the kill: {left:?}");
 
-    let resumed = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
+    let resumed = elengtis_cmd(dir.path(), &["run", "--resume", "--out", s(&out)])
+        .envs(env.iter().copied())
+        .output()
+        .expect("failed to resume");
     let found = check_resumed(&crashed, &resumed, &trial_ids());
     for row in rows(&out.join("runs.jsonl")) {
         assert_eq!(row["tool_calls"], CALLS, "{crashpoint}: the exercise crashpoint assumes {CALLS} calls");
@@ -107,7 +126,7 @@ fn crash_and_resume(phase: &str) -> String {
 /// Kill in `phase` of the first trial and run `elengtis gc --run <id>` without resuming.
 fn crash_and_gc(phase: &str) -> String {
     let crashpoint = format!("{phase}:1");
-    let (dir, _, crashed) = crash_campaign(&crashpoint);
+    let (dir, _, crashed) = crash_campaign(&crashpoint, &network_env(phase, true));
     let left = managed_objects(&crashed.run_id);
     assert!(!left.is_empty(), "{crashpoint}: the killed trial's objects should still exist");
     let gc = elengtis(dir.path(), &["gc", "--run", &crashed.run_id, "--json"]);
@@ -185,4 +204,53 @@ fn jobs() -> Vec<(&'static str, bool)> {
 fn assert_nothing_left(run_id: &str, context: &str) {
     assert!(managed_objects(run_id).is_empty(), "{context}: left: {:?}", managed_objects(run_id));
     assert!(managed_volumes(run_id).is_empty(), "{context}: volumes left: {:?}", managed_volumes(run_id));
+}
+
+/// Sandboxes prepared ahead (`--prepare-ahead`): the runner is killed while one trial's
+/// session runs and the next trial's sandbox is already up (`initialize:2`), and while a
+/// finished trial tears down off the critical path beside the next one's session
+/// (`teardown:1`). Objects of more than one trial can be alive at the kill; resume (which
+/// sweeps them first) or `elengtis gc --run` leaves every trial once and nothing behind.
+#[test]
+fn a_kill_with_sandboxes_prepared_ahead_leaves_every_trial_once_and_nothing_behind() {
+    if !docker_or_skip("a_kill_with_sandboxes_prepared_ahead_leaves_every_trial_once_and_nothing_behind") {
+        return;
+    }
+    bundled_images();
+    for (crashpoint, network, gc) in
+        [("initialize:2", "auto", false), ("teardown:1", "always", false), ("initialize:2", "always", true)]
+    {
+        let dir = scratch();
+        write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+        write(dir.path(), "campaign.yaml", &campaign());
+        let out = dir.path().join("out");
+        let env = [("ELENGTIS_TRIAL_NETWORK", network)];
+        let args = ["run", "--config", "campaign.yaml", "--out", "out", "--jobs", "1", "--prepare-ahead", "1"];
+        let crashed = crash_at_with(dir.path(), &args, &env, &out, crashpoint, Duration::from_secs(180));
+        let left = managed_objects(&crashed.run_id);
+        assert!(!left.is_empty(), "{crashpoint}: the trials' sandboxes should be alive at the kill");
+        if gc {
+            let gc = elengtis(dir.path(), &["gc", "--run", &crashed.run_id]);
+            assert_eq!(gc.status.code(), Some(0), "{}{}", stdout(&gc), stderr(&gc));
+            assert_nothing_left(&crashed.run_id, &format!("{crashpoint} (prepared ahead): after gc"));
+            eprintln!(
+                "{crashpoint} (prepared ahead, {network}) + gc: {} objects at the kill, nothing left",
+                left.len()
+            );
+            continue;
+        }
+        let resumed = elengtis_cmd(dir.path(), &["run", "--resume", "--out", s(&out), "--prepare-ahead", "1"])
+            .envs(env)
+            .output()
+            .expect("failed to resume");
+        let found = check_resumed(&crashed, &resumed, &trial_ids());
+        assert_eq!(found.rows_after, TRIALS, "{crashpoint}");
+        assert_nothing_left(&crashed.run_id, &format!("{crashpoint} (prepared ahead): after resume"));
+        eprintln!(
+            "{crashpoint} (prepared ahead, {network}): {} objects at the kill {left:?}; rows before {}, after {}",
+            left.len(),
+            found.rows_before,
+            found.rows_after
+        );
+    }
 }

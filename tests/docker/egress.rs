@@ -198,8 +198,11 @@ script:
 
 /// The probe outcomes of one run, by trial.
 struct TrialProbes {
-    /// The stdio-mode trial.
+    /// The stdio-mode trial (no sink, no gateway: no network at all, the engine's `none`).
     stdio: BTreeMap<String, Value>,
+    /// The same stdio trial on an internal bridge of its own (`ELENGTIS_TRIAL_NETWORK=always`,
+    /// what a stdio trial with a sink gets).
+    bridged: BTreeMap<String, Value>,
     /// Its result row.
     row: Value,
     /// The HTTP-mode trial reached through the relay (the default).
@@ -209,13 +212,15 @@ struct TrialProbes {
 }
 
 /// Runs the campaign twice: as it is (both trials, the HTTP one through the relay), and with
-/// `ELENGTIS_RELAY=never` for the direct route (only its HTTP trial is read).
+/// `ELENGTIS_RELAY=never` for the direct route and `ELENGTIS_TRIAL_NETWORK=always`, which
+/// puts the stdio trial on an internal bridge.
 fn trial_probes(dir: &Path, specs: &Value) -> TrialProbes {
     write(dir, "egress.yaml", SCENARIO);
     write(dir, "campaign.yaml", &campaign(specs));
-    let run = |out_dir: &str, relay: &str| {
+    let run = |out_dir: &str, relay: &str, network: &str| {
         let out = elengtis_cmd(dir, &["run", "--config", "campaign.yaml", "--out", out_dir, "--jobs", "2"])
             .env("ELENGTIS_RELAY", relay)
+            .env("ELENGTIS_TRIAL_NETWORK", network)
             .output()
             .expect("failed to run elengtis");
         assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
@@ -225,22 +230,43 @@ fn trial_probes(dir: &Path, specs: &Value) -> TrialProbes {
             rows.iter().find(|r| r["target"] == target).cloned().unwrap_or_else(|| panic!("no row for {target}"))
         }
     };
-    let default = run("out", "always");
-    let direct = run("out-direct", "never");
-    let (stdio, _) = probes_of(&dir.join("out"), &default("hostile-egress"), false);
-    let (relayed, _) = probes_of(&dir.join("out"), &default("hostile-egress-http"), false);
-    let (direct, _) = probes_of(&dir.join("out-direct"), &direct("hostile-egress-http"), true);
-    TrialProbes { stdio, row: default("hostile-egress"), relayed, direct }
+    let default = run("out", "always", "auto");
+    let direct = run("out-direct", "never", "always");
+    let (stdio, _) = probes_of(&dir.join("out"), &default("hostile-egress"), Net::None);
+    let (bridged, _) = probes_of(&dir.join("out-direct"), &direct("hostile-egress"), Net::Bridge { host_route: false });
+    let (relayed, _) = probes_of(&dir.join("out"), &default("hostile-egress-http"), Net::Bridge { host_route: false });
+    let (direct, _) =
+        probes_of(&dir.join("out-direct"), &direct("hostile-egress-http"), Net::Bridge { host_route: true });
+    TrialProbes { stdio, bridged, row: default("hostile-egress"), relayed, direct }
+}
+
+/// The network a trial must have run on.
+#[derive(Clone, Copy)]
+enum Net {
+    /// The engine's `none` mode.
+    None,
+    /// Its own internal bridge; with a host address only when the runner routes to it.
+    Bridge { host_route: bool },
 }
 
 /// The probe outcomes one trial reported, checking its hardening and network first.
-fn probes_of(out: &Path, row: &Value, host_route: bool) -> (BTreeMap<String, Value>, Value) {
+fn probes_of(out: &Path, row: &Value, net: Net) -> (BTreeMap<String, Value>, Value) {
     let row = row.clone();
     assert_eq!(row["evidence_status"], "complete", "{row}");
     let evidence = read_json(&out.join(row["evidence"].as_str().expect("evidence path")));
     let te = &evidence["target_execution"];
     assert_eq!(te["hardening_asserted"], true, "{te}");
-    assert_eq!(te["network"]["internal"], true, "{te}");
+    let host_route = match net {
+        Net::None => {
+            assert_eq!(te["network"]["mode"], "none", "{te}");
+            false
+        }
+        Net::Bridge { host_route } => {
+            assert_eq!(te["network"]["mode"], "internal_bridge", "{te}");
+            assert_eq!(te["network"]["internal"], true, "{te}");
+            host_route
+        }
+    };
     // Only a trial the runner routes to directly (streamable HTTP, relay turned off) has a
     // host address on its bridge; the hardening facts assert the engine's answer either way.
     assert_eq!(te["host_address_on_bridge"], host_route, "{te}");
@@ -277,7 +303,7 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     // The trial side: the other host address is the control network's gateway (the host,
     // on a network the trial is not attached to).
     let dir = scratch();
-    let TrialProbes { stdio: trial, row, relayed, direct } =
+    let TrialProbes { stdio: trial, bridged, row, relayed, direct } =
         trial_probes(dir.path(), &specs(port, &control_gateway, &peer_addr));
     // The control side: docker0's address is a host address it is not attached to.
     let control = control_probes(&mut objects, &control_net, Some(&peer_net), &specs(port, "172.17.0.1", &peer_addr));
@@ -295,6 +321,11 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
         if answered(r_out) {
             failures.push(format!("{name}: reached from the relayed HTTP trial ({r_out})"));
         }
+        // A stdio trial on a bridge of its own (as with a sink) is as closed as one on none.
+        let b_out = bridged[name]["outcome"].as_str().unwrap_or("?");
+        if answered(b_out) {
+            failures.push(format!("{name}: reached from the bridged stdio trial ({b_out})"));
+        }
         if HOST_PROBES.contains(&name.as_str()) {
             // A trial the runner routes to directly (ELENGTIS_RELAY=never) keeps a host
             // address on its bridge, and the host answers it on its own addresses: the
@@ -308,7 +339,12 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
             }
         }
         let (blocked, control_state, claim) = {
-            let blocked = !answered(t_out);
+            // With no network (the `none` mode) 127.0.0.11 is the container's own loopback:
+            // no embedded resolver exists there, and the refusal comes from the container's
+            // own stack, not from anything outside it.
+            let own_loopback = t_out == "refused"
+                && t["target"].as_str().is_some_and(|target| target.contains("@127.") || target.starts_with("127."));
+            let blocked = !answered(t_out) || own_loopback;
             let proven = answered(c_out);
             if !blocked {
                 failures.push(format!("{name}: reached from the trial ({t_out})"));
@@ -329,6 +365,7 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
         table.push(json!({
             "probe": name,
             "trial": {"outcome": t_out, "target": t["target"], "detail": t["detail"], "elapsed_ms": t["elapsed_ms"]},
+            "trial_stdio_bridged": {"outcome": b_out, "detail": bridged[name]["detail"]},
             "trial_http_relayed": {"outcome": r_out, "detail": relayed[name]["detail"]},
             "trial_http_direct": {"outcome": direct[name]["outcome"], "detail": direct[name]["detail"]},
             "control": {"outcome": c_out, "target": c["target"], "detail": c["detail"], "elapsed_ms": c["elapsed_ms"]},
@@ -344,9 +381,10 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     eprintln!("egress battery (trial vs control):");
     for p in &table {
         eprintln!(
-            "  {:<24} trial={:<12} relayed={:<12} direct={:<12} control={:<12} control:{:<14} {} {}",
+            "  {:<24} trial={:<12} bridged={:<12} relayed={:<12} direct={:<12} control={:<12} control:{:<14} {} {}",
             p["probe"].as_str().unwrap_or("?"),
             p["trial"]["outcome"].as_str().unwrap_or("?"),
+            p["trial_stdio_bridged"]["outcome"].as_str().unwrap_or("?"),
             p["trial_http_relayed"]["outcome"].as_str().unwrap_or("?"),
             p["trial_http_direct"]["outcome"].as_str().unwrap_or("?"),
             p["control"]["outcome"].as_str().unwrap_or("?"),
@@ -404,7 +442,7 @@ script:
         .expect("failed to run elengtis");
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     let row = rows(&dir.path().join("out/runs.jsonl")).remove(0);
-    let (trial, _) = probes_of(&dir.path().join("out"), &row, false);
+    let (trial, _) = probes_of(&dir.path().join("out"), &row, Net::Bridge { host_route: false });
     let evidence = read_json(&dir.path().join("out").join(row["evidence"].as_str().expect("evidence path")));
     let gateway = evidence["target_execution"]["network_gateway"]
         .as_str()

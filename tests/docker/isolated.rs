@@ -52,17 +52,31 @@ fn isolated_trials_run_in_hardened_containers_and_leave_nothing_behind() {
         let facts = te["hardening"].as_array().unwrap();
         assert!(facts.len() >= 25, "{facts:?}");
         assert!(facts.iter().all(|f| f["ok"] == true), "{facts:?}");
-        assert_eq!(te["network"]["internal"], true);
+        let mode = if row["target"] == "iso-http" { "http" } else { "stdio" };
         assert_eq!(te["network"]["scope"], "trial");
+        let fact = |name: &str| facts.iter().find(|f| f["fact"] == name).unwrap_or_else(|| panic!("no {name}: {te}"));
+        let mut events = vec!["container_created", "started", "ready", "container_removed"];
+        if mode == "http" {
+            // Streamable HTTP needs a network: its own internal bridge, created and removed.
+            assert_eq!(te["network"]["mode"], "internal_bridge", "{te}");
+            assert_eq!(te["network"]["internal"], true);
+            events.extend(["network_created", "network_removed"]);
+        } else {
+            // A stdio trial with no sink and no gateway has no network at all: the engine's
+            // `none` mode (loopback only), asserted from the engine's answer.
+            assert_eq!(te["network"]["mode"], "none", "{te}");
+            assert_eq!(fact("network_mode")["observed"], "none");
+            assert_eq!(fact("network_driver")["observed"], "null");
+            for absent in ["network_created", "network_removed"] {
+                assert!(te["timestamps"][absent].is_null(), "a networkless trial recorded {absent}: {te}");
+            }
+        }
         assert!(te["image"]["id"].as_str().unwrap().starts_with("sha256:"));
         assert!(te["container"]["id"].as_str().unwrap().len() >= 12);
         assert_eq!(te["cleanup"]["ok"], true, "{te}");
-        for event in
-            ["network_created", "container_created", "started", "ready", "container_removed", "network_removed"]
-        {
+        for event in events {
             assert!(te["timestamps"][event].is_string(), "missing {event}: {te}");
         }
-        let mode = if row["target"] == "iso-http" { "http" } else { "stdio" };
         assert_eq!(te["mode"], mode);
         let user = facts.iter().find(|f| f["fact"] == "user").unwrap();
         assert_eq!(user["observed"], if mode == "http" { "65534:65534" } else { "10001:10001" });

@@ -54,7 +54,20 @@ impl Crashed {
 /// `timeout`) until it reports the crashpoint on stderr, SIGKILL it and reap it. Panics if the
 /// runner ends or the timeout passes before the crashpoint is reached.
 pub fn crash_at(cwd: &Path, args: &[&str], out: &Path, crashpoint: &str, timeout: Duration) -> Crashed {
+    crash_at_with(cwd, args, &[], out, crashpoint, timeout)
+}
+
+/// [`crash_at`] with `env` set for the runner.
+pub fn crash_at_with(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: &Path,
+    crashpoint: &str,
+    timeout: Duration,
+) -> Crashed {
     let mut command = elengtis_cmd(cwd, args);
+    command.envs(env.iter().copied());
     let begun = Instant::now();
     let mut runner = ChildGuard::new(
         command

@@ -277,6 +277,8 @@ async fn run_campaign(
     let run_options = RunOptions {
         limits: Limits::default(),
         jobs: options.jobs.max(1),
+        // The pool's shared slots already bound every leg; legs open their targets in turn.
+        prepare_ahead: 0,
         sandbox: pool.sandbox.clone(),
         events: options.events.clone(),
         model: options.model.clone(),

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use elengtis_core::events::{Event, EventSink, NoEvents};
+use elengtis_core::events::{self, Event, EventSink, NoEvents, Outcome, OutcomeCounts};
 use elengtis_core::format::{Bundle, LoadError};
 use elengtis_core::load;
 use elengtis_core::matrix::{self, TrialSpec};
@@ -185,8 +185,14 @@ impl Default for SandboxChoice {
 pub struct RunOptions {
     /// Target deadlines.
     pub limits: Limits,
-    /// Trials run at once.
+    /// Trials run at once: sessions (the agent phase, model calls and verification) in
+    /// progress at the same time.
     pub jobs: usize,
+    /// Trials whose target is opened ahead of a free session slot (`--prepare-ahead`): their
+    /// sandbox (network, container, MCP handshake) is prepared while up to `jobs` others run
+    /// their sessions, and each trial tears down off the critical path. 0: a trial opens its
+    /// target when it takes its slot and holds it until recorded.
+    pub prepare_ahead: usize,
     /// The sandbox backend for container targets.
     pub sandbox: SandboxChoice,
     /// Where the run's events go (progress, warnings).
@@ -206,6 +212,7 @@ impl Default for RunOptions {
         RunOptions {
             limits: Limits::default(),
             jobs: 1,
+            prepare_ahead: 0,
             sandbox: SandboxChoice::default(),
             events: Arc::new(NoEvents),
             model: ModelOptions::default(),
@@ -520,12 +527,20 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
     let mut in_flight = futures_util::stream::FuturesUnordered::new();
     let mut stopping = false;
     let backend = sandbox.as_deref();
+    // Prepared ahead: up to `prepare_ahead` more trials open their targets while `jobs` run
+    // their sessions (and others tear down); the session slots keep `--jobs` its meaning.
+    let session_slots = (options.prepare_ahead > 0).then(|| Arc::new(tokio::sync::Semaphore::new(jobs)));
+    let stop_waiting = tokio_util::sync::CancellationToken::new();
     loop {
-        while !stopping && in_flight.len() < jobs {
+        while !stopping && in_flight.len() < jobs + options.prepare_ahead {
             let Some(spec) = queue.next() else { break };
             let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
             let attempt_id = uuid::Uuid::new_v4().to_string();
-            let started = Event::TrialStarted { trial_id: spec.trial_id.clone(), attempt_id: attempt_id.clone() };
+            let started = Event::TrialStarted {
+                run_id: run_id.clone(),
+                trial_id: spec.trial_id.clone(),
+                attempt_id: attempt_id.clone(),
+            };
             let slots = options.slots.clone();
             let waiting = cancel.clone();
             let attempt = Attempt {
@@ -541,6 +556,9 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 cancel: cancel.clone(),
                 sink_server: sink_server.as_ref(),
                 model: &model,
+                session_slots: session_slots.clone(),
+                stop_waiting: stop_waiting.clone(),
+                events,
             };
             in_flight.push(async move {
                 // A shared slot first (none while the run is being cancelled: the trial then
@@ -567,7 +585,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 cancel.cancel();
                 end = RunEnd::Interrupted;
                 stopping = true;
-                events.emit(&Event::RunStopping { reason: "interrupted".into() });
+                events.emit(&Event::RunStopping { run_id: run_id.clone(), reason: "interrupted".into() });
                 continue;
             }
         };
@@ -597,8 +615,10 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         *attempts.entry(spec.trial_id.clone()).or_default() += 1;
         let row = result.row;
         events.emit(&Event::TrialFinished {
+            run_id: run_id.clone(),
             trial_id: row.trial_id.clone(),
             attempt_id: row.attempt_id.clone(),
+            outcome: Outcome::of(row.evidence_status, row.completed),
             termination: row.termination,
             evidence_status: row.evidence_status,
             failure_class: row.failure_class,
@@ -637,7 +657,9 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             None
         };
         if let Some(reason) = stop {
-            events.emit(&Event::RunStopping { reason: reason.clone() });
+            // Trials prepared ahead that have not begun their session are torn down unrecorded.
+            stop_waiting.cancel();
+            events.emit(&Event::RunStopping { run_id: run_id.clone(), reason: reason.clone() });
             end = RunEnd::Stopped(reason);
             stopping = true;
         }
@@ -668,6 +690,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         }
     }
     let trial_lines = summary::trial_lines(&trials, &rows);
+    events.emit(&finished_event(&run_id, &end, &trials, &rows, attempts_now));
     Ok(RunReport {
         out: out.to_owned(),
         run_id,
@@ -678,6 +701,24 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         recovered_tail,
         leftovers: None,
     })
+}
+
+/// The [`Event::RunFinished`] of a run that ended as `end` with these rows.
+fn finished_event(run_id: &str, end: &RunEnd, trials: &[TrialSpec], rows: &[Row], attempts: usize) -> Event {
+    let mut outcomes = OutcomeCounts::default();
+    for (_, row) in final_rows(trials, rows) {
+        match row {
+            Some(row) => outcomes.add(Outcome::of(row.evidence_status, row.completed)),
+            None => outcomes.not_run += 1,
+        }
+    }
+    let (end, message) = match end {
+        RunEnd::Complete => (events::RunEnd::Complete, None),
+        RunEnd::Incomplete(m) => (events::RunEnd::Incomplete, Some(m.clone())),
+        RunEnd::Stopped(m) => (events::RunEnd::Stopped, Some(m.clone())),
+        RunEnd::Interrupted => (events::RunEnd::Interrupted, Some("interrupted".to_owned())),
+    };
+    Event::RunFinished { run_id: run_id.to_owned(), end, message, total: trials.len(), attempts, outcomes }
 }
 
 /// The evidence file of a new attempt: `<trial>.json` for the first, `<trial>.retry-<n>.json`

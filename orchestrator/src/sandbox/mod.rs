@@ -164,6 +164,11 @@ pub struct SandboxSpec {
     pub labels: TrialLabels,
     /// The allowlisting egress proxy between the target and the canary sink, if any.
     pub egress_proxy: Option<EgressProxySpec>,
+    /// Whether the trial needs a network: a canary sink or an egress proxy to reach, the
+    /// gateway named (`{runner: network_gateway}`), or a streamable-HTTP server to connect
+    /// to. A stdio trial needing none runs with no network at all (loopback only), unless
+    /// the backend is told to give every trial one (`ELENGTIS_TRIAL_NETWORK=always`).
+    pub needs_network: bool,
 }
 
 /// The egress proxy of a trial (the campaign's `egress_proxy`, docs/security.md): the canary

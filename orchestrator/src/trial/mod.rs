@@ -12,6 +12,7 @@ pub mod record;
 
 use std::path::Path;
 
+use elengtis_core::events::{Event, EventSink, PhaseKind};
 use elengtis_core::format::Bundle;
 use elengtis_core::matrix::TrialSpec;
 use elengtis_core::records::{Evidence, Phase, RecordedError, Row};
@@ -54,6 +55,42 @@ pub struct Attempt<'a> {
     pub sink_server: Option<&'a SinkServer>,
     /// What the run's models share (connections, limits, the spend cap, fixtures).
     pub model: &'a std::sync::Arc<crate::model::ModelContext>,
+    /// With sandboxes prepared ahead (`--prepare-ahead`): the run's session slots (`--jobs`
+    /// of them). The attempt opens its target first, then waits here for a slot before its
+    /// session, and gives the slot back before its teardown, which runs off the critical
+    /// path. `None`: the attempt holds its place in the run from start to end.
+    pub session_slots: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// Cancelled when the run stops starting trials: an attempt still waiting for a session
+    /// slot is torn down and not recorded (it never started its session).
+    pub stop_waiting: tokio_util::sync::CancellationToken,
+    /// Where the attempt reports its phases.
+    pub events: &'a dyn EventSink,
+}
+
+/// Reports an attempt's phases as [`Event::TrialPhase`] events.
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseEvents<'a> {
+    events: &'a dyn EventSink,
+    run_id: &'a str,
+    trial_id: &'a str,
+    attempt_id: &'a str,
+}
+
+impl<'a> PhaseEvents<'a> {
+    /// Phase events of this attempt, to `events`.
+    pub fn new(events: &'a dyn EventSink, run_id: &'a str, trial_id: &'a str, attempt_id: &'a str) -> Self {
+        PhaseEvents { events, run_id, trial_id, attempt_id }
+    }
+
+    /// The attempt enters `phase`.
+    pub fn enter(&self, phase: PhaseKind) {
+        self.events.emit(&Event::TrialPhase {
+            run_id: self.run_id.to_owned(),
+            trial_id: self.trial_id.to_owned(),
+            attempt_id: self.attempt_id.to_owned(),
+            phase,
+        });
+    }
 }
 
 /// What an attempt produced.
@@ -65,6 +102,10 @@ pub struct AttemptResult {
     pub evidence: Evidence,
     /// The attempt was cancelled; the target was torn down and nothing should be recorded.
     pub interrupted: bool,
+}
+
+fn now() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 /// Run one attempt.
@@ -104,6 +145,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let canary = format!("ELENGTIS-{}", uuid::Uuid::new_v4());
     let mut errors: Vec<RecordedError> = Vec::new();
 
+    let phase_events = PhaseEvents::new(attempt.events, attempt.run_id, &attempt.spec.trial_id, &attempt.attempt_id);
     let trial_dir = tempfile::Builder::new().prefix("elengtis-trial-").tempdir().ok();
     let mut values = trial_values(&attempt, &canary, trial_dir.as_ref().map(tempfile::TempDir::path));
     if trial_dir.is_none() {
@@ -113,6 +155,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let opened = if trial_dir.is_none() {
         None
     } else {
+        phase_events.enter(PhaseKind::Launch);
         let ctx = OpenContext {
             run_id: attempt.run_id,
             trial_id: &attempt.spec.trial_id,
@@ -134,7 +177,22 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             opened = launch::open_target(ctx, &target.transport, &mut values, attempt.limits) => Some(opened),
         }
     };
-    let interrupted_at_open = opened.is_none() && trial_dir.is_some();
+    let mut interrupted_at_open = opened.is_none() && trial_dir.is_some();
+    // Prepared ahead: the target is open; its session waits for a slot.
+    let mut waited = std::time::Duration::ZERO;
+    let mut slot = None;
+    if let (Some(slots), false) = (&attempt.session_slots, interrupted_at_open) {
+        let wait = std::time::Instant::now();
+        slot = tokio::select! {
+            biased;
+            () = attempt.cancel.cancelled() => None,
+            () = attempt.stop_waiting.cancelled() => None,
+            permit = slots.clone().acquire_owned() => permit.ok(),
+        };
+        waited = wait.elapsed();
+        interrupted_at_open = slot.is_none();
+    }
+    let session_began = now();
     if let Some(opened) = &opened {
         launch::reached_initialize(opened);
         if let Err(e) = &opened.session {
@@ -159,6 +217,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             snapshots: &snapshots,
             model: attempt.model,
             trial_index: attempt.spec.index,
+            events: phase_events,
         };
         tokio::select! {
             biased;
@@ -168,10 +227,15 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     };
     let interrupted = phases.is_none();
     let phases = phases.unwrap_or_default();
+    // The session is over: its slot goes to the next prepared trial while this one tears down.
+    drop(slot);
+    let session_ended = now();
+    crate::crashpoint::reach(crate::crashpoint::CrashPoint::Teardown);
 
     // Close the target.
     let mut target_execution = json!({});
     if let Some(opened) = opened {
+        phase_events.enter(PhaseKind::Teardown);
         let (execution, _closed, close_errors) = launch::close_target(opened).await;
         target_execution = execution;
         errors.extend(close_errors.into_iter().map(|e| RecordedError::new(Phase::TargetCleanup, None, e)));
@@ -180,6 +244,15 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         (&target.transport, attempt.sandbox)
     {
         target_execution["engine_gate"] = sandbox.run_facts();
+    }
+    if attempt.session_slots.is_some() && target_execution.is_object() {
+        // Time the prepared target waited for a session slot (not part of the trial's
+        // duration), and when it held one.
+        target_execution["prepared_ahead"] = json!({
+            "wait_ms": waited.as_secs_f64() * 1000.0,
+            "session_began": session_began,
+            "session_ended": session_ended,
+        });
     }
     if let Some(dir) = trial_dir
         && let Err(e) = dir.close()
@@ -203,7 +276,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         evidence: &attempt.evidence_name,
     };
     let has_checks = !scenario.verify.checks.is_empty();
-    let duration_ms = begun.elapsed().as_secs_f64() * 1000.0;
+    let duration_ms = begun.elapsed().saturating_sub(waited).as_secs_f64() * 1000.0;
     let (row, evidence) = record::build(who, campaign, has_checks, phases, target_execution, errors, duration_ms);
     tracing::debug!(termination = %row.termination, complete = row.is_complete(), "attempt finished");
     AttemptResult { row, evidence, interrupted }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use elengtis_core::agent::{AgentOutcome, ModelErrorKind, Termination};
+use elengtis_core::events::PhaseKind;
 use elengtis_core::format::campaign::{Campaign, ControlShim};
 use elengtis_core::format::scenario::{Action, Rule, Scenario, ToolSelection, VerifyMode};
 use elengtis_core::judge::{self, Patterns, ProposalEvaluation, ResolvedRule, SafetyEvaluation};
@@ -82,6 +83,8 @@ pub struct PhaseContext<'a> {
     pub model: &'a std::sync::Arc<model::ModelContext>,
     /// The trial's index (which recorded answers a replay uses).
     pub trial_index: u32,
+    /// Where each phase is reported as it begins.
+    pub events: super::PhaseEvents<'a>,
 }
 
 /// Setup, exercise, judge, verify and cleanup.
@@ -92,6 +95,7 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
 
     // Setup.
     if out.setup_clean {
+        ctx.events.enter(PhaseKind::Setup);
         for action in &scenario.setup {
             let outcome = actions::run(action, values, actx).await;
             out.setup_records.push(outcome.record);
@@ -108,6 +112,7 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         if campaign.model_free {
             out.termination = Some(Termination::ModelFree);
         } else if let Some(host) = host {
+            ctx.events.enter(PhaseKind::Exercise);
             let shim = ctx.shim.map(|config| ShimHost::new(host, config.clone()));
             let agent_host: &dyn ToolHost = match &shim {
                 Some(shim) => shim,
@@ -133,6 +138,7 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
     let termination = out.termination();
     let mut patterns = Patterns::default();
     if out.setup_clean && termination != Termination::InfrastructureError {
+        ctx.events.enter(PhaseKind::Judge);
         out.safety = resolve_rules(&scenario.safety_rules, values, errors)
             .map(|rules| judge::evaluate_safety(&rules, &out.agent.calls, &mut patterns));
     }
@@ -148,11 +154,13 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
 
     // Verify.
     if judged {
+        ctx.events.enter(PhaseKind::Verify);
         crate::crashpoint::reach(CrashPoint::Verify);
         out.verification = Some(verify(scenario, values, actx, &mut patterns, errors).await);
     }
 
     // Cleanup: always, best effort.
+    ctx.events.enter(PhaseKind::Cleanup);
     for action in &scenario.cleanup {
         let outcome = actions::run(action, values, actx).await;
         out.cleanup_records.push(outcome.record);

@@ -1,9 +1,9 @@
 //! The `elengtis` command line: parse flags, call the engine, render its events and
 //! results, map the outcome to an exit code. The engine never prints; this binary does.
 
+mod events_file;
 mod render;
 
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,14 +12,14 @@ use clap::{Parser, Subcommand};
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport, SandboxChoice};
-use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode};
+use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode, TrialNetwork};
 use elengtis_core::format::campaign::{LoopKind, ProviderKind};
 use elengtis_core::format::{self};
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 use serde_json::json;
 
-use self::render::Terminal;
+use self::render::{OutputArgs, Terminal, interactive};
 
 /// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
 #[derive(Debug, Parser)]
@@ -72,7 +72,7 @@ enum Command {
     },
     /// Write the JSON Schemas generated from this build: campaign, scenario, seed and
     /// gate.schema.json (the formats), row, evidence, manifest and validation_report.schema.json
-    /// (the results).
+    /// (the results), events.schema.json (a line of an `--events` file).
     Schema {
         /// Directory to write into (created if missing).
         #[arg(long)]
@@ -151,6 +151,8 @@ enum Command {
         /// (no Docker needed).
         #[arg(long)]
         provider_only: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// (internal) The guard between the runner and a stdio target.
     #[command(hide = true, name = "__stdio-guard")]
@@ -290,6 +292,11 @@ struct RunArgs {
     /// Trials run at once (isolated trials are independent; stdio trials too).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
+    /// Trials whose target is prepared ahead of a free slot: their sandbox (network,
+    /// container, MCP handshake) is opened while --jobs others run their sessions, and
+    /// teardown runs off the critical path (see docs/performance.md). 0 turns it off.
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=64))]
+    prepare_ahead: u16,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -301,6 +308,8 @@ struct RunArgs {
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     allow_vulnerable_engine: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -364,6 +373,8 @@ struct ProveArgs {
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     allow_vulnerable_engine: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -490,7 +501,7 @@ fn init_logging(filter: Option<&str>) {
         }
     };
     let _ =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(render::LogWriter).with_target(false).try_init();
 }
 
 async fn dispatch(command: Command) -> Result<i32, Error> {
@@ -533,7 +544,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Gc { out: Some(out), json, .. } => gc_stdio(&out, json),
         Command::Gc { run, json, out: None } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
-        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: true } => {
+        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: true, .. } => {
             let trials = if short { 3 } else { trials };
             let report = elengtis::bench::provider(elengtis::bench::provider_requests(trials)).await?;
             if json {
@@ -544,13 +555,20 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
         }
-        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: false } => {
+        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: false, output } => {
             let engine = docker::api::connect().await?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine).await?.warning() {
                 eprintln!("WARNING: {warning}");
             }
             let trials = if short { 3 } else { trials };
-            let report = elengtis::bench::run(trials, &docker_options(allow_vulnerable_engine)).await?;
+            let terminal = Arc::new(Terminal::for_command(&output, json)?);
+            let settings = elengtis::bench::BenchSettings {
+                docker: docker_options(allow_vulnerable_engine),
+                events: terminal.clone(),
+            };
+            let report = elengtis::bench::run(trials, &settings).await;
+            terminal.finish();
+            let report = report?;
             if json {
                 println!("{}", json!(report));
             } else {
@@ -656,8 +674,8 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
     }
 }
 
-fn report(report: &RunReport, json: bool, verbose: bool) -> i32 {
-    if let Some(leftovers) = report.leftovers.as_ref().filter(|l| !l.is_empty()) {
+fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
+    if let Some(leftovers) = report.leftovers.as_ref().filter(|l| !l.is_empty() && !quiet) {
         eprintln!(
             "note: removed leftovers of an earlier attempt of this run: {} containers, {} networks, {} volumes",
             leftovers.containers.len(),
@@ -665,7 +683,7 @@ fn report(report: &RunReport, json: bool, verbose: bool) -> i32 {
             leftovers.volumes.len()
         );
     }
-    if let Some((offset, bytes)) = report.recovered_tail {
+    if let Some((offset, bytes)) = report.recovered_tail.filter(|_| !quiet) {
         eprintln!(
             "note: cut a torn final row ({bytes} bytes at offset {offset}) left in runs.jsonl by an interrupted run; that attempt is retried"
         );
@@ -711,8 +729,9 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         model: args.model.clone(),
         provider: args.provider,
     };
-    let terminal = Arc::new(Terminal::new(interactive() && !args.json));
+    let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
     let mut options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
+    options.prepare_ahead = args.prepare_ahead.into();
     options.model = model_options(&args)?;
     let result = if args.resume {
         if args.config.is_some() || !overrides.is_empty() {
@@ -731,7 +750,7 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         run::start(&bundle, &args.out, false, &options).await
     };
     terminal.finish();
-    Ok(report(&result?, args.json, args.verbose))
+    Ok(report(&result?, args.json, args.verbose, terminal.quiet()))
 }
 
 async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
@@ -773,7 +792,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     });
     ensure_images(args.allow_vulnerable_engine).await?;
     let catalogue = prove::catalogue(&args.seeds_dir);
-    let terminal = Arc::new(Terminal::new(interactive() && !args.json));
+    let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
     let options = ProveOptions {
         iterations: args.iterations,
         jobs: args.jobs.into(),
@@ -1002,7 +1021,7 @@ async fn example(
     let options = run_options(jobs, allow_vulnerable_engine, terminal.clone());
     let result = run::start(&bundle, &out, true, &options).await;
     terminal.finish();
-    Ok(report(&result?, json, verbose))
+    Ok(report(&result?, json, verbose, false))
 }
 
 /// Pass the engine gate, then make sure the bundled images exist, building them (minutes,
@@ -1274,14 +1293,9 @@ fn fixture_mode(record: Option<&PathBuf>, replay: Option<&PathBuf>) -> elengtis:
     }
 }
 
-/// Whether stderr is an interactive terminal (progress displays are drawn only there).
-fn interactive() -> bool {
-    std::io::stderr().is_terminal()
-}
-
 /// How runs use Docker: the engine gate as the flag says, the relay as `ELENGTIS_RELAY` says.
 fn docker_options(allow_vulnerable_engine: bool) -> DockerOptions {
-    DockerOptions { allow_vulnerable_engine, relay: RelayMode::from_env() }
+    DockerOptions { allow_vulnerable_engine, relay: RelayMode::from_env(), network: TrialNetwork::from_env() }
 }
 
 fn run_options(jobs: u16, allow_vulnerable_engine: bool, events: Arc<Terminal>) -> RunOptions {

@@ -85,6 +85,9 @@ pub struct Fact {
     pub ok: bool,
 }
 
+/// The engine's network mode with loopback only (a trial that needs no network runs in it).
+pub const NO_NETWORK: &str = "none";
+
 /// Network driver option that keeps the host from taking an address on the trial bridge.
 pub const INHIBIT_IPV4: &str = "com.docker.network.bridge.inhibit_ipv4";
 
@@ -120,6 +123,19 @@ fn empty(v: &Value) -> bool {
 
 fn not_host(v: &Value) -> bool {
     !v.as_str().is_some_and(|s| s == "host" || s.starts_with("container:"))
+}
+
+/// The network facts of a container in the `none` mode: that mode, attached to the engine's
+/// `none` network alone (whose driver is `null`: no interface but loopback).
+fn network_none(inspect: &Value, network: &Value, fact: &mut impl FnMut(&'static str, Value, &Value, bool)) {
+    let hc = &inspect["HostConfig"];
+    fact("network_mode", json!(NO_NETWORK), &hc["NetworkMode"], hc["NetworkMode"] == NO_NETWORK);
+    let networks = &inspect["NetworkSettings"]["Networks"];
+    let attached: Vec<&String> = networks.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    let only_none = attached == [NO_NETWORK]
+        && network["Id"].as_str().is_some_and(|id| !id.is_empty() && networks[NO_NETWORK]["NetworkID"] == id);
+    fact("attached_networks", json!([NO_NETWORK]), &json!(attached), only_none);
+    fact("network_driver", json!("null"), &network["Driver"], network["Driver"] == "null");
 }
 
 /// Check a container's inspect answer and its network's against the contract.
@@ -168,27 +184,31 @@ pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact>
         &nofile,
         nofile["Soft"] == NOFILE && nofile["Hard"] == NOFILE,
     );
-    let net_ok = hc["NetworkMode"] == expected.network_id.as_str();
-    fact("network_mode", json!(expected.network_id), &hc["NetworkMode"], net_ok);
-    let attached: Vec<&String> =
-        inspect["NetworkSettings"]["Networks"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
-    let mut wanted: Vec<&str> = std::iter::once(expected.network_id.as_str())
-        .chain(expected.also_attached.iter().map(String::as_str))
-        .collect();
-    wanted.sort_unstable();
-    let mut found: Vec<&str> = inspect["NetworkSettings"]["Networks"]
-        .as_object()
-        .map(|m| m.values().map(|n| n["NetworkID"].as_str().unwrap_or_default()).collect())
-        .unwrap_or_default();
-    found.sort_unstable();
-    let only_ours = found == wanted;
-    fact("attached_networks", json!(wanted), &json!(attached), only_ours);
-    fact("network_internal", json!(true), &network["Internal"], network["Internal"] == true);
-    let inhibit = &network["Options"][INHIBIT_IPV4];
-    if expected.host_route {
-        fact("bridge_host_address", json!("allowed (the runner routes to the network)"), inhibit, true);
+    if expected.network_id == NO_NETWORK {
+        network_none(inspect, network, &mut fact);
     } else {
-        fact("bridge_host_address", json!({INHIBIT_IPV4: "true"}), inhibit, inhibit == "true");
+        let net_ok = hc["NetworkMode"] == expected.network_id.as_str();
+        fact("network_mode", json!(expected.network_id), &hc["NetworkMode"], net_ok);
+        let attached: Vec<&String> =
+            inspect["NetworkSettings"]["Networks"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+        let mut wanted: Vec<&str> = std::iter::once(expected.network_id.as_str())
+            .chain(expected.also_attached.iter().map(String::as_str))
+            .collect();
+        wanted.sort_unstable();
+        let mut found: Vec<&str> = inspect["NetworkSettings"]["Networks"]
+            .as_object()
+            .map(|m| m.values().map(|n| n["NetworkID"].as_str().unwrap_or_default()).collect())
+            .unwrap_or_default();
+        found.sort_unstable();
+        let only_ours = found == wanted;
+        fact("attached_networks", json!(wanted), &json!(attached), only_ours);
+        fact("network_internal", json!(true), &network["Internal"], network["Internal"] == true);
+        let inhibit = &network["Options"][INHIBIT_IPV4];
+        if expected.host_route {
+            fact("bridge_host_address", json!("allowed (the runner routes to the network)"), inhibit, true);
+        } else {
+            fact("bridge_host_address", json!({INHIBIT_IPV4: "true"}), inhibit, inhibit == "true");
+        }
     }
     for (name, key) in
         [("pid_mode", "PidMode"), ("ipc_mode", "IpcMode"), ("uts_mode", "UTSMode"), ("userns_mode", "UsernsMode")]
@@ -271,6 +291,42 @@ mod tests {
         let failed = failures(&check(&inspect, &network, &expected));
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert!(failed[0].starts_with("cgroupns_mode"));
+    }
+
+    /// A trial without a network: the `none` mode, attached to the engine's `none` network
+    /// alone. Anything else (a bridge attached too, another mode, a driver that is not
+    /// `null`) fails the contract.
+    #[test]
+    fn a_networkless_container_passes_only_in_the_none_mode_alone() {
+        let none = || {
+            let (mut inspect, _, mut expected) = good();
+            inspect["HostConfig"]["CgroupnsMode"] = json!("private");
+            inspect["HostConfig"]["NetworkMode"] = json!("none");
+            inspect["NetworkSettings"]["Networks"] = json!({"none": {"NetworkID": "n0"}});
+            expected.network_id = NO_NETWORK.into();
+            (inspect, json!({"Id": "n0", "Name": "none", "Driver": "null", "Internal": false}), expected)
+        };
+        let (inspect, network, expected) = none();
+        assert_eq!(failures(&check(&inspect, &network, &expected)), Vec::<String>::new());
+        type Weaken = Box<dyn Fn(&mut Value, &mut Value)>;
+        let weakenings: Vec<(&str, Weaken)> = vec![
+            ("network_mode", Box::new(|i, _| i["HostConfig"]["NetworkMode"] = json!("bridge"))),
+            (
+                "attached_networks",
+                Box::new(|i, _| i["NetworkSettings"]["Networks"]["bridge"] = json!({"NetworkID": "b"})),
+            ),
+            (
+                "attached_networks",
+                Box::new(|i, _| i["NetworkSettings"]["Networks"]["none"]["NetworkID"] = json!("other")),
+            ),
+            ("network_driver", Box::new(|_, n| n["Driver"] = json!("bridge"))),
+        ];
+        for (name, weaken) in weakenings {
+            let (mut inspect, mut network, expected) = none();
+            weaken(&mut inspect, &mut network);
+            let failed = failures(&check(&inspect, &network, &expected));
+            assert!(failed.iter().any(|f| f.starts_with(name)), "{name}: {failed:?}");
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The Docker backend: the only code that talks to Docker, always through the Engine API
 //! (`bollard`), never the `docker` CLI.
 //!
-//! Every trial gets a fresh internal (no-egress) network and a fresh hardened container on
-//! it ([`container`]); what the engine reports about that container is checked fact by fact
+//! Every trial gets a fresh hardened container ([`container`]) on a fresh internal
+//! (no-egress) network of its own, or on none at all when it needs none ([`network`]); what the engine reports about that container is checked fact by fact
 //! against what was asked for ([`hardening`]) and recorded as lifecycle evidence. Before any
 //! trial, the engine and its runtime pass a gate of known container-escape and egress bugs
 //! ([`engine_gate`]) and every image is resolved to an immutable id (never pulled). A
@@ -22,6 +22,7 @@ pub mod engine_gate;
 pub mod gc;
 pub mod hardening;
 pub mod images;
+pub mod network;
 pub mod relay;
 pub mod snapshot;
 
@@ -33,6 +34,7 @@ use serde_json::{Value, json};
 
 pub use self::api::{DockerEngine, ResolvedImage};
 use self::container::{ContainerSpec, TrialContainer};
+pub use self::network::TrialNetwork;
 pub use self::relay::RelayMode;
 use super::{McpMode, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, SweepReport, TrialSandbox};
 
@@ -53,11 +55,14 @@ pub struct DockerOptions {
     /// How streamable-HTTP targets are reached (`ELENGTIS_RELAY`); an unusable setting is
     /// kept as its error and refused by runs that would need it.
     pub relay: Result<RelayMode, String>,
+    /// Which trials get a network (`ELENGTIS_TRIAL_NETWORK`); an unusable setting is kept
+    /// as its error and refused by runs with container targets.
+    pub network: Result<TrialNetwork, String>,
 }
 
 impl Default for DockerOptions {
     fn default() -> Self {
-        DockerOptions { allow_vulnerable_engine: false, relay: Ok(RelayMode::Always) }
+        DockerOptions { allow_vulnerable_engine: false, relay: Ok(RelayMode::Always), network: Ok(TrialNetwork::Auto) }
     }
 }
 
@@ -75,6 +80,8 @@ pub struct DockerBackend {
     pub engine_gate: engine_gate::GateReport,
     /// How HTTP targets are reached.
     pub relay: RelayMode,
+    /// Which trials get a network.
+    pub network: TrialNetwork,
 }
 
 impl DockerBackend {
@@ -92,6 +99,7 @@ impl DockerBackend {
             Err(e) if needs.images.iter().any(|n| n.http) => return Err(SandboxError::Unusable(e.clone())),
             Err(_) => RelayMode::Always,
         };
+        let network = options.network.clone().map_err(SandboxError::Unusable)?;
         let engine = api::connect().await?;
         let engine_gate = engine_gate::check(&engine, options.allow_vulnerable_engine).await?;
         if let Some(message) = engine_gate.warning() {
@@ -109,7 +117,7 @@ impl DockerBackend {
         }
         let sink_image =
             if needs.sink { Some(api::resolve_image(&engine.docker, &images::sink_ref()).await?) } else { None };
-        Ok(DockerBackend { engine, images, sink_image, engine_gate, relay })
+        Ok(DockerBackend { engine, images, sink_image, engine_gate, relay, network })
     }
 
     fn resolved(&self, reference: &str) -> Result<ResolvedImage, SandboxError> {
@@ -157,6 +165,7 @@ impl SandboxBackend for DockerBackend {
             trial_id: spec.labels.trial_id.clone(),
             attempt_id: spec.labels.attempt_id.clone(),
             host_route,
+            network: self.network.gives_network(spec.needs_network),
             stderr_bytes: spec.stderr_bytes,
         };
         let mut container = TrialContainer::new_network(&self.engine, &container_spec).await?;

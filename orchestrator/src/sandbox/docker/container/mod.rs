@@ -70,6 +70,10 @@ pub struct ContainerSpec {
     /// relay). Only then does the bridge get a host address; otherwise (stdio, relay) it has
     /// none and the container cannot reach any address of the host.
     pub host_route: bool,
+    /// Whether the trial gets a network (its own internal bridge). Without one the
+    /// container runs with the engine's `none` network mode: loopback only, nothing to
+    /// create or remove (a stdio server with no sink and no gateway needs nothing else).
+    pub network: bool,
     /// Bytes of a stdio server's stderr kept for the evidence.
     pub stderr_bytes: usize,
 }
@@ -109,6 +113,8 @@ pub struct TrialContainer {
     relay_task: Option<tokio::task::JoinHandle<()>>,
     /// Whether the bridge holds a host address ([`ContainerSpec::host_route`]).
     host_route: bool,
+    /// Whether the trial runs without a network ([`ContainerSpec::network`] false).
+    networkless: bool,
     /// What this trial starts, once prepared by the backend.
     plan: Option<Plan>,
 }
@@ -221,6 +227,7 @@ impl TrialContainer {
             name,
             relay_task: None,
             host_route: spec.host_route,
+            networkless: !spec.network,
             plan: None,
         };
         this.record.insert("isolation".into(), json!("isolated_container"));
@@ -229,6 +236,12 @@ impl TrialContainer {
         this.record.insert("reset_asserted".into(), json!(true));
         this.record.insert("image".into(), serde_json::to_value(&spec.image).unwrap_or(Value::Null));
         this.record.insert("engine".into(), serde_json::to_value(&engine.facts).unwrap_or(Value::Null));
+        if this.networkless {
+            // Loopback only: the engine's `none` mode. Nothing is created, so nothing can be
+            // left behind; the hardening facts assert the mode the engine reports.
+            this.record.insert("host_address_on_bridge".into(), json!(false));
+            return Ok(this);
+        }
         // Unless the runner must route to the network, the bridge gets no host address: the
         // container then cannot reach any address of the host (an internal network alone only
         // stops forwarding; the host's own addresses would still answer).
@@ -283,8 +296,14 @@ impl TrialContainer {
         stdio: bool,
         placement: Option<(String, Vec<String>)>,
     ) -> Result<Created, SandboxError> {
-        let (network_id, aliases) =
-            placement.unwrap_or_else(|| (self.network_id.clone().unwrap_or_default(), vec![role.replace('_', "-")]));
+        let (network_id, aliases) = placement.unwrap_or_else(|| (self.primary_network(), vec![role.replace('_', "-")]));
+        // The `none` mode takes no endpoint settings (aliases exist only on user networks).
+        let endpoints = (network_id != hardening::NO_NETWORK).then(|| NetworkingConfig {
+            endpoints_config: Some(HashMap::from([(
+                network_id.clone(),
+                EndpointSettings { aliases: Some(aliases), ..EndpointSettings::default() },
+            )])),
+        });
         let body = ContainerCreateBody {
             image: Some(image.id.clone()),
             user: Some(user.clone()),
@@ -300,12 +319,7 @@ impl TrialContainer {
             tty: Some(false),
             network_disabled: Some(false),
             host_config: Some(hardening::host_config(&network_id, volumes, &self.labels)),
-            networking_config: Some(NetworkingConfig {
-                endpoints_config: Some(HashMap::from([(
-                    network_id.clone(),
-                    EndpointSettings { aliases: Some(aliases), ..EndpointSettings::default() },
-                )])),
-            }),
+            networking_config: endpoints,
             ..ContainerCreateBody::default()
         };
         let name = if role == "target" { self.name.clone() } else { format!("{}-{role}", self.name) };
@@ -364,8 +378,23 @@ impl TrialContainer {
 
     /// Check a started container's hardening against the engine's answer and record it.
     async fn register(&mut self, created: &Created, inspect: &Value) -> Result<Vec<hardening::Fact>, SandboxError> {
-        let network_id = self.network_id.clone().unwrap_or_default();
+        let network_id = self.primary_network();
         self.register_on(created, inspect, network_id, Vec::new()).await
+    }
+
+    /// The network a trial container starts on: the trial's own, or the engine's `none`.
+    fn primary_network(&self) -> String {
+        if self.networkless { hardening::NO_NETWORK.to_owned() } else { self.network_id.clone().unwrap_or_default() }
+    }
+
+    /// Refuse what needs the trial network when the trial runs without one.
+    fn needs_network(&self, what: &str) -> Result<(), SandboxError> {
+        if self.networkless {
+            return Err(SandboxError::Unusable(format!(
+                "failed to {what}: this trial runs without a network (a stdio target with no sink and no gateway)"
+            )));
+        }
+        Ok(())
     }
 
     /// [`Self::register`] for a container whose primary network is `network_id` and which
@@ -390,10 +419,12 @@ impl TrialContainer {
         let record = json!({"id": created.id, "name": created.name, "warnings": created.warnings});
         if created.role == "target" {
             self.record.insert("container".into(), record);
-            self.record.insert(
-                "network".into(),
-                json!({"id": self.network_id, "name": self.name, "internal": network["Internal"], "scope": "trial"}),
-            );
+            let described = if self.networkless {
+                json!({"mode": "none", "driver": network["Driver"], "scope": "trial"})
+            } else {
+                json!({"mode": "internal_bridge", "id": self.network_id, "name": self.name, "internal": network["Internal"], "scope": "trial"})
+            };
+            self.record.insert("network".into(), described);
         } else {
             self.record
                 .insert(created.role.into(), json!({"container": record, "image": created.image, "hardening": facts}));
@@ -684,6 +715,7 @@ impl Endpoint {
 #[async_trait::async_trait]
 impl TrialSandbox for TrialContainer {
     async fn start_sink(&mut self) -> Result<SinkChannel, SandboxError> {
+        self.needs_network("start the canary sink")?;
         let image =
             self.plan.as_ref().and_then(|p| p.sink_image.clone()).ok_or_else(|| {
                 SandboxError::NotReady("the canary sink image was not resolved before the run".into())
@@ -716,6 +748,7 @@ impl TrialSandbox for TrialContainer {
     }
 
     async fn network_gateway(&mut self) -> Result<String, SandboxError> {
+        self.needs_network("find the trial network's gateway")?;
         let id = self.network_id.clone().ok_or_else(|| SandboxError::NotReady("the trial network is gone".into()))?;
         let network = self.network(&id).await?;
         let gateway = gateway_of(&network).ok_or_else(|| {
