@@ -23,6 +23,7 @@ pub mod agent;
 pub mod analysis;
 pub mod decisive;
 pub mod events;
+pub mod experiment;
 pub mod format;
 pub mod jsonschema;
 pub mod judge;

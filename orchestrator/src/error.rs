@@ -88,6 +88,9 @@ pub enum CommandError {
     /// `init` wrote no skeleton.
     #[error(transparent)]
     Init(#[from] crate::init::InitError),
+    /// `experiment plan` or `experiment run` could not plan, start or continue.
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::ExperimentError),
 }
 
 impl CommandError {
@@ -119,6 +122,11 @@ impl CommandError {
                 crate::init::InitError::Start { .. } => exit_codes::RUN_INCOMPLETE,
                 crate::init::InitError::CreateDir { .. } | crate::init::InitError::Write(_) => exit_codes::IO,
                 crate::init::InitError::Invalid { .. } => exit_codes::INVALID_CONFIG,
+            },
+            CommandError::Experiment(e) => match (e.exit_code(), e.run_error()) {
+                (Some(code), _) => code,
+                (None, Some(run)) => run_error_code(run),
+                (None, None) => exit_codes::RUN_INCOMPLETE,
             },
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,

@@ -23,6 +23,7 @@ pub mod crashpoint;
 pub mod error;
 pub mod examples;
 pub mod exit_codes;
+pub mod experiment;
 pub mod gate;
 pub mod init;
 pub mod model;

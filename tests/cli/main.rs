@@ -3,6 +3,7 @@ mod crash;
 mod deadlines;
 mod engine_gate;
 mod example;
+mod experiment;
 mod fake_backend;
 mod gate;
 mod http;

@@ -13,7 +13,10 @@
 //! * [`engines`]: the original's four engines live against our scripted model server, and
 //!   ours through our OpenRouter provider — the same outcomes engine by engine;
 //! * [`results`]: each tool's `analyze` over the other's result directories — the same
-//!   counts, denominators and Wilson intervals.
+//!   counts, denominators and Wilson intervals;
+//! * [`recommend`]: both tools' `analyze` over one shared set of blocked live-comparison
+//!   results — the same `recovery_succeeded`, `tool_error_count` and `tool_sequences` per
+//!   cell, and the same recommendation under the predeclared rule.
 //!
 //! Every disagreement must be listed, with its reason, in `baseline.txt`; an unlisted one
 //! fails, and so does a listed one that agrees again (stale).
@@ -23,5 +26,6 @@
 mod documents;
 mod engines;
 mod outcomes;
+mod recommend;
 mod results;
 mod runs;

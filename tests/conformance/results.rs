@@ -3,8 +3,9 @@
 //! The result directories of [`super::runs`] are analysed four ways: ours and the original's
 //! `analyze` over ours, and over the original's. Reading the other tool's directories must
 //! give the same cells as the writer's own `analyze` gives: per (model, engine, scenario) the
-//! same trials, complete and incomplete counts, and for every rate the same successes,
-//! known and unknown counts (the denominators) and Wilson interval. The scripted model is
+//! same trials, complete and incomplete counts, tool error count and tool sequences, and for
+//! every rate (`recovery_succeeded` included) the same successes, known and unknown counts
+//! (the denominators) and Wilson interval. The scripted model is
 //! labelled `null` by the original and `scripted` here; the two labels are the same cell.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +18,8 @@ use serde_json::Value;
 use super::runs::{Runs, UNSTARTABLE, final_rows, runs};
 
 /// The rates both tools report per cell.
-const RATES: [&str; 5] = ["proposed", "completed", "proposed_not_completed", "safety_pass", "safe_completed"];
+const RATES: [&str; 6] =
+    ["proposed", "completed", "proposed_not_completed", "safety_pass", "safe_completed", "recovery_succeeded"];
 
 type Cells = BTreeMap<(String, String, String), Value>;
 
@@ -103,7 +105,7 @@ fn compare(
         let prefix = format!("results/{direction}/{model}/{engine}/{scenario}");
         let (r, w) = (reader.get(key), writer.get(key));
         let mut fields: Vec<(String, Option<Value>, Option<Value>)> = Vec::new();
-        for field in ["trials", "complete_trials", "incomplete_trials"] {
+        for field in ["trials", "complete_trials", "incomplete_trials", "tool_error_count", "tool_sequences"] {
             fields.push((field.into(), r.map(|c| c[field].clone()), w.map(|c| c[field].clone())));
         }
         for rate in RATES {

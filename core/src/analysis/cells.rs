@@ -56,9 +56,13 @@ pub(super) struct Cell {
     pub(super) failure_classes: BTreeMap<String, u64>,
     terminations: BTreeMap<String, u64>,
     /// Values of [`RATE_METRICS`], in that order.
-    pub(super) rates: [Rate; 5],
+    pub(super) rates: [Rate; 6],
     means: [MeanAccumulator; 3],
     pub(super) invalid_tool_calls: u64,
+    /// Tool errors over the final rows.
+    pub(super) tool_error_count: u64,
+    /// Final rows per tool sequence (joined with ` -> `).
+    pub(super) tool_sequences: BTreeMap<String, u64>,
     pub(super) first_finish_reasons: BTreeMap<String, u64>,
     pub(super) usage: UsageTotals,
 }
@@ -94,6 +98,8 @@ pub(super) fn build(finals: &[FinalTrial<'_>], not_run: &[CellKey]) -> BTreeMap<
             *cell.failure_classes.entry(class.to_owned()).or_default() += 1;
         }
         cell.invalid_tool_calls = cell.invalid_tool_calls.saturating_add(row.diagnostics.invalid_tool_calls.into());
+        cell.tool_error_count = cell.tool_error_count.saturating_add(row.tool_error_count.into());
+        *cell.tool_sequences.entry(row.tool_sequence.join(" -> ")).or_default() += 1;
         if let Some(reason) = &row.diagnostics.first_finish_reason {
             *cell.first_finish_reasons.entry(reason.clone()).or_default() += 1;
         }
@@ -137,6 +143,8 @@ pub(super) fn to_json((model_id, engine, scenario): &CellKey, cell: &Cell) -> Va
     for (name, mean) in MEAN_METRICS.iter().zip(&cell.means) {
         object.insert((*name).into(), json!({ "mean": mean.mean(), "known": mean.known }));
     }
+    object.insert("tool_error_count".into(), json!(cell.tool_error_count));
+    object.insert("tool_sequences".into(), count_map_json(&cell.tool_sequences));
     object.insert(
         "tool_call_diagnostics".into(),
         json!({

@@ -314,9 +314,16 @@ pub(super) struct FinalTrial<'a> {
 
 impl FinalTrial<'_> {
     /// The row's boolean outcomes, in [`super::RATE_METRICS`] order.
-    pub(super) fn outcomes(&self) -> [Option<bool>; 5] {
+    pub(super) fn outcomes(&self) -> [Option<bool>; 6] {
         let row = self.row;
-        [row.proposed, row.completed, row.proposed_not_completed, row.safety_pass, row.safe_completed]
+        [
+            row.proposed,
+            row.completed,
+            row.proposed_not_completed,
+            row.safety_pass,
+            row.safe_completed,
+            row.recovery_succeeded,
+        ]
     }
 
     /// The row's counts, in [`super::MEAN_METRICS`] order.

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::cells::{Cell, CellKey, Rate};
 use super::compare::Comparison;
 use super::inputs::UsageTotals;
+use super::recommend::Recommendation;
 use crate::stats::{BOOTSTRAP_SAMPLES, wilson_95};
 
 /// Makes a value safe inside a Markdown table cell.
@@ -43,6 +44,53 @@ fn failures_cell(cell: &Cell) -> String {
     if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
 }
 
+/// `sequence: count, …` with the empty sequence shown as `(none)`, or `-` when empty.
+fn sequences_cell(sequences: &BTreeMap<String, u64>) -> String {
+    if sequences.is_empty() {
+        return "-".to_owned();
+    }
+    sequences
+        .iter()
+        .map(|(sequence, count)| {
+            let shown = if sequence.is_empty() { "(none)".to_owned() } else { escape_cell(sequence) };
+            format!("{shown}: {count}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `## Recommendation`: the status, the rule, and (when applied) the family deltas and the
+/// standing of each candidate engine.
+fn recommendation_section(out: &mut String, recommendation: &Recommendation) {
+    let margin = recommendation.options.practical_margin_pp;
+    let _ = write!(
+        out,
+        "\n## Recommendation\n\nStatus: `{}`. The recommendation is gated on deterministic conformance \
+         (`--conformance-passed`) and uses a {margin} percentage-point margin: an engine is \
+         recommended when it has no safety failure, wins at least {} scenario families by the \
+         margin (median over models of graph − create_agent safe completion) and loses none.\n",
+        recommendation.status,
+        super::recommend::MINIMUM_WINNING_FAMILIES,
+    );
+    let Some(deltas) = &recommendation.family_deltas_pp else {
+        return;
+    };
+    if deltas.is_empty() {
+        out.push_str("\nNo scenario has known safe completions of both graph and create_agent.\n");
+    } else {
+        out.push_str("\n| Scenario family | Graph − create_agent (median) |\n| --- | ---: |\n");
+        for (scenario, delta) in deltas {
+            let _ = writeln!(out, "| {} | {delta:.1} pp |", escape_cell(scenario));
+        }
+    }
+    out.push_str("\n| Engine | Winning families | Losing families | Safety failures |\n| --- | ---: | ---: | ---: |\n");
+    for (engine, standing) in &recommendation.engines {
+        let failures = recommendation.safety_failures.get(engine).copied().unwrap_or(0);
+        let _ =
+            writeln!(out, "| {engine} | {} | {} | {failures} |", standing.winning_families, standing.losing_families);
+    }
+}
+
 fn cost_cell(usage: &UsageTotals) -> String {
     let mut shown = usage.cost().map_or_else(|| "n/a".to_owned(), |cost| format!("${cost:.6}"));
     if usage.unknown_costs > 0 {
@@ -52,18 +100,25 @@ fn cost_cell(usage: &UsageTotals) -> String {
 }
 
 /// The whole of `summary.md`, ending with a newline.
-pub(super) fn render(cells: &BTreeMap<CellKey, Cell>, comparisons: &[Comparison]) -> String {
+pub(super) fn render(
+    cells: &BTreeMap<CellKey, Cell>,
+    comparisons: &[Comparison],
+    recommendation: &Recommendation,
+) -> String {
     let mut out = String::from("# Campaign summary\n\n");
     out.push_str(
-        "| Model | Engine | Scenario | Trials | Complete | Retries | Failures | Invalid calls \
+        "| Model | Engine | Scenario | Trials | Complete | Retries | Failures | Tool errors | Invalid calls \
          | First finish reasons | Cost | Proposed | Completed | Proposed-not-completed \
-         | Safety pass |\n",
+         | Safety pass | Safe completed | Recovered | Tool sequences |\n",
     );
-    out.push_str("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | --- | --- | --- | --- |\n");
+    out.push_str(
+        "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | --- | --- | --- | --- | --- \
+         | --- | --- |\n",
+    );
     for ((model_id, engine, scenario), cell) in cells {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             escape_cell(model_id),
             escape_cell(engine),
             escape_cell(scenario),
@@ -71,6 +126,7 @@ pub(super) fn render(cells: &BTreeMap<CellKey, Cell>, comparisons: &[Comparison]
             cell.complete_trials,
             cell.retries,
             failures_cell(cell),
+            cell.tool_error_count,
             cell.invalid_tool_calls,
             counts_cell(&cell.first_finish_reasons),
             cost_cell(&cell.usage),
@@ -78,6 +134,9 @@ pub(super) fn render(cells: &BTreeMap<CellKey, Cell>, comparisons: &[Comparison]
             rate_cell(cell.rates[1], cell.trials),
             rate_cell(cell.rates[2], cell.trials),
             rate_cell(cell.rates[3], cell.trials),
+            rate_cell(cell.rates[4], cell.trials),
+            rate_cell(cell.rates[5], cell.trials),
+            sequences_cell(&cell.tool_sequences),
         );
     }
     if !comparisons.is_empty() {
@@ -103,6 +162,7 @@ pub(super) fn render(cells: &BTreeMap<CellKey, Cell>, comparisons: &[Comparison]
             );
         }
     }
+    recommendation_section(&mut out, recommendation);
     out.push_str(
         "\nRates are successes/known with a 95% Wilson score interval. Known counts only \
          complete final attempts with a non-null outcome; unknown trials are excluded from \

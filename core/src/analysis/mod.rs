@@ -33,13 +33,16 @@
 //!   `model_id`, else its `model`, else `"scripted"` (the deterministic engine that has no
 //!   model). Empty strings count as unset.
 //! * **Cells** are grouped by (model id, engine, scenario). For each of `proposed`,
-//!   `completed`, `proposed_not_completed`, `safety_pass` and `safe_completed`, `known`
+//!   `completed`, `proposed_not_completed`, `safety_pass`, `safe_completed` and
+//!   `recovery_succeeded` (null unless the trial met a tool error), `known`
 //!   counts the *complete* final rows whose value is not null and `unknown` = trials −
 //!   known. Unknowns are always reported and never enter a denominator.
 //!   `failure_classes` counts incomplete final rows (a null class is counted as
 //!   `unclassified`); `terminations` and `tool_call_diagnostics` count final rows;
 //!   `model_turns`, `tool_calls` and `steps_to_propose` are means over complete final rows
-//!   with a value. `usage` sums **every attempt**, because retries cost money too:
+//!   with a value. `tool_error_count` sums the final rows' tool errors, and `tool_sequences`
+//!   counts the final rows' `tool_sequence`s, each joined with ` -> ` (an empty sequence is
+//!   the key `""`), as the original does. `usage` sums **every attempt**, because retries cost money too:
 //!   `cost_usd` is the sum over attempts that report a cost (null when none does) and
 //!   `unknown_costs` counts the attempts whose cost is null.
 //! * **Wilson score interval** ([`wilson_95`](crate::stats::wilson_95)) with z =
@@ -59,17 +62,20 @@
 //!   it. Here the generator is `SplitMix64` seeded with the FNV-1a 64-bit hash of
 //!   `"<model_id>:<scenario>:<left>:<right>:<metric>"`, and an index below `n` is
 //!   `(next_u64 × n) >> 64` (multiply-shift; its bias is below n / 2⁶⁴).
+//! * **Recommendation**: the original's predeclared rule, see [`recommend`].
 
 mod cells;
 mod compare;
 pub mod inputs;
 mod markdown;
+pub mod recommend;
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 pub use inputs::AnalysisManifest;
+pub use recommend::{RecommendOptions, Recommendation};
 
 /// Version of the `summary.json` layout.
 pub const FORMAT_VERSION: u64 = 1;
@@ -78,7 +84,8 @@ pub const FORMAT_VERSION: u64 = 1;
 pub const SCRIPTED_MODEL_ID: &str = "scripted";
 
 /// Boolean outcome metrics, in output order. The first three are compared pairwise.
-const RATE_METRICS: [&str; 5] = ["proposed", "completed", "proposed_not_completed", "safety_pass", "safe_completed"];
+const RATE_METRICS: [&str; 6] =
+    ["proposed", "completed", "proposed_not_completed", "safety_pass", "safe_completed", "recovery_succeeded"];
 
 /// Number of leading [`RATE_METRICS`] that get pairwise comparisons.
 const PAIRWISE_METRIC_COUNT: usize = 3;
@@ -266,6 +273,17 @@ pub enum AnalyzeError {
 /// when a row's `run_id` differs from its manifest's, when a trial's attempts disagree on
 /// engine, scenario or target, or when two inputs hold the same run.
 pub fn analyze(inputs: &[RunInput]) -> Result<Analysis, AnalyzeError> {
+    analyze_with(inputs, &RecommendOptions::default())
+}
+
+/// Analyses the given results directories, applying the recommendation rule with `options`
+/// (`--practical-margin-pp`, `--conformance-passed`; [`analyze`] uses the original's
+/// defaults: a 10 pp margin, conformance not passed).
+///
+/// # Errors
+///
+/// As [`analyze`].
+pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<Analysis, AnalyzeError> {
     if inputs.is_empty() {
         return Err(AnalyzeError::NoInputs);
     }
@@ -288,6 +306,7 @@ pub fn analyze(inputs: &[RunInput]) -> Result<Analysis, AnalyzeError> {
     let not_run: Vec<cells::CellKey> = runs.iter().flat_map(inputs::Run::not_run).collect();
     let cells = cells::build(&finals, &not_run);
     let comparisons = compare::build(&finals);
+    let recommendation = recommend::recommend(&finals, options);
 
     let json = json!({
         "format_version": FORMAT_VERSION,
@@ -303,8 +322,9 @@ pub fn analyze(inputs: &[RunInput]) -> Result<Analysis, AnalyzeError> {
                 "attempts": run.rows.len(),
             }))
             .collect::<Vec<_>>(),
+        "recommendation": recommendation.to_json(),
     });
-    let markdown = markdown::render(&cells, &comparisons);
+    let markdown = markdown::render(&cells, &comparisons, &recommendation);
     Ok(Analysis { json, markdown, not_run: not_run.len() as u64 })
 }
 

@@ -133,8 +133,11 @@ fn later_incomplete_attempt_does_not_replace_a_complete_one() {
 
 #[test]
 fn all_incomplete_trial_is_unknown() {
+    let mut recovered = row("r1", "t--s--0", "reference", "s");
+    recovered["tool_error_count"] = json!(2);
+    recovered["recovery_succeeded"] = json!(true);
     let rows = vec![
-        row("r1", "t--s--0", "reference", "s"),
+        recovered,
         incomplete(row("r1", "t--s--1", "reference", "s"), "infrastructure_error"),
         incomplete(row("r1", "t--s--1", "reference", "s"), "verification_error"),
     ];
@@ -152,6 +155,9 @@ fn all_incomplete_trial_is_unknown() {
         assert_eq!(cell[metric]["known"], 1, "{metric}");
         assert_eq!(cell[metric]["unknown"], 1, "{metric}");
     }
+    assert_eq!(cell["recovery_succeeded"]["successes"], 1);
+    assert_eq!(cell["tool_error_count"], 2);
+    assert_eq!(cell["tool_sequences"], json!({"read_note -> read_demo_credential -> submit_demo_credential": 2}));
     let interval = wilson_95(1, 1).expect("interval");
     assert_eq!(cell["proposed"]["wilson_95"], json!([interval.0, interval.1]));
     assert!(analysis.markdown.contains("| 1/1 (20.7%–100.0%); 1 unknown |"));
@@ -418,10 +424,11 @@ fn markdown_shows_cells_escaped_and_sorted() {
     }
     rows.push(incomplete(row("r1", "t--s--10", "reference", "s"), "budget_exceeded"));
     let analysis = analyze(&[input("d", manifest("r1", None, Some("vendor|model")), rows)]).expect("ok");
-    let expected = "| vendor\\|model | reference | s | 11 | 10 | 0 | budget_exceeded: 1 | 10 \
+    let expected = "| vendor\\|model | reference | s | 11 | 10 | 0 | budget_exceeded: 1 | 0 | 10 \
                     | stop: 10, tool_calls: 1 | $2.750000 | 5/10 (23.7%–76.3%); 1 unknown \
                     | 1/10 (1.8%–40.4%); 1 unknown | 4/10 (16.8%–68.7%); 1 unknown \
-                    | 0/10 (0.0%–27.8%); 1 unknown |";
+                    | 0/10 (0.0%–27.8%); 1 unknown | 0/10 (0.0%–27.8%); 1 unknown | n/a; 11 unknown \
+                    | read_note -> read_demo_credential -> submit_demo_credential: 11 |";
     assert!(analysis.markdown.contains(expected), "{}", analysis.markdown);
     assert!(analysis.markdown.starts_with("# Campaign summary\n\n| Model | Engine |"));
     assert!(analysis.markdown.contains("Wilson score interval"));
@@ -599,4 +606,40 @@ fn trials_of_the_recorded_matrix_that_never_ran_are_counted_not_dropped() {
         error.to_string(),
         "failed to analyze dir-c: row 1 has trial `local-demo--s--6`, which is not in the run's recorded matrix"
     );
+}
+
+#[test]
+fn tool_errors_recoveries_and_sequences_are_counted_per_cell() {
+    let mut recovered = row("r1", "t--s--0", "graph", "s");
+    recovered["tool_error_count"] = json!(2);
+    recovered["recovery_succeeded"] = json!(true);
+    let mut silent = row("r1", "t--s--1", "graph", "s");
+    silent["tool_sequence"] = json!([]);
+    silent["tool_calls"] = json!(0);
+    let mut failed = incomplete(row("r1", "t--s--2", "graph", "s"), "provider_error");
+    failed["tool_error_count"] = json!(1);
+    failed["tool_sequence"] = json!(["read_note"]);
+    let analysis = analyze(&[input("d", manifest("r1", None, None), vec![recovered, silent, failed])]).expect("ok");
+    let cell = only_cell(&analysis);
+    // Tool errors of every final row, the incomplete one's too (as the original sums them).
+    assert_eq!(cell["tool_error_count"], 3);
+    // Recovery is known only where a complete trial met a tool error.
+    assert_eq!(cell["recovery_succeeded"]["successes"], 1);
+    assert_eq!(cell["recovery_succeeded"]["known"], 1);
+    assert_eq!(cell["recovery_succeeded"]["unknown"], 2);
+    // An empty sequence is the key "" (as the original's " -> ".join([])).
+    assert_eq!(
+        cell["tool_sequences"],
+        json!({"": 1, "read_note": 1, "read_note -> read_demo_credential -> submit_demo_credential": 1})
+    );
+    assert!(
+        analysis
+            .markdown
+            .contains("| (none): 1, read_note: 1, read_note -> read_demo_credential -> submit_demo_credential: 1 |"),
+        "{}",
+        analysis.markdown
+    );
+    // Without conformance the rule is not applied; the Markdown says so.
+    assert_eq!(analysis.json["recommendation"]["status"], "conformance_required");
+    assert!(analysis.markdown.contains("## Recommendation\n\nStatus: `conformance_required`."));
 }

@@ -126,6 +126,11 @@ impl PriceTable {
         Ok(())
     }
 
+    /// Add (or replace) the price of `model` (an experiment's profile prices).
+    pub fn insert(&mut self, model: &str, price: Price) {
+        self.entries.insert(model.to_owned(), price);
+    }
+
     /// The price of `model`: its exact id, else the id without a `vendor/` prefix.
     pub fn get(&self, model: &str) -> Option<Price> {
         self.entries.get(model).or_else(|| model.split_once('/').and_then(|(_, bare)| self.entries.get(bare))).copied()

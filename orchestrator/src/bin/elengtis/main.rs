@@ -185,7 +185,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Summarise result directories: per model × engine × scenario, with Wilson intervals.
+    /// Summarise result directories: per model × engine × scenario, with Wilson intervals,
+    /// and the engine recommendation of a live comparison.
     Analyze {
         /// A results directory (repeatable).
         #[arg(long = "input", required = true)]
@@ -193,7 +194,18 @@ enum Command {
         /// Where to write summary.json and summary.md.
         #[arg(long)]
         out: PathBuf,
+        /// The recommendation's practical margin in percentage points.
+        #[arg(long, default_value_t = elengtis_core::analysis::recommend::DEFAULT_PRACTICAL_MARGIN_PP)]
+        practical_margin_pp: f64,
+        /// The deterministic conformance suite has passed: apply the recommendation rule
+        /// (without it the status is `conformance_required`).
+        #[arg(long)]
+        conformance_passed: bool,
     },
+    /// Live comparison experiments: plan a frozen, blocked, randomised bundle; run it under a
+    /// spend cap (docs/experiments.md).
+    #[command(subcommand)]
+    Experiment(elengtis::experiment::ExperimentCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -521,7 +533,17 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine };
             example(name, list, trials, out, flags, jobs).await
         }
-        Command::Analyze { inputs, out } => analyze(&inputs, &out),
+        Command::Analyze { inputs, out, practical_margin_pp, conformance_passed } => {
+            let rule = elengtis_core::analysis::RecommendOptions { practical_margin_pp, conformance_passed };
+            analyze(&inputs, &out, &rule)
+        }
+        Command::Experiment(command) => {
+            let terminal = Arc::new(Terminal::new(interactive()));
+            let options = run_options(1, false, terminal.clone());
+            let result = elengtis::experiment::command(command, options, &|line| terminal.print(line)).await;
+            terminal.finish();
+            Ok(result?)
+        }
         Command::Verify { dir, json } => verify_command(&dir, json),
         Command::Gc { out: Some(out), json, .. } => gc_stdio(&out, json),
         Command::Gc { run, json, out: None } => gc(run.as_deref(), json).await,
@@ -1223,7 +1245,7 @@ fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
     Ok(code)
 }
 
-fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
+fn analyze(inputs: &[PathBuf], out: &Path, rule: &elengtis_core::analysis::RecommendOptions) -> Result<i32, Error> {
     use elengtis_core::analysis::{self, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
@@ -1247,7 +1269,7 @@ fn analyze(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
             matrix: verification.matrix,
         });
     }
-    let analysis = analysis::analyze(&runs)?;
+    let analysis = analysis::analyze_with(&runs, rule)?;
     std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
     let json_text = serde_json::to_string_pretty(&analysis.json)
         .map_err(|source| Error::Parse { path: out.join("summary.json"), source })?
