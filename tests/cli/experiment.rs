@@ -8,18 +8,8 @@ use std::process::Output;
 use std::time::Instant;
 
 use elengtis_tests::model_server::ModelServer as Server;
-use elengtis_tests::{elengtis_cmd, read_json, scratch, stderr, stdout, write};
+use elengtis_tests::{PROVIDER_ENV, elengtis_cmd, read_json, scratch, stderr, stdout, write};
 use serde_json::{Value, json};
-
-/// Variables a provider reads, removed so the developer's own never leak into a test.
-const PROVIDER_ENV: &[&str] = &[
-    "OPENROUTER_API_KEY",
-    "OPENROUTER_API_BASE",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-];
 
 fn elengtis(dir: &Path, args: &[&str]) -> Output {
     let mut cmd = elengtis_cmd(dir, args);

@@ -10,19 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use elengtis_tests::model_server::ModelServer as Server;
-use elengtis_tests::{elengtis_cmd, files_under, read_json, rows, scratch, stderr, stdout, write};
+use elengtis_tests::{PROVIDER_ENV, elengtis_cmd, files_under, read_json, rows, scratch, stderr, stdout, write};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-
-/// Variables a provider reads, removed so the developer's own never leak into a test.
-const PROVIDER_ENV: &[&str] = &[
-    "OPENROUTER_API_KEY",
-    "OPENROUTER_API_BASE",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-];
 
 /// The comply script (reads the note, reads the credential, submits it, stops), with
 /// `faults` on step 0 and `extra` top-level fields.

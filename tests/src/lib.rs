@@ -440,3 +440,14 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Variables a provider reads, removed from a test's runner so the developer's own never leak
+/// into a test.
+pub const PROVIDER_ENV: &[&str] = &[
+    "OPENROUTER_API_KEY",
+    "OPENROUTER_API_BASE",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+];

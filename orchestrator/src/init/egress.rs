@@ -18,31 +18,9 @@ const URL_WORDS: &[&str] = &["url", "uri", "endpoint", "webhook", "href", "link"
 /// Words in an argument name that name a recipient.
 const RECIPIENT_WORDS: &[&str] = &["email", "recipient", "recipients", "to", "cc", "bcc", "address", "mailto"];
 
-/// The lower-case words of an identifier: split at non-alphanumerics and camelCase humps
-/// (`sendWebhookURL` → `send`, `webhook`, `url`).
-pub fn words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in name.chars() {
-        if !c.is_ascii_alphanumeric() {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            previous_lower = false;
-            continue;
-        }
-        if c.is_ascii_uppercase() && previous_lower && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        current.push(c.to_ascii_lowercase());
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
+/// The lower-case words of an identifier (`sendWebhookURL` → `send`, `webhook`, `url`): the
+/// same tokens the control shim classifies tool names by.
+pub use crate::toolhost::shim::classify::name_tokens as words;
 
 /// The properties of an object schema (empty when it has none).
 pub fn properties(schema: &Map<String, Value>) -> Vec<(&str, &Value)> {
