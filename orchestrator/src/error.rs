@@ -85,6 +85,15 @@ pub enum CommandError {
     /// `gate` could not run (a finding that fails is an outcome, not this error).
     #[error(transparent)]
     Gate(#[from] crate::gate::GateError),
+    /// `report` could not read its inputs or write the page (boxed: it is large).
+    #[error(transparent)]
+    Report(Box<crate::report::ReportError>),
+}
+
+impl From<crate::report::ReportError> for CommandError {
+    fn from(e: crate::report::ReportError) -> Self {
+        CommandError::Report(Box::new(e))
+    }
 }
 
 impl CommandError {
@@ -110,6 +119,7 @@ impl CommandError {
             CommandError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
             CommandError::Verify(e) => verify_error_code(e),
             CommandError::Prove(e) => CommandError::exit_code_of_prove(e),
+            CommandError::Report(e) => report_error_code(e),
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,
                 crate::gate::GateError::Record(_) => exit_codes::UNAVAILABLE,
@@ -144,6 +154,20 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::BudgetSpent(_) => exit_codes::RUN_INCOMPLETE,
         RunError::Unverified { .. } => exit_codes::RESULTS_DIR,
         RunError::Verify(e) => verify_error_code(e),
+    }
+}
+
+fn report_error_code(e: &crate::report::ReportError) -> i32 {
+    use crate::report::ReportError;
+    match e {
+        ReportError::NoInputs => exit_codes::USAGE,
+        ReportError::Input { .. } | ReportError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
+        ReportError::Parse { .. }
+        | ReportError::Record { .. }
+        | ReportError::Analyze(_)
+        | ReportError::Unverified { malformed: true, .. } => exit_codes::INVALID_CONFIG,
+        ReportError::Verify(e) => verify_error_code(e),
+        ReportError::Read { .. } | ReportError::Encode(_) | ReportError::Write(_) => exit_codes::IO,
     }
 }
 

@@ -27,6 +27,7 @@ pub mod gate;
 pub mod model;
 pub mod preflight;
 pub mod prove;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod sandbox;

@@ -13,6 +13,7 @@ mod live;
 mod malformed;
 mod preflight;
 mod prove;
+mod report;
 mod resume;
 mod run;
 mod schema;

@@ -2,6 +2,7 @@
 //! results, map the outcome to an exit code. The engine never prints; this binary does.
 
 mod render;
+mod report;
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -179,6 +180,18 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Write one self-contained HTML report (overview with Wilson intervals, every trial's
+    /// trajectory and evidence, validation reports) over results directories and `prove`/`gate`
+    /// outputs; it opens from file:// and loads nothing (docs/report.md).
+    Report {
+        /// A results directory, or a directory holding validation_report.json files, e.g. a
+        /// `prove --out` directory (repeatable).
+        #[arg(long = "input", required = true)]
+        inputs: Vec<PathBuf>,
+        /// The HTML file to write (replaced atomically).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Summarise result directories: per model × engine × scenario, with Wilson intervals.
     Analyze {
@@ -507,6 +520,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             example(name, list, trials, out, flags, jobs).await
         }
         Command::Analyze { inputs, out } => analyze(&inputs, &out),
+        Command::Report { inputs, out } => report::run(&inputs, &out),
         Command::Verify { dir, json } => verify_command(&dir, json),
         Command::Gc { out: Some(out), json, .. } => gc_stdio(&out, json),
         Command::Gc { run, json, out: None } => gc(run.as_deref(), json).await,
