@@ -13,6 +13,7 @@ mod live;
 mod mounted_socket;
 mod prove;
 mod prove_shim;
+mod report;
 mod startup;
 mod verifiers;
 
