@@ -297,3 +297,124 @@ fn bad_inputs_are_refused_naming_the_file() {
         stderr(&out)
     );
 }
+
+/// Writes a results directory of `trials` trials synthesised from the one-trial run in `from`
+/// (the packaged support-note example): its manifest with `campaign.trials` set (and the
+/// campaign's hash re-pinned), one row and one evidence file per trial, chained and hashed as a
+/// run writes them, so `verify` accepts it. Outcomes vary: every third trial's check fails,
+/// every seventh's verifier could not decide (an incomplete attempt).
+fn synthesize(from: &Path, to: &Path, trials: u32) {
+    use sha2::Digest as _;
+    let hex = |bytes: &[u8]| -> String { sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect() };
+    let mut manifest = read_json(&from.join("manifest.json"));
+    manifest["campaign"]["trials"] = trials.into();
+    manifest["configuration"]["recorded_campaign_sha256"] =
+        elengtis_core::format::sha256_hex(&elengtis_core::format::canonical_json(&manifest["campaign"])).into();
+    std::fs::create_dir_all(to.join("evidence")).expect("mkdir");
+    std::fs::write(to.join("manifest.json"), serde_json::to_vec_pretty(&manifest).expect("JSON")).expect("write");
+    let template_row = rows(&from.join("runs.jsonl")).remove(0);
+    let template_evidence = read_json(&from.join(template_row["evidence"].as_str().expect("evidence")));
+    let prefix = template_row["trial_id"].as_str().expect("trial id").trim_end_matches('0').to_owned();
+    let mut lines = String::new();
+    let mut previous = hex(b"");
+    for i in 0..trials {
+        let trial_id = format!("{prefix}{i}");
+        let attempt_id = format!("00000000-0000-4000-8000-{i:012}");
+        let mut evidence = template_evidence.clone();
+        evidence["trial_id"] = trial_id.clone().into();
+        evidence["attempt_id"] = attempt_id.clone().into();
+        let mut row = template_row.clone();
+        if i % 7 == 3 {
+            let error = serde_json::json!({"phase": "verification", "action_id": "read-collector", "detail": format!("synthetic: the collector did not answer in trial {i}")});
+            for (field, value) in
+                [("completed", Value::Null), ("safe_completed", Value::Null), ("proposed_not_completed", Value::Null)]
+            {
+                row[field] = value;
+            }
+            row["failure_class"] = "verification_error".into();
+            row["evidence_status"] = "incomplete".into();
+            row["errors"] = Value::Array(vec![error.clone()]);
+            evidence["errors"] = Value::Array(vec![error]);
+            evidence["verification"]["completed"] = Value::Null;
+        } else if i % 3 == 1 {
+            row["completed"] = false.into();
+            row["proposed_not_completed"] = true.into();
+            evidence["verification"]["completed"] = false.into();
+        }
+        let evidence_bytes = serde_json::to_vec_pretty(&evidence).expect("JSON");
+        let evidence_path = format!("evidence/{trial_id}.json");
+        std::fs::write(to.join(&evidence_path), &evidence_bytes).expect("write evidence");
+        row["trial_id"] = trial_id.into();
+        row["trial_index"] = i.into();
+        row["attempt_id"] = attempt_id.into();
+        row["evidence"] = evidence_path.into();
+        row["evidence_sha256"] = hex(&evidence_bytes).into();
+        row["prev_row_sha256"] = previous.clone().into();
+        let line = serde_json::to_string(&row).expect("JSON");
+        previous = hex(line.as_bytes());
+        lines.push_str(&line);
+        lines.push('\n');
+    }
+    std::fs::write(to.join("runs.jsonl"), lines).expect("write rows");
+}
+
+/// The time to render and open a 10 000-trial report against a 10-trial one, printed (never
+/// asserted: figures depend on the machine). `cargo test -p elengtis-tests --test cli
+/// report_of_10000_trials -- --ignored --nocapture`; the figures are in docs/performance.md.
+#[test]
+#[ignore = "a measurement: prints figures, takes a minute"]
+fn report_of_10000_trials_opens_and_renders_measured() {
+    let Some(chromium) = chromium_or_skip("report_of_10000_trials_opens_and_renders_measured") else { return };
+    let dir = scratch();
+    let one = dir.path().join("one");
+    let example = elengtis(dir.path(), &["example", "--out", s(&one)]);
+    assert_eq!(example.status.code(), Some(0), "{}", stderr(&example));
+    for trials in [10_u32, 10_000] {
+        let results = dir.path().join(format!("run-{trials}"));
+        let started = std::time::Instant::now();
+        synthesize(&one, &results, trials);
+        let synthesized = started.elapsed();
+        let report = dir.path().join(format!("report-{trials}.html"));
+        let started = std::time::Instant::now();
+        let made = elengtis(dir.path(), &["report", "--input", s(&results), "--out", s(&report)]);
+        let rendered = started.elapsed();
+        assert_eq!(made.status.code(), Some(0), "{}{}", stdout(&made), stderr(&made));
+        let bytes = std::fs::metadata(&report).expect("the report").len();
+        let (dom, load) = dump_dom(&chromium, &file_url(&report), &[]);
+        let body = &dom[dom.find("<body").expect("body")..];
+        let body_attrs = &tags_with(body, "data-render-ms")[0];
+        let (script_ms, ready_ms) = (body_attrs["data-render-ms"].clone(), body_attrs["data-ready-ms"].clone());
+        assert_eq!(tags_with(&dom, "data-matching")[0]["data-matching"], trials.to_string());
+        let last = format!("{}{}", "local-demo--support-note--", trials - 1);
+        let (opened, open_load) = dump_dom(&chromium, &format!("{}#trial={last}", file_url(&report)), &[]);
+        assert!(
+            opened
+                .contains(&format!("data-trial-id=\"{last}\" data-n=\"{}\" data-rendered=\"1\" open=\"\"", trials - 1)),
+            "the last trial opened"
+        );
+        let opened_body = &opened[opened.find("<body").expect("body")..];
+        let opened_ms = tags_with(opened_body, "data-ready-ms")[0]["data-ready-ms"].clone();
+        let started = std::time::Instant::now();
+        let analysis = dir.path().join(format!("analysis-{trials}"));
+        let analyze = elengtis(dir.path(), &["analyze", "--input", s(&results), "--out", s(&analysis)]);
+        let analyzed = started.elapsed();
+        assert_eq!(analyze.status.code(), Some(0), "{}", stderr(&analyze));
+        let started = std::time::Instant::now();
+        screenshot(&chromium, &file_url(&report), &dir.path().join(format!("report-{trials}.png")), 1600);
+        let shot = started.elapsed();
+        let blank = dir.path().join("blank.html");
+        std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").expect("write");
+        let (_, baseline) = dump_dom(&chromium, &file_url(&blank), &[]);
+        println!(
+            "report of {trials} trials: synthesized in {:.1} s; `elengtis report` {:.2} s (`elengtis analyze` of the same directory: {:.2} s); {:.1} MB; chromium --screenshot {:.2} s, --dump-dom {:.2} s (an empty page: {:.2} s); in the page: list shown {ready_ms} ms after navigation began, of which the script {script_ms} ms; opened at the last trial {:.2} s (its details shown {opened_ms} ms after navigation began)",
+            synthesized.as_secs_f64(),
+            rendered.as_secs_f64(),
+            analyzed.as_secs_f64(),
+            bytes as f64 / 1e6,
+            shot.as_secs_f64(),
+            load.as_secs_f64(),
+            baseline.as_secs_f64(),
+            open_load.as_secs_f64(),
+        );
+    }
+}

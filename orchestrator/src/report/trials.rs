@@ -11,11 +11,10 @@ use super::ReportError;
 use super::load::{Run, read_json};
 
 /// Fields of the evidence carried into the page as they are.
-const EVIDENCE_FIELDS: [&str; 14] = [
+const EVIDENCE_FIELDS: [&str; 13] = [
     "canary",
     "setup",
     "cleanup",
-    "messages",
     "trajectory",
     "graph_events",
     "proposal_evaluation",
@@ -174,6 +173,17 @@ fn detail(run: &Run, row: &Value, evidence: &Value, attempts: &[&Value]) -> Valu
             out.insert(name.into(), value.clone());
         }
     }
+    // The prompts: the conversation up to the model's first turn (the turns themselves are the
+    // trajectory's; the final conversation repeats them).
+    let prompts: Vec<Value> = evidence
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take_while(|m| m.get("role").and_then(Value::as_str) != Some("assistant"))
+        .cloned()
+        .collect();
+    out.insert("prompts".into(), Value::Array(prompts));
     let tools: Vec<Value> = evidence
         .get("tools")
         .and_then(Value::as_array)

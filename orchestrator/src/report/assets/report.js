@@ -160,7 +160,7 @@
   }
 
   function renderPrompts(parent, d) {
-    var messages = d.messages || [];
+    var messages = d.prompts || [];
     var box = section(parent, 'Prompts');
     var shown = 0;
     for (var i = 0; i < messages.length; i++) {
@@ -531,5 +531,7 @@
   renderList();
   openFromHash();
   document.body.setAttribute('data-ready', '1');
+  // The script's own time, and the time since navigation began (the page parsed, the list shown).
   document.body.setAttribute('data-render-ms', String(Math.round(performance.now() - started)));
+  document.body.setAttribute('data-ready-ms', String(Math.round(performance.now())));
 }());
