@@ -1,12 +1,13 @@
 //! `elengtis report` over isolated runs with a canary sink and a SQLite snapshot check (the
 //! packaged examples), opened in headless Chromium: each trial shows its container and image
-//! ids, the hardening asserted, the sink's records and the snapshot's hash (docs/report.md).
+//! ids, the hardening asserted, the sink's records and the snapshot's hash; and a `prove`
+//! output's validation report with its trust panel, legs and kill matrix (docs/report.md).
 
 use std::path::Path;
 
-use elengtis_tests::browser::{dump_dom, file_url, unescape};
+use elengtis_tests::browser::{dump_dom, file_url, tags_with, unescape};
 use elengtis_tests::{
-    bundled_images, chromium_or_skip, docker_or_skip, elengtis, read_json, rows, scratch, stderr, stdout,
+    bundled_images, chromium_or_skip, docker_or_skip, elengtis, read_json, rows, scratch, stderr, stdout, workspace,
 };
 use serde_json::Value;
 
@@ -38,8 +39,33 @@ fn the_report_shows_container_ids_hardening_sink_records_and_snapshot_hashes() {
         assert_eq!(run.status.code(), Some(0), "{example}: {}{}", stdout(&run), stderr(&run));
         inputs.push(out);
     }
+    // A prove output root (one iteration, no metamorphic stage: quick): its validation report
+    // and its legs' results directory are found under it.
+    let prove = dir.path().join("prove");
+    let seeds = workspace().join("scenarios/seeds");
+    let proved = elengtis(
+        &workspace(),
+        &[
+            "prove",
+            "--seed",
+            s(&seeds.join("w2-note-body-direct.seed.yaml")),
+            "--seeds-dir",
+            s(&seeds),
+            "--iterations",
+            "1",
+            "--no-metamorphic",
+            "--out",
+            s(&prove),
+        ],
+    );
+    assert!(
+        prove.join("w2-note-body-direct/validation_report.json").is_file(),
+        "{}{}",
+        stdout(&proved),
+        stderr(&proved)
+    );
     let report = dir.path().join("report.html");
-    let mut args = vec!["report"];
+    let mut args = vec!["report", "--input", s(&prove)];
     for input in &inputs {
         args.extend(["--input", s(input)]);
     }
@@ -92,4 +118,23 @@ fn the_report_shows_container_ids_hardening_sink_records_and_snapshot_hashes() {
         }
         assert_eq!(row["completed"], Value::Bool(true), "{trial}");
     }
+
+    // The validation report: verdict, trust panel, legs, kill matrix.
+    let validation = read_json(&prove.join("w2-note-body-direct/validation_report.json"));
+    let html = std::fs::read_to_string(&report).expect("the report");
+    let articles = tags_with(&html, "data-verdict");
+    assert_eq!(articles.len(), 1, "one validation report");
+    assert_eq!(articles[0]["data-seed"], "w2-note-body-direct");
+    assert_eq!(articles[0]["data-verdict"], validation["verdict"].as_str().expect("verdict"));
+    assert!(html.contains("<pre class=\"panel\">prove w2-note-body-direct"), "the trust panel as prove prints it");
+    let legs: Vec<String> = tags_with(&html, "data-side").into_iter().map(|t| t["data-side"].clone()).collect();
+    assert_eq!(legs, ["vulnerable", "guarded"]);
+    let matrix = validation["mutation"]["matrix"].as_array().expect("kill matrix");
+    let shown = tags_with(&html, "data-status");
+    assert_eq!(shown.len(), matrix.len(), "every seed of the catalogue in the kill matrix");
+    for (entry, row) in matrix.iter().zip(&shown) {
+        assert_eq!(row["data-seed"], entry["seed"].as_str().expect("seed"));
+        assert_eq!(row["data-status"], entry["status"].as_str().expect("status"));
+    }
+    assert!(stdout(&made).contains("1 validation report"), "{}", stdout(&made));
 }
