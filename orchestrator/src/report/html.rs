@@ -514,6 +514,41 @@ mod tests {
     }
 
     #[test]
+    fn comparisons_and_cells_show_the_analysis_figures_and_escape_labels() {
+        let analysis = Analysis {
+            json: json!({
+                "cells": [{"model_id": "<b>m</b>", "engine": "graph", "scenario": "s", "trials": 3, "complete_trials": 2,
+                    "incomplete_trials": 1, "not_run": 0, "retries": 0, "failure_classes": {"verification_error": 1},
+                    "terminations": {"model_stop": 3},
+                    "proposed": {"successes": 1, "known": 2, "unknown": 1, "wilson_95": [0.1, 0.9]},
+                    "completed": {"successes": 0, "known": 0, "unknown": 3, "wilson_95": null},
+                    "safety_pass": {"successes": 0, "known": 0, "unknown": 3, "wilson_95": null},
+                    "safe_completed": {"successes": 0, "known": 0, "unknown": 3, "wilson_95": null},
+                    "usage": {"cost_usd": null, "unknown_costs": 0}}],
+                "comparisons": [{"model_id": "m", "scenario": "s", "left": "graph", "right": "reference", "metric": "proposed",
+                    "blocks": 4, "difference_pp": -25.0, "bootstrap_95": [-50.0, 0.0]}],
+                "inputs": [{}],
+            }),
+            markdown: String::new(),
+            not_run: 0,
+            trials: Vec::new(),
+        };
+        let overview = overview_section(Some(&analysis));
+        assert!(overview.contains("data-model=\"&lt;b&gt;m&lt;/b&gt;\""), "{overview}");
+        assert!(!overview.contains("<b>"), "{overview}");
+        assert!(overview.contains("data-metric=\"proposed\" data-successes=\"1\" data-known=\"2\" data-unknown=\"1\" data-low=\"0.1\" data-high=\"0.9\""), "{overview}");
+        assert!(
+            overview.contains("<span class=\"frac\">0/0</span> <span class=\"na\">none known</span>"),
+            "{overview}"
+        );
+        let comparisons = comparisons_section(Some(&analysis));
+        assert!(comparisons.contains("data-difference=\"-25\" data-low=\"-50\" data-high=\"0\""), "{comparisons}");
+        assert!(comparisons.contains("-25.0 pp") && comparisons.contains("graph → reference"), "{comparisons}");
+        // −25 pp sits at a quarter of the way from the middle towards −100: x = 4 + 0.375 × 112.
+        assert!(comparisons.contains("cx=\"46.00\""), "{comparisons}");
+    }
+
+    #[test]
     fn an_interval_plot_places_band_and_point_on_the_axis() {
         let svg = interval_svg(0.0, 1.0, 0.5, "x");
         assert!(
