@@ -208,6 +208,21 @@ fn the_report_shows_what_analyze_counts_renders_trajectories_and_runs_no_planted
     assert_overview_matches(&static_dom, &summary, "the DOM without the script");
     assert!(!static_dom.contains("data-ready=\"1\""), "the script did not run");
 
+    // Defence in depth: markup that slipped into the page could not run script either; the
+    // policy allows only the page's own script, by its hash.
+    let injected = dir.path().join("report-injected.html");
+    let at = html.rfind("<script>").expect("the page's script");
+    std::fs::write(
+        &injected,
+        format!("{}<script>document.body.setAttribute('data-injected', '1')</script>{}", &html[..at], &html[at..]),
+    )
+    .expect("write the copy");
+    let (injected_dom, _) = dump_dom(&chromium, &file_url(&injected), &[]);
+    let body = &injected_dom[injected_dom.find("<body").expect("a body")..];
+    let body_tag = &body[..body.find('>').expect("the body tag ends")];
+    assert!(body_tag.contains("data-ready=\"1\""), "the page's own script still runs: {body_tag}");
+    assert!(!body_tag.contains("data-injected"), "the policy let an injected script run: {body_tag}");
+
     // With JavaScript, opened at the trial that carries the payloads.
     let leak = by_scenario["leak"]["trial_id"].as_str().expect("trial id");
     let url = format!("{}#trial={leak}", file_url(&report));
