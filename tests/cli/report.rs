@@ -268,6 +268,30 @@ fn the_report_shows_what_analyze_counts_renders_trajectories_and_runs_no_planted
     assert!(dom.contains(&escaped(MODEL_PAYLOAD)), "the model's payload is shown as text");
     assert!(dom.contains(&escaped(TOOL_PAYLOAD)), "the tool result's payload is shown as text");
 
+    // The filters and the search, set from the URL's fragment.
+    for (fragment, expected) in [
+        ("outcome=not_completed", vec!["absent"]),
+        ("outcome=unknown", vec!["undecided"]),
+        ("scenario=leak&outcome=completed", vec!["leak"]),
+        ("scenario=leak&outcome=not_completed", vec![]),
+        ("termination=model_stop", vec!["absent", "leak", "undecided"]),
+        ("q=VERIFICATION_error", vec!["undecided"]),
+        ("q=submit-canary", vec!["absent", "leak", "undecided"]),
+    ] {
+        let (filtered, _) = dump_dom(&chromium, &format!("{}#{fragment}", file_url(&report)), &[]);
+        let mut listed: Vec<String> = tags_with(&filtered, "data-trial-id")
+            .into_iter()
+            .map(|t| t["data-trial-id"].split("--").nth(1).expect("a trial id").to_owned())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, expected, "#{fragment}");
+        assert_eq!(
+            tags_with(&filtered, "data-matching")[0]["data-matching"],
+            expected.len().to_string(),
+            "#{fragment}"
+        );
+    }
+
     let png = workspace().join("target/test-artifacts/report.png");
     screenshot(&chromium, &file_url(&report), &png, 1600);
     eprintln!("screenshot: {}", png.display());

@@ -487,7 +487,22 @@
     }
   }
 
+  // `#scenario=…&outcome=…&termination=…&q=…` (any of them): the list filtered so.
+  function filterFromHash() {
+    if (location.hash.length < 2 || /^#trial=/.test(location.hash)) { return false; }
+    var params;
+    try { params = new URLSearchParams(location.hash.slice(1)); } catch (e) { return false; }
+    var known = false;
+    [['scenario', controls.scenario], ['outcome', controls.outcome], ['termination', controls.termination], ['q', controls.search]]
+      .forEach(function (pair) {
+        if (params.has(pair[0])) { pair[1].value = params.get(pair[0]); known = true; }
+      });
+    if (known) { page = 0; renderList(); }
+    return known;
+  }
+
   function openFromHash() {
+    if (filterFromHash()) { return; }
     var match = /^#trial=(.+)$/.exec(location.hash);
     if (!match) { return; }
     var id;
