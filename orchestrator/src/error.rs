@@ -91,6 +91,15 @@ pub enum CommandError {
     /// `experiment plan` or `experiment run` could not plan, start or continue.
     #[error(transparent)]
     Experiment(#[from] crate::experiment::ExperimentError),
+    /// `report` could not read its inputs or write the page (boxed: it is large).
+    #[error(transparent)]
+    Report(Box<crate::report::ReportError>),
+}
+
+impl From<crate::report::ReportError> for CommandError {
+    fn from(e: crate::report::ReportError) -> Self {
+        CommandError::Report(Box::new(e))
+    }
 }
 
 impl CommandError {
@@ -128,6 +137,7 @@ impl CommandError {
                 (None, Some(run)) => run_error_code(run),
                 (None, None) => exit_codes::RUN_INCOMPLETE,
             },
+            CommandError::Report(e) => report_error_code(e),
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,
                 crate::gate::GateError::Record(_) => exit_codes::UNAVAILABLE,
@@ -162,6 +172,20 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::BudgetSpent(_) => exit_codes::RUN_INCOMPLETE,
         RunError::Unverified { .. } => exit_codes::RESULTS_DIR,
         RunError::Verify(e) => verify_error_code(e),
+    }
+}
+
+fn report_error_code(e: &crate::report::ReportError) -> i32 {
+    use crate::report::ReportError;
+    match e {
+        ReportError::NoInputs => exit_codes::USAGE,
+        ReportError::Input { .. } | ReportError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
+        ReportError::Parse { .. }
+        | ReportError::Record { .. }
+        | ReportError::Analyze(_)
+        | ReportError::Unverified { malformed: true, .. } => exit_codes::INVALID_CONFIG,
+        ReportError::Verify(e) => verify_error_code(e),
+        ReportError::Read { .. } | ReportError::Encode(_) | ReportError::Write(_) => exit_codes::IO,
     }
 }
 

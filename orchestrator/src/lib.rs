@@ -29,6 +29,7 @@ pub mod init;
 pub mod model;
 pub mod preflight;
 pub mod prove;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod sandbox;

@@ -16,6 +16,7 @@ mod malformed;
 mod preflight;
 mod progress;
 mod prove;
+mod report;
 mod resume;
 mod run;
 mod schema;

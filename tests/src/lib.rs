@@ -8,12 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+pub mod browser;
 pub mod controls;
 pub mod crash;
 pub mod fake_engine;
 pub mod gate;
 pub mod model_server;
 pub mod original;
+
+pub use browser::chromium_or_skip;
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {

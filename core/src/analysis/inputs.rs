@@ -159,6 +159,11 @@ impl<'a> Run<'a> {
 
     /// The cell of each trial of the recorded matrix that has no row, in matrix order.
     pub(super) fn not_run(&self) -> Vec<super::cells::CellKey> {
+        self.not_run_trials().into_iter().map(|(key, _)| key).collect()
+    }
+
+    /// Each trial of the recorded matrix that has no row, with its cell, in matrix order.
+    pub(super) fn not_run_trials(&self) -> Vec<(super::cells::CellKey, &'a super::PlannedTrial)> {
         let Some(matrix) = self.matrix else { return Vec::new() };
         let ran: std::collections::BTreeSet<&str> = self.rows.iter().map(|row| row.trial_id.as_str()).collect();
         matrix
@@ -171,7 +176,7 @@ impl<'a> Run<'a> {
                     .or_else(|| planned.model_id.as_deref().filter(|id| !id.is_empty()))
                     .unwrap_or(SCRIPTED_MODEL_ID)
                     .to_owned();
-                (model_id, planned.engine.clone(), planned.scenario.clone())
+                ((model_id, planned.engine.clone(), planned.scenario.clone()), planned)
             })
             .collect()
     }
@@ -181,10 +186,12 @@ impl<'a> Run<'a> {
         let mut finals = Vec::with_capacity(self.trials.len());
         for indexes in &self.trials {
             let attempts: Vec<&Row> = indexes.iter().map(|&index| &self.rows[index]).collect();
-            let Some(row) = attempts.iter().rev().find(|row| row.is_complete()).or_else(|| attempts.last()).copied()
+            let Some(final_index) =
+                indexes.iter().rev().find(|&&index| self.rows[index].is_complete()).or_else(|| indexes.last()).copied()
             else {
                 continue;
             };
+            let row = &self.rows[final_index];
             let mut usage = UsageTotals::default();
             for attempt in &attempts {
                 usage.add(&UsageTotals::of(attempt));
@@ -198,6 +205,8 @@ impl<'a> Run<'a> {
                 .to_owned();
             finals.push(FinalTrial {
                 row,
+                indexes,
+                final_index,
                 model_id,
                 block: self.manifest.block(),
                 attempts: attempts.len() as u64,
@@ -305,6 +314,10 @@ impl UsageTotals {
 #[derive(Debug)]
 pub(super) struct FinalTrial<'a> {
     pub(super) row: &'a Row,
+    /// Indexes of the trial's attempts in the input's rows, in order.
+    pub(super) indexes: &'a [usize],
+    /// Index of the final row in the input's rows.
+    pub(super) final_index: usize,
     pub(super) model_id: String,
     pub(super) block: Option<u64>,
     pub(super) attempts: u64,

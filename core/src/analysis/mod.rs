@@ -132,6 +132,30 @@ pub struct Analysis {
     pub markdown: String,
     /// Trials of the inputs' matrices that have no row at all (never ran).
     pub not_run: u64,
+    /// Every trial as the analysis counted it, input by input: trials with rows in order of
+    /// first appearance, then those that never ran (in matrix order).
+    pub trials: Vec<CountedTrial>,
+}
+
+/// One trial as the analysis counted it: its cell, and which attempt decided its outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountedTrial {
+    /// Index of its input in the inputs given to [`analyze`].
+    pub input: usize,
+    /// `<target>--<scenario>--<index>`.
+    pub trial_id: String,
+    /// Target id.
+    pub target: String,
+    /// The cell: grouping model id, engine, scenario.
+    pub model_id: String,
+    /// The agent loop.
+    pub engine: String,
+    /// Scenario id.
+    pub scenario: String,
+    /// Indexes of its attempts in the input's rows, in order (empty: it never ran).
+    pub attempts: Vec<usize>,
+    /// Index of its final row (the last complete attempt, else the last); None: never ran.
+    pub final_row: Option<usize>,
 }
 
 /// Why a set of results directories could not be analysed.
@@ -325,7 +349,35 @@ pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<A
         "recommendation": recommendation.to_json(),
     });
     let markdown = markdown::render(&cells, &comparisons, &recommendation);
-    Ok(Analysis { json, markdown, not_run: not_run.len() as u64 })
+    let mut trials = Vec::new();
+    for (input, run) in runs.iter().enumerate() {
+        for trial in run.final_trials() {
+            let row = trial.row;
+            trials.push(CountedTrial {
+                input,
+                trial_id: row.trial_id.clone(),
+                target: row.target.clone(),
+                model_id: trial.model_id,
+                engine: row.engine.as_str().to_owned(),
+                scenario: row.scenario.clone(),
+                attempts: trial.indexes.to_vec(),
+                final_row: Some(trial.final_index),
+            });
+        }
+        for ((model_id, engine, scenario), planned) in run.not_run_trials() {
+            trials.push(CountedTrial {
+                input,
+                trial_id: planned.trial_id.clone(),
+                target: planned.target.clone(),
+                model_id,
+                engine,
+                scenario,
+                attempts: Vec::new(),
+                final_row: None,
+            });
+        }
+    }
+    Ok(Analysis { json, markdown, not_run: not_run.len() as u64, trials })
 }
 
 #[cfg(test)]

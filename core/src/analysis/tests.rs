@@ -643,3 +643,29 @@ fn tool_errors_recoveries_and_sequences_are_counted_per_cell() {
     assert_eq!(analysis.json["recommendation"]["status"], "conformance_required");
     assert!(analysis.markdown.contains("## Recommendation\n\nStatus: `conformance_required`."));
 }
+
+#[test]
+fn each_counted_trial_names_its_cell_its_attempts_and_the_attempt_that_decided_it() {
+    let complete = row("r1", "local-demo--s--0", "reference", "s");
+    let later_failure = incomplete(row("r1", "local-demo--s--0", "reference", "s"), "provider_error");
+    let other = incomplete(row("r1", "local-demo--s--1", "reference", "s"), "verification_error");
+    let matrix: Vec<PlannedTrial> = (0..3).map(|i| planned(&format!("local-demo--s--{i}"), "s")).collect();
+    let mut run = input("dir-a", manifest("r1", None, Some("m")), vec![complete, other, later_failure]);
+    run.matrix = Some(matrix);
+    let analysis = analyze(&[run]).expect("analysis");
+    let placed: Vec<(&str, &str, Vec<usize>, Option<usize>)> = analysis
+        .trials
+        .iter()
+        .map(|t| (t.trial_id.as_str(), t.model_id.as_str(), t.attempts.clone(), t.final_row))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            // The complete first attempt decides, not the later failure.
+            ("local-demo--s--0", "m", vec![0, 2], Some(0)),
+            ("local-demo--s--1", "m", vec![1], Some(1)),
+            ("local-demo--s--2", "m", vec![], None),
+        ]
+    );
+    assert!(analysis.trials.iter().all(|t| t.input == 0 && t.engine == "reference" && t.scenario == "s"));
+}

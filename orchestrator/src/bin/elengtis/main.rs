@@ -3,6 +3,7 @@
 
 mod events_file;
 mod render;
+mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -184,6 +185,18 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Write one self-contained HTML report (overview with Wilson intervals, every trial's
+    /// trajectory and evidence, validation reports) over results directories and `prove`/`gate`
+    /// outputs; it opens from file:// and loads nothing (docs/report.md).
+    Report {
+        /// A results directory, or a directory holding validation_report.json files, e.g. a
+        /// `prove --out` directory (repeatable).
+        #[arg(long = "input", required = true)]
+        inputs: Vec<PathBuf>,
+        /// The HTML file to write (replaced atomically).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Summarise result directories: per model × engine × scenario, with Wilson intervals,
     /// and the engine recommendation of a live comparison.
@@ -544,6 +557,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             terminal.finish();
             Ok(result?)
         }
+        Command::Report { inputs, out } => report::run(&inputs, &out),
         Command::Verify { dir, json } => verify_command(&dir, json),
         Command::Gc { out: Some(out), json, .. } => gc_stdio(&out, json),
         Command::Gc { run, json, out: None } => gc(run.as_deref(), json).await,
