@@ -282,7 +282,8 @@ mod tests {
                 "row.schema.json",
                 "evidence.schema.json",
                 "manifest.schema.json",
-                "validation_report.schema.json"
+                "validation_report.schema.json",
+                "events.schema.json",
             ]
         );
         for (name, content) in all {
