@@ -367,15 +367,15 @@ async fn floor_range(
 /// the Docker engine as `settings` says (the engine gate, the relay), each run's events to
 /// its sink.
 pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
-    let allow = settings;
     let docker = &settings.docker;
     let provider = provider(provider_requests(trials)).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
-    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, (1, 0), allow).await?;
+    let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, (1, 0), settings).await?;
     let container = container_campaign(&image);
-    let (container_durations, _) = run_campaign(dir.path(), "container", &container, trials, (1, 0), allow).await?;
-    let (http, _) = run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, (1, 0), allow).await?;
+    let (container_durations, _) = run_campaign(dir.path(), "container", &container, trials, (1, 0), settings).await?;
+    let (http, _) =
+        run_campaign(dir.path(), "container-http", &http_campaign(&image), trials, (1, 0), settings).await?;
     let direct_settings = BenchSettings {
         docker: DockerOptions { relay: Ok(RelayMode::Never), ..settings.docker.clone() },
         events: settings.events.clone(),
@@ -388,10 +388,10 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
     let sandbox = DockerBackend::prepare(docker, &needs, &elengtis_core::events::NoEvents).await?;
     let floor = floor(&sandbox, &image, trials).await?;
     let throughput = 2 * trials;
-    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container, throughput, (1, 0), allow).await?;
-    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container, throughput, (4, 0), allow).await?;
-    let (_, wall1_ahead) = run_campaign(dir.path(), "jobs1-ahead2", &container, throughput, (1, 2), allow).await?;
-    let (_, wall4_ahead) = run_campaign(dir.path(), "jobs4-ahead2", &container, throughput, (4, 2), allow).await?;
+    let (_, wall1) = run_campaign(dir.path(), "jobs1", &container, throughput, (1, 0), settings).await?;
+    let (_, wall4) = run_campaign(dir.path(), "jobs4", &container, throughput, (4, 0), settings).await?;
+    let (_, wall1_ahead) = run_campaign(dir.path(), "jobs1-ahead2", &container, throughput, (1, 2), settings).await?;
+    let (_, wall4_ahead) = run_campaign(dir.path(), "jobs4-ahead2", &container, throughput, (4, 2), settings).await?;
     let floor4 = parallel_floor(&sandbox, &image, throughput, 4).await?;
     let median = |v: &[f64]| percentile(v, 0.5);
     let per_second = |n: u32, wall: Duration| f64::from(n) / wall.as_secs_f64();

@@ -3,3 +3,8 @@
 
 pub mod store;
 pub mod verify;
+
+/// The current time as the records write it: RFC 3339 in UTC (nanoseconds).
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}

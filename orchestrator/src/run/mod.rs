@@ -221,10 +221,6 @@ impl Default for RunOptions {
     }
 }
 
-fn now() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
 fn environment() -> Environment {
     Environment {
         elengtis_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -278,7 +274,7 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
         schema_version: RESULTS_SCHEMA_VERSION,
         metrics_version: METRICS_VERSION,
         run_id: run_id.to_owned(),
-        started_at: now(),
+        started_at: crate::results::now_rfc3339(),
         campaign_path: bundle.campaign.path.display().to_string(),
         campaign: serde_json::to_value(campaign).unwrap_or(Value::Null),
         scenarios: bundle
@@ -464,7 +460,7 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         }
     }
     manifest.resumes.push(ResumeRecord {
-        resumed_at: now(),
+        resumed_at: crate::results::now_rfc3339(),
         environment: environment(),
         engine_gate: sandbox.as_ref().map(|s| s.run_facts()),
     });

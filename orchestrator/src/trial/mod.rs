@@ -104,10 +104,6 @@ pub struct AttemptResult {
     pub interrupted: bool,
 }
 
-fn now() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
 /// Run one attempt.
 pub async fn run(attempt: Attempt<'_>) -> AttemptResult {
     let span = tracing::info_span!("trial", trial_id = %attempt.spec.trial_id, attempt_id = %attempt.attempt_id);
@@ -192,7 +188,8 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         waited = wait.elapsed();
         interrupted_at_open = slot.is_none();
     }
-    let session_began = now();
+    let prepared_ahead = attempt.session_slots.is_some();
+    let session_began = prepared_ahead.then(crate::results::now_rfc3339);
     if let Some(opened) = &opened {
         launch::reached_initialize(opened);
         if let Err(e) = &opened.session {
@@ -229,7 +226,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let phases = phases.unwrap_or_default();
     // The session is over: its slot goes to the next prepared trial while this one tears down.
     drop(slot);
-    let session_ended = now();
+    let session_ended = prepared_ahead.then(crate::results::now_rfc3339);
     crate::crashpoint::reach(crate::crashpoint::CrashPoint::Teardown);
 
     // Close the target.
@@ -245,7 +242,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     {
         target_execution["engine_gate"] = sandbox.run_facts();
     }
-    if attempt.session_slots.is_some() && target_execution.is_object() {
+    if prepared_ahead && target_execution.is_object() {
         // Time the prepared target waited for a session slot (not part of the trial's
         // duration), and when it held one.
         target_execution["prepared_ahead"] = json!({

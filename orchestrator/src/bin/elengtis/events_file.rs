@@ -46,11 +46,6 @@ impl EventsFile {
     }
 }
 
-/// The current time, RFC 3339 in UTC.
-fn now() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
 /// One event as its line of an events file (with the newline).
 pub fn line(event: &Event, ts: String) -> Result<Vec<u8>, serde_json::Error> {
     let mut line = serde_json::to_vec(&EventLine { ts, event })?;
@@ -60,7 +55,7 @@ pub fn line(event: &Event, ts: String) -> Result<Vec<u8>, serde_json::Error> {
 
 impl EventSink for EventsFile {
     fn emit(&self, event: &Event) {
-        let line = match line(event, now()) {
+        let line = match line(event, elengtis::results::now_rfc3339()) {
             Ok(line) => line,
             Err(e) => return self.fail(format!("failed to serialise an event: {e}")),
         };

@@ -92,10 +92,6 @@ enum Endpoint {
     Stdio(AttachedStdio),
 }
 
-fn now() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
 /// A running trial sandbox. Call [`TrialContainer::teardown`] on every path.
 pub struct TrialContainer {
     docker: bollard::Docker,
@@ -185,7 +181,7 @@ impl TrialContainer {
     fn stamp(&mut self, event: &str) {
         let ms = self.started.elapsed().as_secs_f64() * 1000.0;
         if let Value::Object(ts) = self.record.entry("timestamps").or_insert_with(|| json!({})) {
-            ts.insert(event.to_owned(), json!(now()));
+            ts.insert(event.to_owned(), json!(crate::results::now_rfc3339()));
         }
         if let Value::Object(d) = self.record.entry("elapsed_ms").or_insert_with(|| json!({})) {
             d.insert(event.to_owned(), json!((ms * 10.0).round() / 10.0));
