@@ -580,6 +580,17 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                         c.err(doc, &t.k("volumes").i(i), format!("`{v}` is listed twice"));
                     }
                 }
+                if let Some(runtime) = &k.runtime
+                    && !crate::format::campaign::valid_runtime_name(runtime)
+                {
+                    c.err(
+                        doc,
+                        &t.k("runtime"),
+                        format!(
+                            "must name a runtime registered with the engine (letters, digits, `.`, `_`, `-`; at most 64), found `{runtime}`"
+                        ),
+                    );
+                }
                 let part = |v: &Value| v.is_string() || refs::as_reference(v).is_some();
                 for (i, item) in k.command.iter().enumerate() {
                     let joined = item.as_array().is_some_and(|parts| !parts.is_empty() && parts.iter().all(part));

@@ -122,6 +122,83 @@ pub struct BenchReport {
     pub runner_peak_rss_mb: f64,
     /// The live-model provider path against the scripted model server.
     pub provider: ProviderBench,
+    /// The same container trial and floor under gVisor (`runsc`), when the engine lists it.
+    pub runsc: RunscBench,
+}
+
+/// The isolated-container trial and the floor under gVisor next to the default runtime's,
+/// measured in the same run (issue 18). Absent figures say why in `skipped`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunscBench {
+    /// Why nothing was measured (the engine lists no `runsc`; the run's figures are already
+    /// runsc's), or `None`.
+    pub skipped: Option<String>,
+    /// gVisor's version, as recorded for the trials.
+    pub version: Option<String>,
+    /// Median isolated-container trial (MCP over the container's stdio) under runsc, ms.
+    pub container_ms_median: Option<f64>,
+    /// Median raw lifecycle of the same image under runsc, ms.
+    pub floor_ms_median: Option<f64>,
+    /// runsc trial ÷ the default runtime's trial (medians): what gVisor costs per trial.
+    pub trial_ratio: Option<f64>,
+    /// runsc floor ÷ the default runtime's floor (medians).
+    pub floor_ratio: Option<f64>,
+}
+
+/// Measure the container trial and the floor under runsc, next to `runc_trial` and
+/// `runc_floor` (medians, ms) measured with the run's own settings.
+async fn runsc_bench(
+    dir: &Path,
+    trials: u32,
+    settings: &BenchSettings,
+    runc_trial: f64,
+    runc_floor: f64,
+) -> Result<RunscBench, BenchError> {
+    use crate::sandbox::docker::runtime::RUNSC;
+    if settings.docker.runtime.as_deref() == Some(RUNSC) {
+        return Ok(RunscBench {
+            skipped: Some("the run's own figures are runsc's (--runtime runsc)".into()),
+            ..RunscBench::default()
+        });
+    }
+    let engine = crate::sandbox::docker::api::connect().await?;
+    if !engine.facts.runtimes.contains_key(RUNSC) {
+        return Ok(RunscBench {
+            skipped: Some(format!(
+                "the Docker engine lists no `{RUNSC}` runtime ({})",
+                crate::sandbox::docker::runtime::recipe(RUNSC)
+            )),
+            ..RunscBench::default()
+        });
+    }
+    let runsc = BenchSettings {
+        docker: DockerOptions { runtime: Some(RUNSC.to_owned()), ..settings.docker.clone() },
+        events: settings.events.clone(),
+    };
+    let image = images::fixture_ref();
+    let (durations, _) =
+        run_campaign(dir, "container-runsc", &container_campaign(&image), trials, (1, 0), &runsc).await?;
+    let needs = RunNeeds {
+        images: vec![ImageNeed {
+            image: image.clone(),
+            http: false,
+            relay_image: None,
+            runtime: Some(RUNSC.to_owned()),
+            egress_proxy: false,
+        }],
+        sink: false,
+    };
+    let sandbox = DockerBackend::prepare(&runsc.docker, &needs, &elengtis_core::events::NoEvents).await?;
+    let floor = floor(&sandbox, &image, trials).await?;
+    let (trial, floor) = (percentile(&durations, 0.5), percentile(&floor, 0.5));
+    Ok(RunscBench {
+        skipped: None,
+        version: sandbox.runtimes.get(RUNSC).and_then(|r| r.version.clone()),
+        container_ms_median: Some(trial),
+        floor_ms_median: Some(floor),
+        trial_ratio: Some(trial / runc_trial),
+        floor_ratio: Some(floor / runc_floor),
+    })
 }
 
 /// The provider path's overhead per request (`elengtis bench --provider-only --json`
@@ -351,6 +428,8 @@ async fn floor_range(
             host_route: false,
             network: sandbox.network.gives_network(false),
             stderr_bytes: 64 * 1024,
+            runtime: sandbox.runtime_override.clone(),
+            runtime_facts: sandbox.runtime_facts(sandbox.runtime_override.as_deref())?,
         };
         let started = Instant::now();
         let (container, _) = TrialContainer::start(&sandbox.engine, &spec).await.map_err(|(e, _)| e)?;
@@ -383,8 +462,16 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
     let (http_direct, _) =
         run_campaign(dir.path(), "container-http-direct", &http_campaign(&image), trials, (1, 0), &direct_settings)
             .await?;
-    let needs =
-        RunNeeds { images: vec![ImageNeed { image: image.clone(), http: false, relay_image: None }], sink: false };
+    let needs = RunNeeds {
+        images: vec![ImageNeed {
+            image: image.clone(),
+            http: false,
+            relay_image: None,
+            runtime: None,
+            egress_proxy: false,
+        }],
+        sink: false,
+    };
     let sandbox = DockerBackend::prepare(docker, &needs, &elengtis_core::events::NoEvents).await?;
     let floor = floor(&sandbox, &image, trials).await?;
     let throughput = 2 * trials;
@@ -393,6 +480,9 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
     let (_, wall1_ahead) = run_campaign(dir.path(), "jobs1-ahead2", &container, throughput, (1, 2), settings).await?;
     let (_, wall4_ahead) = run_campaign(dir.path(), "jobs4-ahead2", &container, throughput, (4, 2), settings).await?;
     let floor4 = parallel_floor(&sandbox, &image, throughput, 4).await?;
+    let runsc =
+        runsc_bench(dir.path(), trials, settings, percentile(&container_durations, 0.5), percentile(&floor, 0.5))
+            .await?;
     let median = |v: &[f64]| percentile(v, 0.5);
     let per_second = |n: u32, wall: Duration| f64::from(n) / wall.as_secs_f64();
     Ok(BenchReport {
@@ -425,7 +515,21 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
         stdio_trials_per_second: per_second(trials, stdio_wall),
         runner_peak_rss_mb: peak_rss_mb(),
         provider,
+        runsc,
     })
+}
+
+/// The runsc lines of the table.
+fn render_runsc(r: &RunscBench) -> String {
+    match (&r.skipped, r.container_ms_median, r.floor_ms_median, r.trial_ratio, r.floor_ratio) {
+        (None, Some(trial), Some(floor), Some(trial_ratio), Some(floor_ratio)) => format!(
+            "runsc container     median {trial:8.1} ms   {trial_ratio:.2}× the default runtime's trial (gVisor {})\n\
+             runsc floor          median {floor:8.1} ms   {floor_ratio:.2}× the default runtime's floor\n",
+            r.version.as_deref().unwrap_or("version unknown"),
+        ),
+        (Some(why), ..) => format!("runsc                not measured: {why}\n"),
+        _ => "runsc                not measured\n".to_owned(),
+    }
 }
 
 /// The human-readable table.
@@ -441,7 +545,7 @@ pub fn render(r: &BenchReport) -> String {
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
          prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
-         runner peak RSS      {:.1} MiB\n{}",
+         runner peak RSS      {:.1} MiB\n{}{}",
         r.trials,
         r.stdio_ms_median,
         r.stdio_ms_p95,
@@ -465,5 +569,6 @@ pub fn render(r: &BenchReport) -> String {
         r.jobs4_floor_ratio,
         r.runner_peak_rss_mb,
         render_provider(&r.provider),
+        render_runsc(&r.runsc),
     )
 }

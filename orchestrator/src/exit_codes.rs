@@ -15,7 +15,7 @@ pub const INVALID_CONFIG: i32 = 3;
 /// The results directory cannot be used (exists, names a file, cannot be created, locked,
 /// corrupt or truncated, or from another version).
 pub const RESULTS_DIR: i32 = 4;
-/// The campaign is valid but cannot run here (a key, price, fixture directory, engine or image missing; an engine the gate refuses).
+/// The campaign is valid but cannot run here (a key, price, fixture directory, engine, image or runtime missing; an engine the gate refuses; a mechanism the runtime cannot support).
 pub const UNAVAILABLE: i32 = 5;
 /// Writing results failed (for example the disk is full); earlier records are intact.
 pub const IO: i32 = 6;

@@ -162,3 +162,52 @@ fn a_vulnerable_engine_is_refused_before_anything_is_created_unless_allowed() {
     let failed: Vec<&str> = handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect();
     assert!(failed.is_empty(), "failed cases: {failed:?}");
 }
+
+/// A runtime the engine does not list (`--runtime`, `ELENGTIS_RUNTIME` or the campaign's
+/// `runtime:`) is refused before anything is looked up or created, naming the runtimes the
+/// engine lists and the registration recipe; a malformed name is a usage error (flag) or an
+/// invalid campaign (field), found before the engine is contacted.
+#[test]
+fn an_unlisted_runtime_is_refused_with_the_registration_recipe() {
+    let refused = |case: &str, out: &Output, engine: &FakeEngine, dir: &Path| {
+        let err = stderr(out);
+        assert_eq!(out.status.code(), Some(UNAVAILABLE), "{case}: {err}");
+        assert!(err.contains("does not list the runtime `runsc` (it lists `runc`)"), "{case}: {err}");
+        assert!(err.contains("daemon.json") && err.contains("--network=host") && err.contains("HUP"), "{case}: {err}");
+        assert_eq!(engine.other_requests(), Vec::<String>::new(), "{case}");
+        assert!(!dir.join("out").exists(), "{case}: no results directory");
+    };
+    let args = ["run", "--config", "campaign.yaml", "--out", "out"];
+    let (engine, dir) = (FakeEngine::start(Behaviour::Answer(patched_version())), scratch());
+    campaign(dir.path());
+    let flag: Vec<&str> = args.iter().copied().chain(["--runtime", "runsc"]).collect();
+    refused("--runtime", &run_against(&engine, dir.path(), &flag, None), &engine, dir.path());
+
+    let (engine, dir) = (FakeEngine::start(Behaviour::Answer(patched_version())), scratch());
+    campaign(dir.path());
+    let mut cmd = elengtis_cmd(dir.path(), &args);
+    cmd.env_remove(ALLOW).env("DOCKER_HOST", engine.docker_host()).env("ELENGTIS_RUNTIME", "runsc");
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("failed to run elengtis");
+    refused("ELENGTIS_RUNTIME", &ChildGuard::new(child).wait_output(Duration::from_secs(90)), &engine, dir.path());
+
+    let (engine, dir) = (FakeEngine::start(Behaviour::Answer(patched_version())), scratch());
+    campaign(dir.path());
+    let text = std::fs::read_to_string(dir.path().join("campaign.yaml")).expect("campaign");
+    let with_field = text.replacen("type: isolated_container", "type: isolated_container\n      runtime: runsc", 1);
+    assert_ne!(with_field, text, "the campaign names an isolated_container target");
+    write(dir.path(), "campaign.yaml", &with_field);
+    refused("runtime: runsc", &run_against(&engine, dir.path(), &args, None), &engine, dir.path());
+
+    // Malformed names never reach the engine.
+    let (engine, dir) = (FakeEngine::start(Behaviour::Answer(patched_version())), scratch());
+    campaign(dir.path());
+    let bad: Vec<&str> = args.iter().copied().chain(["--runtime", "run sc;"]).collect();
+    let out = run_against(&engine, dir.path(), &bad, None);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("expected the name of a runtime registered with the engine"), "{}", stderr(&out));
+    write(dir.path(), "campaign.yaml", &with_field.replace("runtime: runsc", "runtime: \"../runsc\""));
+    let out = run_against(&engine, dir.path(), &args, None);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("runtime"), "{}", stderr(&out));
+    assert!(engine.requests().is_empty(), "{:?}", engine.requests());
+}

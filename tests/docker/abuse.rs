@@ -9,8 +9,8 @@ use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 use elengtis_tests::{
-    ChildGuard, bundled_images, docker_or_skip, elengtis, elengtis_cmd, managed_objects, read_json, rows, scratch,
-    stderr, stdout, write,
+    ChildGuard, assert_trials_ran_under_the_test_runtime, bundled_images, docker_or_skip, elengtis, elengtis_cmd,
+    managed_objects, read_json, rows, scratch, stderr, stdout, test_runtime, write,
 };
 use serde_json::Value;
 
@@ -196,6 +196,7 @@ fn resource_abuse_ends_as_recorded_outcomes_and_spares_the_other_trials() {
     let out = child.wait_output(Duration::from_secs(5));
     let rows = rows(&log);
     assert_eq!(rows.len(), 7, "{rows:?}");
+    assert_eq!(assert_trials_ran_under_the_test_runtime(&dir.path().join("out")), 7);
     // Abuse is data, not a broken run: every trial has a complete attempt (the hung server's
     // stderr, open until its container goes, is collected after the container's removal),
     // and the run exits 0.
@@ -223,19 +224,53 @@ fn resource_abuse_ends_as_recorded_outcomes_and_spares_the_other_trials() {
 
     // Fork bomb: the pids limit (128) refuses new tasks; the server answers again afterwards.
     let fork = evidence("abuse-fork");
-    for call in 0..3 {
-        let result = call_result(&fork, call);
-        let tasks = result["tasks_started"].as_u64().unwrap_or(u64::MAX);
-        assert!(tasks < 128 && tasks > 64, "call {call}: {result}");
-        assert_eq!(result["errno"], 11, "EAGAIN expected: {result}");
+    if test_runtime().as_deref() == Some("runsc") {
+        // Under gVisor the server's tasks live inside gVisor's own kernel: the engine's pids
+        // limit bounds the sandbox's host threads, not them, so the fork bomb is not refused
+        // at 128 tasks. Contained all the same — the sandbox's limits hold and the other
+        // trials are unchanged (asserted above) — and stated, not silent: the runtime's record
+        // in the evidence carries the difference (docs/security.md, "Runtimes").
+        // Each call either outruns the limit and is answered, or the sentry cannot create a
+        // host thread and the whole sandbox ends (the call then reads as the server closing
+        // the connection); both were seen in repeated runs, both are contained.
+        let state = &fork["target_execution"]["state"];
+        for call in 0..3 {
+            let result = call_result(&fork, call);
+            if result["transport_error"].is_string() {
+                let end = state["end"].as_str();
+                assert!(matches!(end, Some("exited" | "killed")), "call {call}: the sandbox must have ended: {state}");
+                break;
+            }
+            let tasks = result["tasks_started"].as_u64().unwrap_or(0);
+            assert!(tasks > 128, "call {call}: under runsc the pids limit does not bound tasks: {result}");
+        }
+        let differences = fork["target_execution"]["runtime"]["differences"].to_string();
+        assert!(differences.contains("pids"), "the difference must be recorded: {differences}");
+        report.push(format!("fork_bomb (runsc): {}", call_result(&fork, 0)));
+    } else {
+        for call in 0..3 {
+            let result = call_result(&fork, call);
+            let tasks = result["tasks_started"].as_u64().unwrap_or(u64::MAX);
+            assert!(tasks < 128 && tasks > 64, "call {call}: {result}");
+            assert_eq!(result["errno"], 11, "EAGAIN expected: {result}");
+        }
+        report.push(format!("fork_bomb: {}", call_result(&fork, 0)));
     }
-    report.push(format!("fork_bomb: {}", call_result(&fork, 0)));
 
     // Balloon: the OOM killer ends the server at the memory limit; recorded as such.
     let balloon = evidence("abuse-balloon");
     let state = &balloon["target_execution"]["state"];
-    assert_eq!(state["oom_killed"], true, "{}", balloon["target_execution"]);
-    assert_eq!(state["end"], "oom_killed", "{state}");
+    if test_runtime().as_deref() == Some("runsc") {
+        // Under gVisor the memory limit kills the whole sandbox; the engine does not see an
+        // OOM kill of its init process, so the end reads `killed` (SIGKILL, 137), a
+        // difference the runtime's record states.
+        assert!(matches!(state["end"].as_str(), Some("oom_killed" | "killed")), "{state}");
+        let differences = balloon["target_execution"]["runtime"]["differences"].to_string();
+        assert!(differences.contains("oom_killed"), "the difference must be recorded: {differences}");
+    } else {
+        assert_eq!(state["oom_killed"], true, "{}", balloon["target_execution"]);
+        assert_eq!(state["end"], "oom_killed", "{state}");
+    }
     assert_eq!(state["exit_code"], 137, "{state}");
     // A call the transport could not complete is recorded as the original records it.
     assert!(call_result(&balloon, 0)["transport_error"].is_string(), "{}", balloon["trajectory"]);

@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use elengtis_tests::{
-    ChildGuard, FixtureMcp, bundled_images, docker_api, docker_or_skip, elengtis, elengtis_cmd, fixture_target,
-    managed_objects, read_json, rows, scratch, stderr, stdout, support_note_campaign, write,
+    ChildGuard, FixtureMcp, assert_trials_ran_under_the_test_runtime, bundled_images, docker_api, docker_or_skip,
+    elengtis, elengtis_cmd, fixture_target, managed_objects, read_json, rows, scratch, stderr, stdout,
+    support_note_campaign, write,
 };
 
 fn campaign(image: &str, trials: u32) -> String {
@@ -40,6 +41,7 @@ fn isolated_trials_run_in_hardened_containers_and_leave_nothing_behind() {
     assert!(stdout(&out).contains("proposed: 4/4"), "{}", stdout(&out));
     let rows = rows(&dir.path().join("out/runs.jsonl"));
     assert_eq!(rows.len(), 4);
+    assert_eq!(assert_trials_ran_under_the_test_runtime(&dir.path().join("out")), 4);
     let run_id = rows[0]["run_id"].as_str().unwrap().to_owned();
     for row in &rows {
         assert_eq!(row["evidence_status"], "complete", "{row}");

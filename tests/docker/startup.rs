@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use elengtis_tests::{
-    bundled_images, docker_or_skip, elengtis, managed_objects, read_json, rows, scratch, stderr, write,
+    assert_trials_ran_under_the_test_runtime, bundled_images, docker_or_skip, elengtis, managed_objects, read_json,
+    rows, scratch, stderr, write,
 };
 
 /// `startup_timeout_seconds` of the never-answering targets: the deadline they must hit.
@@ -73,6 +74,7 @@ fn servers_that_exit_or_never_initialize_end_as_classified_start_up_failures() {
 
     let rows = rows(&dir.path().join("out/runs.jsonl"));
     assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_trials_ran_under_the_test_runtime(&dir.path().join("out"));
     for row in &rows {
         let id = row["target"].as_str().expect("target");
         assert_eq!(row["evidence_status"], "incomplete", "{row}");

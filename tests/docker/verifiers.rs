@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use elengtis_tests::{
-    bundled_images, copy_example, docker_api, docker_or_skip, elengtis, files_under, managed_objects, managed_volumes,
-    read_json, rows, scratch, sink_binary, stderr, stdout, write,
+    assert_trials_ran_under_the_test_runtime, bundled_images, copy_example, docker_api, docker_or_skip, elengtis,
+    files_under, managed_objects, managed_volumes, read_json, rows, scratch, sink_binary, stderr, stdout, write,
 };
 use serde_json::Value;
 use sha2::Digest as _;
@@ -89,6 +89,7 @@ fn run(cwd: &Path, args: &[&str]) -> Attempt {
     let row = rows.into_iter().next().expect("one row");
     let evidence = read_json(&out_dir.join(row["evidence"].as_str().expect("the row names its evidence")));
     assert_eq!(evidence["attempt_id"], row["attempt_id"]);
+    assert_trials_ran_under_the_test_runtime(&out_dir);
     Attempt { output, out_dir, row, evidence }
 }
 

@@ -163,7 +163,7 @@ fn serve(stream: UnixStream, behaviour: &Behaviour, requests: &Mutex<Vec<String>
             (Some(_), "/info") => Some((
                 200,
                 "application/json",
-                serde_json::json!({"ID": "fake", "OperatingSystem": "fake engine", "DefaultRuntime": "runc", "SecurityOptions": []}).to_string(),
+                serde_json::json!({"ID": "fake", "OperatingSystem": "fake engine", "DefaultRuntime": "runc", "Runtimes": {"runc": {"path": "runc"}}, "SecurityOptions": []}).to_string(),
             )),
             (Some(_), _) if matches!(behaviour, Behaviour::AnswerThenSilent(_)) => None,
             (Some(_), other) => Some((404, "application/json", serde_json::json!({"message": format!("fake engine: no such object ({other})")}).to_string())),

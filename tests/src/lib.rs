@@ -150,7 +150,58 @@ pub fn elengtis_cmd(cwd: &Path, args: &[&str]) -> Command {
         .env_remove("ELENGTIS_LOG")
         .env_remove("ELENGTIS_RELAY")
         .env("ELENGTIS_ALLOW_VULNERABLE_ENGINE", "1");
+    match test_runtime() {
+        Some(runtime) => cmd.env("ELENGTIS_RUNTIME", runtime),
+        None => cmd.env_remove("ELENGTIS_RUNTIME"),
+    };
     cmd
+}
+
+/// The variable that runs the container tests under another OCI runtime: every `elengtis`
+/// the tests start gets it as `ELENGTIS_RUNTIME` (`.ci/run` runs the egress, abuse, start-up,
+/// verifier and relay tests again with `runsc`).
+pub const TEST_RUNTIME_ENV: &str = "ELENGTIS_TEST_RUNTIME";
+
+/// The runtime the container tests run under, when not the engine's default.
+pub fn test_runtime() -> Option<String> {
+    std::env::var(TEST_RUNTIME_ENV).ok().filter(|v| !v.is_empty())
+}
+
+/// Assert that every isolated trial recorded under `out` ran under the runtime the tests run
+/// under ([`test_runtime`], else the engine's default `runc`): the run's record of the runtime,
+/// and the `runtime` hardening fact of the target and of every other container of the trial
+/// (sink, egress proxy, relay), as the engine's inspect answer reported it. Returns how many
+/// trials it checked.
+pub fn assert_trials_ran_under_the_test_runtime(out: &Path) -> usize {
+    let wanted = test_runtime().unwrap_or_else(|| "runc".to_owned());
+    let mut checked = 0;
+    for file in files_under(out) {
+        if !file.components().any(|c| c.as_os_str() == "evidence") || file.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let evidence = read_json(&file);
+        let te = &evidence["target_execution"];
+        if te["isolation"] != "isolated_container" || te["hardening"].is_null() {
+            continue;
+        }
+        assert_eq!(te["runtime"]["name"], wanted.as_str(), "{}: the run's runtime", file.display());
+        let mut containers = vec![("target", &te["hardening"])];
+        for role in ["sink", "egress_proxy", "relay"] {
+            if !te[role]["hardening"].is_null() {
+                containers.push((role, &te[role]["hardening"]));
+            }
+        }
+        for (role, facts) in containers {
+            let fact = facts
+                .as_array()
+                .and_then(|f| f.iter().find(|f| f["fact"] == "runtime"))
+                .unwrap_or_else(|| panic!("{}: the {role} has no runtime fact", file.display()));
+            assert_eq!(fact["observed"], wanted.as_str(), "{}: the {role}'s runtime", file.display());
+            assert_eq!(fact["ok"], true, "{}: the {role}'s runtime", file.display());
+        }
+        checked += 1;
+    }
+    checked
 }
 
 /// Read a JSON document.

@@ -533,6 +533,24 @@ pub struct ContainerTransport {
     /// own the directory as the trial user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<String>,
+    /// elengtis addition: the OCI runtime the engine runs this target's containers with (the
+    /// target, its relay, canary sink and egress proxy), by the name the engine lists it under
+    /// (for example `runsc`, gVisor's). Omitted: the engine's default runtime. `--runtime`
+    /// overrides it for every container target of a run. The runtime is asserted from the
+    /// engine's inspect answer in every trial's evidence (docs/security.md, "Runtimes").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"))]
+    pub runtime: Option<String>,
+}
+
+/// Whether `name` can name an OCI runtime registered with the engine (letters, digits, `.`,
+/// `_`, `-`, starting with a letter or digit, at most 64 bytes): the check of `runtime:` and
+/// of `--runtime`.
+pub fn valid_runtime_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// How MCP reaches a server inside its container.

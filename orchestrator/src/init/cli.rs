@@ -67,6 +67,8 @@ pub struct InitArgs {
     /// egress bugs (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_vulnerable_engine: bool,
+    #[command(flatten)]
+    pub runtime: crate::sandbox::docker::runtime::RuntimeArg,
     /// After `--`: the stdio command and its arguments, or the container's command.
     #[arg(last = true, value_name = "ARGS")]
     pub rest: Vec<String>,

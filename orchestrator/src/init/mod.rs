@@ -186,6 +186,7 @@ pub fn target(id: &str, spec: &TargetSpec) -> Target {
                 startup_timeout_seconds: 30,
                 relay_image: None,
                 volumes: volumes.clone(),
+                runtime: None,
             })
         }
     };
@@ -200,6 +201,8 @@ pub fn sandbox_needs(spec: &TargetSpec) -> Option<RunNeeds> {
                 image: image.clone(),
                 http: matches!(transport, ImageTransport::StreamableHttp { .. }),
                 relay_image: None,
+                runtime: None,
+                egress_proxy: false,
             }],
             sink: false,
         }),

@@ -169,6 +169,9 @@ pub struct SandboxSpec {
     /// to. A stdio trial needing none runs with no network at all (loopback only), unless
     /// the backend is told to give every trial one (`ELENGTIS_TRIAL_NETWORK=always`).
     pub needs_network: bool,
+    /// The OCI runtime the campaign names for this target (`runtime:`), if any; the backend
+    /// applies the run's override.
+    pub runtime: Option<String>,
 }
 
 /// The egress proxy of a trial (the campaign's `egress_proxy`, docs/security.md): the canary
@@ -194,6 +197,10 @@ pub struct ImageNeed {
     pub http: bool,
     /// The relay image the campaign names, if any.
     pub relay_image: Option<String>,
+    /// The OCI runtime the campaign names for it, if any.
+    pub runtime: Option<String>,
+    /// Its trials start an allowlisting egress proxy.
+    pub egress_proxy: bool,
 }
 
 /// Everything a run will need from the backend, checked before any trial starts.

@@ -150,6 +150,8 @@ pub fn sandbox_needs(bundle: &Bundle) -> Option<RunNeeds> {
                 image: c.image.clone(),
                 http: c.mcp_transport == ContainerMcp::StreamableHttp,
                 relay_image: c.relay_image.clone(),
+                runtime: c.runtime.clone(),
+                egress_proxy: t.egress_proxy.is_some(),
             }),
             _ => None,
         })
@@ -338,6 +340,7 @@ async fn open_container(
             || ctx.needs_sink
             || ctx.egress_proxy.is_some()
             || ctx.needs_gateway,
+        runtime: c.runtime.clone(),
     };
     let begun = Instant::now();
     let mut sandbox = match backend.create(&spec).await {

@@ -229,6 +229,25 @@ fn tcp(addr: SocketAddr, timeout: Duration) -> (&'static str, String) {
     }
 }
 
+/// Receive one datagram within `timeout` by polling the socket without blocking: gVisor's
+/// host network mode (release 20221219) does not honour `SO_RCVTIMEO` on datagram sockets, and
+/// a probe must never hang. A timeout reads `EAGAIN`, as an expired `SO_RCVTIMEO` does.
+fn recv_within(socket: &UdpSocket, buffer: &mut [u8], timeout: Duration) -> io::Result<usize> {
+    socket.set_nonblocking(true)?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match socket.recv(buffer) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(io::Error::from_raw_os_error(11));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// A DNS query for the `A` records of `name` with id `id` (recursion desired).
 pub fn dns_query(name: &str, id: u16) -> Result<Vec<u8>, String> {
     let mut packet = Vec::with_capacity(18 + name.len());
@@ -311,11 +330,10 @@ fn dns(name: &str, resolver: SocketAddr, timeout: Duration) -> (&'static str, St
         Err(e) => return ("error", format!("failed to open a UDP socket: {}", errno_text(&e))),
     };
     let exchange = || -> io::Result<Vec<u8>> {
-        socket.set_read_timeout(Some(timeout))?;
         socket.connect(resolver)?;
         socket.send(&query)?;
         let mut buffer = [0_u8; 1500];
-        let n = socket.recv(&mut buffer)?;
+        let n = recv_within(&socket, &mut buffer, timeout)?;
         Ok(buffer[..n].to_vec())
     };
     match exchange() {
@@ -351,10 +369,9 @@ fn icmp(ip: IpAddr, timeout: Duration) -> (&'static str, String) {
     let exchange = || -> io::Result<Vec<u8>> {
         socket.connect(&SockAddr::from(SocketAddr::new(ip, 0)))?;
         let socket: UdpSocket = socket.into();
-        socket.set_read_timeout(Some(timeout))?;
         socket.send(&echo_request(ip.is_ipv6()))?;
         let mut buffer = [0_u8; 1500];
-        let n = socket.recv(&mut buffer)?;
+        let n = recv_within(&socket, &mut buffer, timeout)?;
         Ok(buffer[..n].to_vec())
     };
     match exchange() {

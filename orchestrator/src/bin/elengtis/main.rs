@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, RunEnd, RunError, RunOptions, RunReport, SandboxChoice};
+use elengtis::sandbox::docker::runtime::RuntimeArg;
 use elengtis::sandbox::docker::{self as docker, DockerOptions, RelayMode, TrialNetwork};
 use elengtis_core::format::campaign::{LoopKind, ProviderKind};
 use elengtis_core::format::{self};
@@ -70,6 +71,8 @@ enum Command {
         /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
+        #[command(flatten)]
+        runtime: RuntimeArg,
     },
     /// Start a server (an image or a stdio command) as preflight does, list its tools and write
     /// a commented campaign, negative control and scenario skeleton that runs as written.
@@ -116,6 +119,8 @@ enum Command {
         /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
+        #[command(flatten)]
+        runtime: RuntimeArg,
     },
     /// Build or import images for isolated trials, without any registry.
     #[command(subcommand)]
@@ -151,6 +156,8 @@ enum Command {
         /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
         #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
         allow_vulnerable_engine: bool,
+        #[command(flatten)]
+        runtime: RuntimeArg,
         /// Measure only the live-model provider path against the scripted model server
         /// (no Docker needed).
         #[arg(long)]
@@ -325,6 +332,8 @@ struct RunArgs {
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     allow_vulnerable_engine: bool,
     #[command(flatten)]
+    runtime: RuntimeArg,
+    #[command(flatten)]
     output: OutputArgs,
 }
 
@@ -390,6 +399,8 @@ struct ProveArgs {
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     allow_vulnerable_engine: bool,
     #[command(flatten)]
+    runtime: RuntimeArg,
+    #[command(flatten)]
     output: OutputArgs,
 }
 
@@ -426,6 +437,8 @@ struct GateArgs {
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
     allow_vulnerable_engine: bool,
+    #[command(flatten)]
+    runtime: RuntimeArg,
 }
 
 fn parse_guarded_side(value: &str) -> Result<elengtis::prove::GuardedSide, String> {
@@ -526,8 +539,8 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Run(args) => run_command(args).await,
         Command::Prove(args) => prove_command(args).await,
         Command::Gate(args) => gate_command(args).await,
-        Command::Preflight { campaign, json, allow_vulnerable_engine } => {
-            preflight(&campaign, json, allow_vulnerable_engine).await
+        Command::Preflight { campaign, json, allow_vulnerable_engine, runtime } => {
+            preflight(&campaign, json, docker_options(allow_vulnerable_engine, &runtime)).await
         }
         Command::Init(args) => init_command(args).await,
         Command::Schema { out } => schema(&out),
@@ -542,8 +555,9 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             control,
             jobs,
             allow_vulnerable_engine,
+            runtime,
         } => {
-            let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine };
+            let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine, runtime };
             example(name, list, trials, out, flags, jobs).await
         }
         Command::Analyze { inputs, out, practical_margin_pp, conformance_passed } => {
@@ -552,7 +566,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         }
         Command::Experiment(command) => {
             let terminal = Arc::new(Terminal::new(interactive()));
-            let options = run_options(1, false, terminal.clone());
+            let options = run_options(1, docker_options(false, &RuntimeArg::default()), terminal.clone());
             let result = elengtis::experiment::command(command, options, &|line| terminal.print(line)).await;
             terminal.finish();
             Ok(result?)
@@ -573,15 +587,15 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
         }
-        Command::Bench { trials, short, json, allow_vulnerable_engine, provider_only: false, output } => {
+        Command::Bench { trials, short, json, allow_vulnerable_engine, runtime, provider_only: false, output } => {
             let engine = docker::api::connect().await?;
-            if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine).await?.warning() {
+            if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?.warning() {
                 eprintln!("WARNING: {warning}");
             }
             let trials = if short { 3 } else { trials };
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
             let settings = elengtis::bench::BenchSettings {
-                docker: docker_options(allow_vulnerable_engine),
+                docker: docker_options(allow_vulnerable_engine, &runtime),
                 events: terminal.clone(),
             };
             let report = elengtis::bench::run(trials, &settings).await;
@@ -748,7 +762,8 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         provider: args.provider,
     };
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
-    let mut options = run_options(args.jobs, args.allow_vulnerable_engine, terminal.clone());
+    let mut options =
+        run_options(args.jobs, docker_options(args.allow_vulnerable_engine, &args.runtime), terminal.clone());
     options.prepare_ahead = args.prepare_ahead.into();
     options.model = model_options(&args)?;
     let result = if args.resume {
@@ -817,7 +832,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         out: out.clone(),
         metamorphic: !args.no_metamorphic,
         disabled: args.disable_guard.clone(),
-        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine)),
+        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine, &args.runtime)),
         events: Arc::new(prove::WarnOnce::new(terminal.clone())),
         thresholds: Default::default(),
         guarded_side: args.guarded_side,
@@ -881,7 +896,7 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
     let options = GateOptions {
         jobs: args.jobs.into(),
         out: out.clone(),
-        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine)),
+        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine, &args.runtime)),
         events: Arc::new(elengtis::prove::WarnOnce::new(terminal.clone())),
         record: args.record,
         only: args.findings.clone(),
@@ -922,10 +937,10 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
     Ok(code)
 }
 
-async fn preflight(path: &Path, json: bool, allow_vulnerable_engine: bool) -> Result<i32, Error> {
+async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32, Error> {
     let bundle = load::load_campaign(path, &LoadOptions::default())?;
     print_warnings(&bundle.warnings);
-    let choice = SandboxChoice::Docker(docker_options(allow_vulnerable_engine));
+    let choice = SandboxChoice::Docker(docker);
     let sandbox = run::prepare_sandbox(&bundle, &choice, &Terminal::new(false)).await?;
     let checks =
         elengtis::preflight::run(&bundle, elengtis::toolhost::mcp::Limits::default(), sandbox.as_deref()).await;
@@ -949,7 +964,7 @@ async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error>
     let sandbox = match elengtis::init::sandbox_needs(&options.spec) {
         Some(needs) => Some(
             docker::DockerBackend::prepare(
-                &docker_options(args.allow_vulnerable_engine),
+                &docker_options(args.allow_vulnerable_engine, &args.runtime),
                 &needs,
                 &Terminal::new(false),
             )
@@ -977,13 +992,14 @@ fn schema(out: &Path) -> Result<i32, Error> {
 }
 
 /// The switches of `elengtis example`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ExampleFlags {
     json: bool,
     verbose: bool,
     isolated: bool,
     control: bool,
     allow_vulnerable_engine: bool,
+    runtime: RuntimeArg,
 }
 
 async fn example(
@@ -995,7 +1011,7 @@ async fn example(
     jobs: u16,
 ) -> Result<i32, Error> {
     use elengtis::examples;
-    let ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine } = flags;
+    let ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine, runtime } = flags;
     if list {
         for e in examples::EXAMPLES {
             println!("{:<22} {}", e.name, e.description);
@@ -1058,7 +1074,7 @@ async fn example(
         }
     };
     let terminal = Arc::new(Terminal::new(interactive() && !json));
-    let options = run_options(jobs, allow_vulnerable_engine, terminal.clone());
+    let options = run_options(jobs, docker_options(allow_vulnerable_engine, &runtime), terminal.clone());
     let result = run::start(&bundle, &out, true, &options).await;
     terminal.finish();
     Ok(report(&result?, json, verbose, false))
@@ -1069,7 +1085,7 @@ async fn example(
 async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Error> {
     let engine = docker::api::connect().await?;
     // An engine accepted despite findings is reported by the run that follows.
-    docker::engine_gate::check(&engine, allow_vulnerable_engine).await?;
+    docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?;
     let Some(from) = binary_source(None) else {
         // Without a source tree or prebuilt executables the images must already exist; the
         // run says which one is missing.
@@ -1334,15 +1350,15 @@ fn fixture_mode(record: Option<&PathBuf>, replay: Option<&PathBuf>) -> elengtis:
 }
 
 /// How runs use Docker: the engine gate as the flag says, the relay as `ELENGTIS_RELAY` says.
-fn docker_options(allow_vulnerable_engine: bool) -> DockerOptions {
-    DockerOptions { allow_vulnerable_engine, relay: RelayMode::from_env(), network: TrialNetwork::from_env() }
+fn docker_options(allow_vulnerable_engine: bool, runtime: &RuntimeArg) -> DockerOptions {
+    DockerOptions {
+        allow_vulnerable_engine,
+        relay: RelayMode::from_env(),
+        network: TrialNetwork::from_env(),
+        runtime: runtime.runtime.clone(),
+    }
 }
 
-fn run_options(jobs: u16, allow_vulnerable_engine: bool, events: Arc<Terminal>) -> RunOptions {
-    RunOptions {
-        jobs: jobs.into(),
-        sandbox: SandboxChoice::Docker(docker_options(allow_vulnerable_engine)),
-        events,
-        ..RunOptions::default()
-    }
+fn run_options(jobs: u16, docker: DockerOptions, events: Arc<Terminal>) -> RunOptions {
+    RunOptions { jobs: jobs.into(), sandbox: SandboxChoice::Docker(docker), events, ..RunOptions::default() }
 }

@@ -61,6 +61,8 @@ pub struct EngineFacts {
     pub cgroup_version: Option<String>,
     /// Engine security options (seccomp, apparmor, rootless, …).
     pub security_options: Vec<String>,
+    /// The OCI runtimes the engine lists (`/info`, `Runtimes`), by name.
+    pub runtimes: std::collections::BTreeMap<String, super::runtime::Registered>,
 }
 
 /// A connected engine.
@@ -113,6 +115,7 @@ pub async fn connect() -> Result<DockerEngine, SandboxError> {
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
             .unwrap_or_default(),
+        runtimes: super::runtime::registered(&info["Runtimes"]),
     };
     Ok(DockerEngine { docker, facts })
 }

@@ -42,6 +42,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::api::{self as docker, DockerEngine};
+use super::runtime::{self, RuntimeFacts};
 use crate::sandbox::SandboxError;
 
 /// The environment variable that accepts a vulnerable engine (also `--allow-vulnerable-engine`).
@@ -85,6 +86,9 @@ pub enum Status {
     Vulnerable,
     /// The version could not be read or compared.
     Unknown,
+    /// A known bug of a component no container of the run uses (runc's, when every container
+    /// runs under another runtime): recorded, never a reason to refuse.
+    NotApplicable,
 }
 
 /// One problem the gate found.
@@ -119,6 +123,9 @@ pub struct RuntimeVersions {
     pub containerd_commit: Option<String>,
     /// The engine's default OCI runtime (from `/info`), when known.
     pub default_runtime: Option<String>,
+    /// The runtimes the run's containers use, with their versions (empty: the engine's
+    /// default alone, whose version is known only for runc).
+    pub runtimes: Vec<RuntimeFacts>,
 }
 
 impl RuntimeVersions {
@@ -145,6 +152,7 @@ impl RuntimeVersions {
             containerd: component("containerd").and_then(|c| text(&c["Version"])),
             containerd_commit: component("containerd").and_then(|c| text(&c["Details"]["GitCommit"])),
             default_runtime: default_runtime.filter(|s| !s.is_empty()).map(str::to_owned),
+            runtimes: Vec::new(),
         }
     }
 }
@@ -302,24 +310,33 @@ fn unassessed(component: Component, found: Option<&str>, why: &str) -> Finding {
 }
 
 /// Every known bug (or unassessable version) of the engine and runtime. Pure.
-pub fn assess(versions: &RuntimeVersions) -> Vec<Finding> {
+pub fn assess(versions: &RuntimeVersions, today: Date) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let runtime_is_runc = versions.default_runtime.as_deref().is_none_or(|r| r == "runc");
-    if !runtime_is_runc {
-        findings.push(unassessed(
-            Component::Runtime,
-            versions.default_runtime.as_deref(),
-            "the engine's default runtime is not runc and this gate knows no versions of it",
-        ));
+    let default = || RuntimeFacts {
+        name: versions.default_runtime.clone().unwrap_or_else(|| "runc".to_owned()),
+        engine_default: true,
+        path: None,
+        args: Vec::new(),
+        version: None,
+        version_source: "not read".to_owned(),
+        differences: Vec::new(),
+    };
+    let used: Vec<RuntimeFacts> =
+        if versions.runtimes.is_empty() { vec![default()] } else { versions.runtimes.clone() };
+    let uses_runc = used.iter().any(|r| r.name == "runc");
+    for r in used.iter().filter(|r| r.name != "runc") {
+        findings.extend(assess_other_runtime(r, today));
     }
+    let others = used.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ");
     for (component, version, revision) in [
         (Component::Engine, versions.engine.as_deref(), None),
         (Component::Runc, versions.runc.as_deref(), versions.runc_commit.as_deref()),
     ] {
-        if component == Component::Runc && !runtime_is_runc {
-            continue;
-        }
+        let applies = component != Component::Runc || uses_runc;
         let Some(parsed) = version.and_then(parse_version) else {
+            if !applies {
+                continue;
+            }
             let why = if version.is_some() {
                 "its version could not be parsed"
             } else {
@@ -337,17 +354,125 @@ pub fn assess(versions: &RuntimeVersions) -> Vec<Finding> {
             if is_fixed(parsed, &fixed) || backported(component, revision, known.id) {
                 continue;
             }
+            let (status, allows) = if applies {
+                (Status::Vulnerable, known.allows.to_owned())
+            } else {
+                (
+                    Status::NotApplicable,
+                    format!(
+                        "not applicable: every container of this run runs under {others}, not runc ({})",
+                        known.allows
+                    ),
+                )
+            };
             findings.push(Finding {
                 id: known.id.to_owned(),
                 component,
                 found: found.clone(),
                 fixed_in: known.fixed_in.iter().map(|f| (*f).to_owned()).collect(),
-                allows: known.allows.to_owned(),
-                status: Status::Vulnerable,
+                allows,
+                status,
             });
         }
     }
     findings
+}
+
+/// A calendar day (UTC), for the age of a runtime release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Date {
+    /// Days since 1970-01-01.
+    days: i64,
+}
+
+impl Date {
+    /// The day `y-m-d`, when it exists.
+    pub fn from_ymd(y: i64, m: u32, d: u32) -> Option<Date> {
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+        let max = *month_days.get(usize::try_from(m).ok()?.checked_sub(1)?)?;
+        if d == 0 || d > max {
+            return None;
+        }
+        // Days from civil (proleptic Gregorian), after H. Hinnant's algorithm.
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = (i64::from(m) + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        Some(Date { days: era * 146_097 + doe - 719_468 })
+    }
+
+    /// Today (UTC).
+    pub fn today() -> Date {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        Date { days: secs.div_euclid(86_400) }
+    }
+
+    /// Whole days from `earlier` to `self`.
+    pub fn days_since(self, earlier: Date) -> i64 {
+        self.days - earlier.days
+    }
+}
+
+/// The release day a gVisor version names (`0.0~20221219.0` in Debian, `release-20240212.0`
+/// upstream): the first run of exactly eight digits that is a valid date.
+pub fn runsc_release_date(version: &str) -> Option<Date> {
+    version.split(|c: char| !c.is_ascii_digit()).filter(|run| run.len() == 8).find_map(|run| {
+        let y = run[..4].parse::<i64>().ok()?;
+        let m = run[4..6].parse::<u32>().ok()?;
+        let d = run[6..].parse::<u32>().ok()?;
+        Date::from_ymd(y, m, d)
+    })
+}
+
+/// How old a gVisor release may be before the gate cannot vouch for it: gVisor ships its
+/// security fixes in dated releases and publishes no advisory list with fixed-in versions
+/// this gate could compare, so age is the only measure it has.
+pub const RUNSC_MAX_AGE_DAYS: i64 = 365;
+
+/// The findings of a runtime other than runc: gVisor's by the age of its release (no advisory
+/// of its own is known to this gate: docs/security.md, "Runtimes"), any other as unassessed.
+fn assess_other_runtime(r: &RuntimeFacts, today: Date) -> Vec<Finding> {
+    let found = match &r.version {
+        Some(v) => format!("{} {v}", r.name),
+        None => r.name.clone(),
+    };
+    if r.name != runtime::RUNSC {
+        let why = if r.engine_default {
+            format!("the engine's default runtime is {} and this gate knows no versions of it", r.name)
+        } else {
+            format!("this gate knows no versions of the runtime {}", r.name)
+        };
+        return vec![unassessed(Component::Runtime, Some(&found), &why)];
+    }
+    let Some(version) = &r.version else {
+        return vec![unassessed(
+            Component::Runtime,
+            Some(&found),
+            &format!("gVisor's version could not be read ({})", r.version_source),
+        )];
+    };
+    let Some(released) = runsc_release_date(version) else {
+        return vec![unassessed(Component::Runtime, Some(&found), "gVisor's version names no release date")];
+    };
+    let age = today.days_since(released);
+    if age <= RUNSC_MAX_AGE_DAYS {
+        return Vec::new();
+    }
+    vec![Finding {
+        id: "stale-runsc".to_owned(),
+        component: Component::Runtime,
+        found,
+        fixed_in: Vec::new(),
+        allows: format!(
+            "unknown: this gVisor release is {age} days old (more than {RUNSC_MAX_AGE_DAYS}); gVisor ships security fixes in dated releases without an advisory list this gate could compare, so sandbox escapes fixed since cannot be ruled out"
+        ),
+        status: Status::Unknown,
+    }]
 }
 
 /// What the gate decided, recorded in the manifest and every isolated trial's evidence.
@@ -364,7 +489,7 @@ pub struct GateReport {
 /// The refusal (or warning) text: one line per finding.
 pub fn describe(findings: &[Finding]) -> String {
     let mut out = String::new();
-    for f in findings {
+    for f in findings.iter().filter(|f| f.status != Status::NotApplicable) {
         let fixed = if f.fixed_in.is_empty() { String::new() } else { format!(", fixed in {}", f.fixed_in.join(", ")) };
         let _ = write!(out, "\n  - {} in {} {}{fixed}: {}", f.id, f.component.label(), f.found, f.allows);
     }
@@ -373,23 +498,35 @@ pub fn describe(findings: &[Finding]) -> String {
 
 /// Decide from the versions: `Ok` when nothing was found or the risk is accepted; otherwise
 /// the refusal naming each finding. Pure.
-pub fn decide(versions: RuntimeVersions, allow_vulnerable: bool) -> Result<GateReport, SandboxError> {
-    let findings = assess(&versions);
-    if !findings.is_empty() && !allow_vulnerable {
+pub fn decide(versions: RuntimeVersions, allow_vulnerable: bool, today: Date) -> Result<GateReport, SandboxError> {
+    let findings = assess(&versions, today);
+    let blocking = findings.iter().any(|f| f.status != Status::NotApplicable);
+    if blocking && !allow_vulnerable {
         return Err(SandboxError::VulnerableEngine(format!(
             "the Docker engine or its runtime has known container-escape or egress bugs (or versions that cannot be assessed):{}\nUpgrade them, or accept the risk with --allow-vulnerable-engine (or {ALLOW_ENV}=1); the findings are then recorded in the run manifest and in every trial's evidence",
             describe(&findings)
         )));
     }
-    Ok(GateReport { allowed_vulnerable: !findings.is_empty(), findings, versions })
+    Ok(GateReport { allowed_vulnerable: blocking, findings, versions })
 }
 
 /// Read the engine's version answer and decide. Runs before any container is created.
-pub async fn check(engine: &DockerEngine, allow_vulnerable: bool) -> Result<GateReport, SandboxError> {
+/// `runtimes` are those the run's containers use ([`runtime::facts`]); empty: the engine's
+/// default alone (read here).
+pub async fn check(
+    engine: &DockerEngine,
+    allow_vulnerable: bool,
+    runtimes: &[RuntimeFacts],
+) -> Result<GateReport, SandboxError> {
     let answer = docker::call("read the engine version", docker::CALL_DEADLINE, engine.docker.version()).await?;
     let answer = serde_json::to_value(&answer).unwrap_or(Value::Null);
-    let versions = RuntimeVersions::from_version_answer(&answer, engine.facts.default_runtime.as_deref());
-    decide(versions, allow_vulnerable)
+    let mut versions = RuntimeVersions::from_version_answer(&answer, engine.facts.default_runtime.as_deref());
+    versions.runtimes = if runtimes.is_empty() {
+        vec![runtime::facts(None, &engine.facts.runtimes, &engine.facts).await]
+    } else {
+        runtimes.to_vec()
+    };
+    decide(versions, allow_vulnerable, Date::today())
 }
 
 impl GateReport {
@@ -409,6 +546,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn today() -> Date {
+        Date::from_ymd(2026, 12, 2).expect("a date")
+    }
+
     fn versions(engine: &str, runc: &str, runc_commit: &str) -> RuntimeVersions {
         let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
         RuntimeVersions {
@@ -418,6 +559,7 @@ mod tests {
             containerd: Some("1.7.27".into()),
             containerd_commit: None,
             default_runtime: Some("runc".into()),
+            runtimes: Vec::new(),
         }
     }
 
@@ -461,7 +603,7 @@ mod tests {
         let versions = RuntimeVersions::from_version_answer(&answer, Some("runc"));
         assert_eq!(versions.runc_commit.as_deref(), Some("1.1.5+ds1-1+deb12u1"));
         assert_eq!(versions.containerd.as_deref(), Some("1.6.20~ds1"));
-        let findings = assess(&versions);
+        let findings = assess(&versions, today());
         // CVE-2024-21626 is fixed by Debian's backport; the 2025 runc bugs and the engine's DNS
         // forwarding are not.
         assert_eq!(ids(&findings), [&["CVE-2024-29018"], RUNC_2025.as_slice()].concat());
@@ -471,7 +613,7 @@ mod tests {
         assert_eq!(runc.fixed_in, ["1.2.8", "1.3.3", "1.4.0-rc.3"]);
         assert_eq!(findings[0].found, "20.10.24+dfsg1");
         assert_eq!(findings[0].component, Component::Engine);
-        let refusal = decide(versions.clone(), false).expect_err("refused").to_string();
+        let refusal = decide(versions.clone(), false, today()).expect_err("refused").to_string();
         for needle in [
             "CVE-2024-29018 in Docker engine 20.10.24+dfsg1, fixed in 23.0.11, 25.0.5, 26.0.0-rc3",
             "CVE-2025-31133 in runc 1.1.5+ds1 (1.1.5+ds1-1+deb12u1), fixed in 1.2.8, 1.3.3, 1.4.0-rc.3",
@@ -479,7 +621,7 @@ mod tests {
         ] {
             assert!(refusal.contains(needle), "{needle:?} missing from: {refusal}");
         }
-        let allowed = decide(versions, true).expect("allowed");
+        let allowed = decide(versions, true, today()).expect("allowed");
         assert!(allowed.allowed_vulnerable);
         assert_eq!(allowed.findings.len(), 4);
     }
@@ -487,34 +629,35 @@ mod tests {
     #[test]
     fn debian_runc_without_the_backport_revision_is_vulnerable_to_leaky_vessels() {
         for commit in ["", "1.1.5+ds1-1", "v1.1.5-0-gf19387a", "1.1.5+ds1-1+deb12u0"] {
-            let findings = assess(&versions("28.2.2", "1.1.5+ds1", commit));
+            let findings = assess(&versions("28.2.2", "1.1.5+ds1", commit), today());
             assert_eq!(ids(&findings), [&["CVE-2024-21626"], RUNC_2025.as_slice()].concat(), "commit {commit:?}");
         }
         // A later Debian update of the same package keeps the fix.
-        let findings = assess(&versions("28.2.2", "1.1.5+ds1", "1.1.5+ds1-1+deb12u2"));
+        let findings = assess(&versions("28.2.2", "1.1.5+ds1", "1.1.5+ds1-1+deb12u2"), today());
         assert_eq!(ids(&findings), RUNC_2025);
     }
 
     #[test]
     fn runc_fix_lines() {
         assert_eq!(
-            ids(&assess(&versions("28.2.2", "1.1.11", "v1.1.11-0-g4bccb38"))),
+            ids(&assess(&versions("28.2.2", "1.1.11", "v1.1.11-0-g4bccb38"), today())),
             [&["CVE-2024-21626"], RUNC_2025.as_slice()].concat()
         );
-        assert_eq!(ids(&assess(&versions("28.2.2", "1.1.12", "v1.1.12-0-g51d5e94"))), RUNC_2025);
-        assert_eq!(ids(&assess(&versions("28.2.2", "1.2.5", "v1.2.5-0-g59923ef"))), RUNC_2025);
-        assert_eq!(ids(&assess(&versions("28.2.2", "1.2.7", ""))), RUNC_2025);
-        assert_eq!(ids(&assess(&versions("28.2.2", "1.3.2", ""))), RUNC_2025);
-        assert_eq!(ids(&assess(&versions("28.2.2", "1.4.0-rc.2", ""))), RUNC_2025);
+        assert_eq!(ids(&assess(&versions("28.2.2", "1.1.12", "v1.1.12-0-g51d5e94"), today())), RUNC_2025);
+        assert_eq!(ids(&assess(&versions("28.2.2", "1.2.5", "v1.2.5-0-g59923ef"), today())), RUNC_2025);
+        assert_eq!(ids(&assess(&versions("28.2.2", "1.2.7", ""), today())), RUNC_2025);
+        assert_eq!(ids(&assess(&versions("28.2.2", "1.3.2", ""), today())), RUNC_2025);
+        assert_eq!(ids(&assess(&versions("28.2.2", "1.4.0-rc.2", ""), today())), RUNC_2025);
         for fixed in ["1.2.8", "1.2.9", "1.3.3", "1.3.4", "1.4.0-rc.3", "1.4.0", "1.5.1"] {
-            assert_eq!(assess(&versions("28.2.2", fixed, "")), [], "runc {fixed}");
+            assert_eq!(assess(&versions("28.2.2", fixed, ""), today()), [], "runc {fixed}");
         }
     }
 
     #[test]
     fn engine_fix_lines_for_internal_network_dns() {
-        let engine =
-            |v: &str| ids(&assess(&versions(v, "1.3.3", ""))).into_iter().map(str::to_owned).collect::<Vec<_>>();
+        let engine = |v: &str| {
+            ids(&assess(&versions(v, "1.3.3", ""), today())).into_iter().map(str::to_owned).collect::<Vec<_>>()
+        };
         for vulnerable in ["20.10.24+dfsg1", "23.0.10", "24.0.7", "24.0.9", "25.0.4", "26.0.0-rc2"] {
             assert_eq!(engine(vulnerable), ["CVE-2024-29018"], "engine {vulnerable}");
         }
@@ -527,13 +670,13 @@ mod tests {
     fn docker_ce_releases_as_shipped() {
         // Docker CE 24.0.7 shipped with runc 1.1.10; 26.1.4 with 1.1.12; 28.2.2 with 1.2.5.
         assert_eq!(
-            ids(&assess(&versions("24.0.7", "1.1.10", "v1.1.10-0-g18a0cb0"))),
+            ids(&assess(&versions("24.0.7", "1.1.10", "v1.1.10-0-g18a0cb0"), today())),
             [&["CVE-2024-29018", "CVE-2024-21626"], RUNC_2025.as_slice()].concat()
         );
-        assert_eq!(ids(&assess(&versions("26.1.4", "1.1.12", "v1.1.12-0-g51d5e94"))), RUNC_2025);
-        assert_eq!(ids(&assess(&versions("28.2.2", "1.3.3", "v1.3.3-0-gd842d771"))), Vec::<&str>::new());
+        assert_eq!(ids(&assess(&versions("26.1.4", "1.1.12", "v1.1.12-0-g51d5e94"), today())), RUNC_2025);
+        assert_eq!(ids(&assess(&versions("28.2.2", "1.3.3", "v1.3.3-0-gd842d771"), today())), Vec::<&str>::new());
         assert!(
-            decide(versions("28.2.2", "1.3.3", ""), false)
+            decide(versions("28.2.2", "1.3.3", ""), false, today())
                 .is_ok_and(|r| !r.allowed_vulnerable && r.findings.is_empty())
         );
     }
@@ -541,16 +684,16 @@ mod tests {
     #[test]
     fn unknown_versions_refuse_unless_allowed() {
         for (engine, runc) in [("", "1.3.3"), ("dev", "1.3.3"), ("28.2.2", ""), ("28.2.2", "unknown")] {
-            let findings = assess(&versions(engine, runc, ""));
+            let findings = assess(&versions(engine, runc, ""), today());
             assert_eq!(findings.len(), 1, "{engine:?} {runc:?}: {findings:?}");
             assert_eq!(findings[0].status, Status::Unknown);
             assert!(findings[0].id.starts_with("unassessed-"));
-            assert!(decide(versions(engine, runc, ""), false).is_err());
-            assert!(decide(versions(engine, runc, ""), true).is_ok_and(|r| r.allowed_vulnerable));
+            assert!(decide(versions(engine, runc, ""), false, today()).is_err());
+            assert!(decide(versions(engine, runc, ""), true, today()).is_ok_and(|r| r.allowed_vulnerable));
         }
         // Podman's compatible API names its component differently: not assessed as Docker.
         let podman = json!({"Components": [{"Name": "Podman Engine", "Version": "4.9.3"}], "Version": "4.9.3"});
-        let findings = assess(&RuntimeVersions::from_version_answer(&podman, Some("crun")));
+        let findings = assess(&RuntimeVersions::from_version_answer(&podman, Some("crun")), today());
         assert_eq!(ids(&findings), ["unassessed-runtime", "unassessed-engine"]);
     }
 
@@ -558,8 +701,92 @@ mod tests {
     fn a_default_runtime_other_than_runc_is_not_assessed() {
         let mut v = versions("28.2.2", "1.1.5", "");
         v.default_runtime = Some("runsc".into());
-        let findings = assess(&v);
+        let findings: Vec<Finding> =
+            assess(&v, today()).into_iter().filter(|f| f.status != Status::NotApplicable).collect();
         assert_eq!(ids(&findings), ["unassessed-runtime"]);
         assert_eq!(findings[0].found, "runsc");
+    }
+
+    fn runsc(version: Option<&str>) -> RuntimeFacts {
+        RuntimeFacts {
+            name: "runsc".into(),
+            engine_default: false,
+            path: Some("/usr/bin/runsc".into()),
+            args: vec!["--network=host".into()],
+            version: version.map(str::to_owned),
+            version_source: "test".into(),
+            differences: Vec::new(),
+        }
+    }
+
+    fn runc() -> RuntimeFacts {
+        RuntimeFacts { name: "runc".into(), engine_default: true, ..runsc(Some("1.1.5+ds1")) }
+    }
+
+    /// This machine's runc (the 2025 escapes) under a run whose every container runs under a
+    /// recent gVisor: the runc findings are recorded as not applicable and nothing refuses;
+    /// a run that also uses runc is refused as before.
+    #[test]
+    fn runc_bugs_do_not_apply_to_a_run_entirely_under_runsc() {
+        let mut v = versions("28.2.2", "1.1.5+ds1", "1.1.5+ds1-1+deb12u1");
+        v.runtimes = vec![runsc(Some("release-20261102.0"))];
+        let report = decide(v.clone(), false, today()).expect("nothing applicable refuses");
+        assert!(!report.allowed_vulnerable);
+        assert_eq!(ids(&report.findings), RUNC_2025);
+        assert!(report.findings.iter().all(|f| f.status == Status::NotApplicable));
+        assert!(report.findings[0].allows.starts_with("not applicable: every container of this run runs under runsc"));
+        assert_eq!(report.warning(), None);
+
+        v.runtimes.push(runc());
+        let refusal = decide(v, false, today()).expect_err("runc is used too").to_string();
+        for id in RUNC_2025 {
+            assert!(refusal.contains(id), "{refusal}");
+        }
+    }
+
+    /// The engine's own bug (DNS egress) applies whatever the runtime.
+    #[test]
+    fn engine_bugs_apply_under_runsc_too() {
+        let mut v = versions("20.10.24+dfsg1", "1.1.5+ds1", "1.1.5+ds1-1+deb12u1");
+        v.runtimes = vec![runsc(Some("release-20261102.0"))];
+        let refusal = decide(v, false, today()).expect_err("engine bug").to_string();
+        assert!(refusal.contains("CVE-2024-29018"), "{refusal}");
+        assert!(!refusal.contains("CVE-2025-31133"), "runc's are not applicable: {refusal}");
+    }
+
+    /// Debian 12's runsc (2022-12-19) is older than a year: it cannot be vouched for, and an
+    /// unreadable version cannot either; a release of the last year passes.
+    #[test]
+    fn a_stale_or_unreadable_gvisor_is_unknown() {
+        let mut v = versions("28.2.2", "1.3.3", "");
+        v.runtimes = vec![runsc(Some("0.0~20221219.0"))];
+        let findings = assess(&v, today());
+        assert_eq!(ids(&findings), ["stale-runsc"]);
+        assert_eq!(findings[0].status, Status::Unknown);
+        assert!(findings[0].allows.contains("1444 days old"), "{}", findings[0].allows);
+        assert!(decide(v.clone(), false, today()).is_err());
+        assert!(decide(v.clone(), true, today()).is_ok_and(|r| r.allowed_vulnerable));
+
+        v.runtimes = vec![runsc(None)];
+        assert_eq!(ids(&assess(&v, today())), ["unassessed-runtime"]);
+        v.runtimes = vec![runsc(Some("dev"))];
+        assert_eq!(ids(&assess(&v, today())), ["unassessed-runtime"]);
+        v.runtimes = vec![runsc(Some("release-20260101.0"))];
+        assert_eq!(ids(&assess(&v, today())), Vec::<&str>::new());
+        v.runtimes = vec![RuntimeFacts { name: "kata".into(), ..runsc(Some("3.2.0")) }];
+        assert_eq!(ids(&assess(&v, today())), ["unassessed-runtime"]);
+    }
+
+    #[test]
+    fn gvisor_release_dates() {
+        let d = |y, m, dd| Date::from_ymd(y, m, dd);
+        assert_eq!(runsc_release_date("0.0~20221219.0"), d(2022, 12, 19));
+        assert_eq!(runsc_release_date("release-20240212.0"), d(2024, 2, 12));
+        assert_eq!(runsc_release_date("20241399"), None);
+        assert_eq!(runsc_release_date("1.2.3"), None);
+        assert_eq!(d(2024, 2, 30), None);
+        assert_eq!(d(1970, 1, 1).map(|x| x.days), Some(0));
+        assert_eq!(today().days_since(d(2025, 12, 2).expect("date")), 365);
+        assert_eq!(today().days_since(d(2024, 12, 2).expect("date")), 730, "2024 is a leap year, 2025 not");
     }
 }

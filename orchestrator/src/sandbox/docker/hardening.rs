@@ -32,8 +32,14 @@ pub const NOFILE: i64 = 1024;
 pub const LOG_MAX_SIZE: &str = "1m";
 
 /// The host configuration of every trial container: `volumes` are anonymous volumes (removed
-/// with the container), labelled so a sweep finds any that survive.
-pub fn host_config(network_id: &str, volumes: &[String], labels: &HashMap<String, String>) -> HostConfig {
+/// with the container), labelled so a sweep finds any that survive; `runtime` is the OCI
+/// runtime asked for (`None`: the engine's default).
+pub fn host_config(
+    network_id: &str,
+    volumes: &[String],
+    labels: &HashMap<String, String>,
+    runtime: Option<&str>,
+) -> HostConfig {
     let mounts: Vec<Mount> = volumes
         .iter()
         .map(|target| Mount {
@@ -68,6 +74,7 @@ pub fn host_config(network_id: &str, volumes: &[String], labels: &HashMap<String
         init: Some(false),
         cgroupns_mode: Some(HostConfigCgroupnsModeEnum::PRIVATE),
         auto_remove: Some(false),
+        runtime: runtime.map(str::to_owned),
         ..HostConfig::default()
     }
 }
@@ -109,6 +116,9 @@ pub struct Expected {
     /// network: streamable HTTP without a relay). Otherwise the bridge must have none, so the
     /// container cannot reach any address of the host.
     pub host_route: bool,
+    /// The OCI runtime the container must run under (the one asked for, or the engine's
+    /// default).
+    pub runtime: String,
 }
 
 fn empty(v: &Value) -> bool {
@@ -146,6 +156,7 @@ pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact>
         facts.push(Fact { fact, expected, observed: observed.clone(), ok });
     };
     fact("image_id", json!(expected.image_id), &inspect["Image"], inspect["Image"] == expected.image_id.as_str());
+    fact("runtime", json!(expected.runtime), &hc["Runtime"], hc["Runtime"] == expected.runtime.as_str());
     let user = &inspect["Config"]["User"];
     let non_root = user.as_str().is_some_and(|u| u == expected.user && !u.starts_with("0:") && u != "0" && u != "root");
     fact("user", json!(expected.user), user, non_root);
@@ -266,7 +277,8 @@ mod tests {
                 "Ulimits": [{"Name": "nofile", "Soft": NOFILE, "Hard": NOFILE}],
                 "NetworkMode": "net1", "PidMode": "", "IpcMode": "private", "UTSMode": "", "UsernsMode": "",
                 "CgroupnsMode": "host", "Binds": null, "Devices": [], "DeviceRequests": null, "PortBindings": {},
-                "PublishAllPorts": false, "LogConfig": {"Type": "json-file", "Config": {"max-size": "1m", "max-file": "1"}}
+                "PublishAllPorts": false, "LogConfig": {"Type": "json-file", "Config": {"max-size": "1m", "max-file": "1"}},
+                "Runtime": "runc"
             },
             "Mounts": [],
             "NetworkSettings": {"Networks": {"elengtis-x": {"NetworkID": "net1"}}}
@@ -281,6 +293,7 @@ mod tests {
                 also_attached: Vec::new(),
                 volumes: Vec::new(),
                 host_route: false,
+                runtime: "runc".into(),
             },
         )
     }
@@ -381,6 +394,8 @@ mod tests {
                 Box::new(|i, _| i["NetworkSettings"]["Networks"]["bridge"] = json!({"NetworkID": "b"})),
             ),
             ("log_cap", Box::new(|i, _| i["HostConfig"]["LogConfig"]["Config"] = json!({}))),
+            ("runtime", Box::new(|i, _| i["HostConfig"]["Runtime"] = json!("runsc"))),
+            ("runtime", Box::new(|i, _| i["HostConfig"]["Runtime"] = json!(null))),
         ];
         for (name, weaken) in cases {
             let (mut inspect, mut network, expected) = good();

@@ -24,6 +24,7 @@ pub mod hardening;
 pub mod images;
 pub mod network;
 pub mod relay;
+pub mod runtime;
 pub mod snapshot;
 
 use std::collections::BTreeMap;
@@ -58,12 +59,35 @@ pub struct DockerOptions {
     /// Which trials get a network (`ELENGTIS_TRIAL_NETWORK`); an unusable setting is kept
     /// as its error and refused by runs with container targets.
     pub network: Result<TrialNetwork, String>,
+    /// The OCI runtime of every container target (`--runtime`, `ELENGTIS_RUNTIME`),
+    /// overriding the campaign's `runtime:`; `None` keeps each target's own.
+    pub runtime: Option<String>,
 }
 
 impl Default for DockerOptions {
     fn default() -> Self {
-        DockerOptions { allow_vulnerable_engine: false, relay: Ok(RelayMode::Always), network: Ok(TrialNetwork::Auto) }
+        DockerOptions {
+            allow_vulnerable_engine: false,
+            relay: Ok(RelayMode::Always),
+            network: Ok(TrialNetwork::Auto),
+            runtime: None,
+        }
     }
+}
+
+/// One warning per runtime the run uses under which the hardening contract holds differently.
+fn runtime_warnings(runtimes: &BTreeMap<String, runtime::RuntimeFacts>) -> Vec<String> {
+    runtimes
+        .values()
+        .filter(|r| !r.differences.is_empty())
+        .map(|r| {
+            format!(
+                "trials run under {}, where the hardening contract holds differently (recorded in every trial's evidence, target_execution.runtime.differences): {}",
+                r.name,
+                r.differences.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// The Docker engine prepared for one run: connected, past the engine gate, every image the
@@ -82,6 +106,11 @@ pub struct DockerBackend {
     pub relay: RelayMode,
     /// Which trials get a network.
     pub network: TrialNetwork,
+    /// The run's runtime override ([`DockerOptions::runtime`]).
+    pub runtime_override: Option<String>,
+    /// What the run knows of each runtime its containers use, by name (recorded in every
+    /// trial's evidence as `target_execution.runtime`).
+    pub runtimes: BTreeMap<String, runtime::RuntimeFacts>,
 }
 
 impl DockerBackend {
@@ -101,8 +130,31 @@ impl DockerBackend {
         };
         let network = options.network.clone().map_err(SandboxError::Unusable)?;
         let engine = api::connect().await?;
-        let engine_gate = engine_gate::check(&engine, options.allow_vulnerable_engine).await?;
+        // Every runtime the run's containers use must be listed by the engine; what is known
+        // of each (path, arguments, version) goes to the gate and the evidence.
+        let used: std::collections::BTreeSet<Option<String>> =
+            needs.images.iter().map(|n| runtime::effective(options.runtime.as_deref(), n.runtime.as_deref())).collect();
+        for name in used.iter().flatten() {
+            runtime::check_registered(name, &engine.facts.runtimes)?;
+        }
+        for need in &needs.images {
+            let requested = runtime::effective(options.runtime.as_deref(), need.runtime.as_deref());
+            let name = runtime::expected_name(requested.as_deref(), &engine.facts);
+            if let Some(why) = runtime::refusal(&name, need.egress_proxy) {
+                return Err(SandboxError::Unusable(why));
+            }
+        }
+        let mut runtimes = BTreeMap::new();
+        for name in &used {
+            let facts = runtime::facts(name.as_deref(), &engine.facts.runtimes, &engine.facts).await;
+            runtimes.insert(facts.name.clone(), facts);
+        }
+        let gate_runtimes: Vec<runtime::RuntimeFacts> = runtimes.values().cloned().collect();
+        let engine_gate = engine_gate::check(&engine, options.allow_vulnerable_engine, &gate_runtimes).await?;
         if let Some(message) = engine_gate.warning() {
+            events.emit(&Event::Warning { message });
+        }
+        for message in runtime_warnings(&runtimes) {
             events.emit(&Event::Warning { message });
         }
         let mut images = BTreeMap::new();
@@ -117,7 +169,26 @@ impl DockerBackend {
         }
         let sink_image =
             if needs.sink { Some(api::resolve_image(&engine.docker, &images::sink_ref()).await?) } else { None };
-        Ok(DockerBackend { engine, images, sink_image, engine_gate, relay, network })
+        Ok(DockerBackend {
+            engine,
+            images,
+            sink_image,
+            engine_gate,
+            relay,
+            network,
+            runtime_override: options.runtime.clone(),
+            runtimes,
+        })
+    }
+
+    /// What the run knows of the runtime `requested` names (`None`: the engine's default),
+    /// checked before the run.
+    pub fn runtime_facts(&self, requested: Option<&str>) -> Result<runtime::RuntimeFacts, SandboxError> {
+        let name = runtime::expected_name(requested, &self.engine.facts);
+        self.runtimes
+            .get(&name)
+            .cloned()
+            .ok_or_else(|| SandboxError::Unusable(format!("the runtime `{name}` was not checked before the run")))
     }
 
     fn resolved(&self, reference: &str) -> Result<ResolvedImage, SandboxError> {
@@ -135,7 +206,7 @@ impl SandboxBackend for DockerBackend {
     }
 
     fn warnings(&self) -> Vec<String> {
-        self.engine_gate.warning().into_iter().collect()
+        self.engine_gate.warning().into_iter().chain(runtime_warnings(&self.runtimes)).collect()
     }
 
     async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn TrialSandbox>, (SandboxError, Value)> {
@@ -152,6 +223,8 @@ impl SandboxBackend for DockerBackend {
         // The runner routes to the trial network itself only for a streamable-HTTP target
         // without a relay; only then does the bridge get a host address.
         let host_route = matches!(spec.mode, McpMode::Http { .. }) && relay.is_none();
+        let requested = runtime::effective(self.runtime_override.as_deref(), spec.runtime.as_deref());
+        let runtime_facts = self.runtime_facts(requested.as_deref()).map_err(|e| (e, base()))?;
         let container_spec = ContainerSpec {
             image,
             uid: spec.uid,
@@ -167,6 +240,8 @@ impl SandboxBackend for DockerBackend {
             host_route,
             network: self.network.gives_network(spec.needs_network),
             stderr_bytes: spec.stderr_bytes,
+            runtime: requested,
+            runtime_facts,
         };
         let mut container = TrialContainer::new_network(&self.engine, &container_spec).await?;
         container.prepare(container_spec, relay, self.sink_image.clone(), spec.egress_proxy.clone());

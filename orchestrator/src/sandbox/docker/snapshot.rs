@@ -356,7 +356,11 @@ mod tests {
             (crate::sandbox::docker::LABEL_MANAGED.to_owned(), "true".to_owned()),
             ("org.elengtis.snapshot-test".to_owned(), "1".to_owned()),
         ]);
+        // CI runs it again under gVisor (`ELENGTIS_SNAPSHOT_TEST_RUNTIME=runsc`): pause and
+        // archive must give the same consistent snapshots there.
+        let runtime = std::env::var("ELENGTIS_SNAPSHOT_TEST_RUNTIME").ok().filter(|r| !r.is_empty());
         let host_config = HostConfig {
+            runtime,
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges:true".into()]),

@@ -25,6 +25,7 @@ pub use self::teardown::end_state;
 use super::api::{self as docker, CALL_DEADLINE, DockerEngine, ResolvedImage};
 use super::attach::{AttachedStdio, split_attached};
 use super::hardening::{self, Expected, INHIBIT_IPV4};
+use super::runtime::RuntimeFacts;
 use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL};
 use crate::crashpoint::CrashPoint;
 use crate::sandbox::{
@@ -76,6 +77,11 @@ pub struct ContainerSpec {
     pub network: bool,
     /// Bytes of a stdio server's stderr kept for the evidence.
     pub stderr_bytes: usize,
+    /// The OCI runtime asked of the engine for every container of the trial (`None`: the
+    /// engine's default).
+    pub runtime: Option<String>,
+    /// What is known of the runtime the containers run under (its name is asserted).
+    pub runtime_facts: RuntimeFacts,
 }
 
 /// Where the MCP server can be reached.
@@ -111,6 +117,10 @@ pub struct TrialContainer {
     host_route: bool,
     /// Whether the trial runs without a network ([`ContainerSpec::network`] false).
     networkless: bool,
+    /// The runtime asked for ([`ContainerSpec::runtime`]).
+    runtime: Option<String>,
+    /// The runtime every container must run under (asserted).
+    runtime_name: String,
     /// What this trial starts, once prepared by the backend.
     plan: Option<Plan>,
 }
@@ -224,6 +234,8 @@ impl TrialContainer {
             relay_task: None,
             host_route: spec.host_route,
             networkless: !spec.network,
+            runtime: spec.runtime.clone(),
+            runtime_name: spec.runtime_facts.name.clone(),
             plan: None,
         };
         this.record.insert("isolation".into(), json!("isolated_container"));
@@ -232,6 +244,7 @@ impl TrialContainer {
         this.record.insert("reset_asserted".into(), json!(true));
         this.record.insert("image".into(), serde_json::to_value(&spec.image).unwrap_or(Value::Null));
         this.record.insert("engine".into(), serde_json::to_value(&engine.facts).unwrap_or(Value::Null));
+        this.record.insert("runtime".into(), serde_json::to_value(&spec.runtime_facts).unwrap_or(Value::Null));
         if this.networkless {
             // Loopback only: the engine's `none` mode. Nothing is created, so nothing can be
             // left behind; the hardening facts assert the mode the engine reports.
@@ -314,7 +327,7 @@ impl TrialContainer {
             stdin_once: Some(stdio),
             tty: Some(false),
             network_disabled: Some(false),
-            host_config: Some(hardening::host_config(&network_id, volumes, &self.labels)),
+            host_config: Some(hardening::host_config(&network_id, volumes, &self.labels, self.runtime.as_deref())),
             networking_config: endpoints,
             ..ContainerCreateBody::default()
         };
@@ -410,6 +423,7 @@ impl TrialContainer {
             also_attached,
             volumes: created.volumes.clone(),
             host_route: self.host_route,
+            runtime: self.runtime_name.clone(),
         };
         let facts = hardening::check(inspect, &network, &expected);
         let record = json!({"id": created.id, "name": created.name, "warnings": created.warnings});
