@@ -31,10 +31,11 @@ const OBJECT_PHASES: &[&str] =
     &["network-create", "container-create", "start", "initialize", "exercise", "verify", "teardown"];
 
 fn campaign() -> String {
-    support_note_campaign(
-        TRIALS,
-        &[fixture_target("iso", &fixture_image(), FixtureMcp::Stdio, 10001, &["volumes: [/data]"])],
-    )
+    campaign_over(FixtureMcp::Stdio)
+}
+
+fn campaign_over(mcp: FixtureMcp) -> String {
+    support_note_campaign(TRIALS, &[fixture_target("iso", &fixture_image(), mcp, 10001, &["volumes: [/data]"])])
 }
 
 fn trial_ids() -> Vec<String> {
@@ -251,6 +252,58 @@ fn a_kill_with_sandboxes_prepared_ahead_leaves_every_trial_once_and_nothing_behi
             left.len(),
             found.rows_before,
             found.rows_after
+        );
+    }
+}
+
+/// The relayed streamable-HTTP route (the default for an HTTP target): the relay container
+/// joins the target's network namespace and carries the session over one attach stream, and
+/// neither has a network (no sink). The runner is killed with the relay just created beside
+/// a created target (`container-create:2`), with both running before the handshake
+/// (`start:2`), and while the stream carries the second trial's session (`exercise`); resume
+/// or `elengtis gc --run` leaves every trial once and nothing behind — no relay container.
+#[test]
+fn a_kill_on_the_relayed_http_route_leaves_every_trial_once_and_nothing_behind() {
+    if !docker_or_skip("a_kill_on_the_relayed_http_route_leaves_every_trial_once_and_nothing_behind") {
+        return;
+    }
+    bundled_images();
+    let exercise = format!("exercise:{}", CALLS + 1);
+    for (crashpoint, gc) in [("container-create:2", true), ("start:2", false), (exercise.as_str(), false)] {
+        let dir = scratch();
+        write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+        write(dir.path(), "campaign.yaml", &campaign_over(FixtureMcp::Http));
+        let out = dir.path().join("out");
+        let args = ["run", "--config", "campaign.yaml", "--out", "out"];
+        let env = [("ELENGTIS_RELAY", "always"), ("ELENGTIS_TRIAL_NETWORK", "auto")];
+        let crashed = crash_at_with(dir.path(), &args, &env, &out, crashpoint, Duration::from_secs(180));
+        let left = managed_objects(&crashed.run_id);
+        // The target and its relay (no network: the relay shares the target's namespace).
+        assert_eq!(left.len(), 2, "{crashpoint}: objects at the kill: {left:?}");
+        if gc {
+            let gc = elengtis(dir.path(), &["gc", "--run", &crashed.run_id]);
+            assert_eq!(gc.status.code(), Some(0), "{}{}", stdout(&gc), stderr(&gc));
+            assert_nothing_left(&crashed.run_id, &format!("{crashpoint} (relayed HTTP): after gc"));
+            eprintln!("{crashpoint} (relayed HTTP) + gc: {left:?} at the kill, nothing left");
+            continue;
+        }
+        let resumed = elengtis_cmd(dir.path(), &["run", "--resume", "--out", s(&out)])
+            .envs(env)
+            .output()
+            .expect("failed to resume");
+        let found = check_resumed(&crashed, &resumed, &trial_ids());
+        assert_eq!(found.rows_after, TRIALS, "{crashpoint}");
+        assert!(stdout(&resumed).contains("proposed: 3/3"), "{}", stdout(&resumed));
+        for row in rows(&out.join("runs.jsonl")) {
+            let evidence = elengtis_tests::read_json(&out.join(row["evidence"].as_str().expect("evidence path")));
+            let te = &evidence["target_execution"];
+            assert_eq!(te["network"]["mode"], "none", "{crashpoint}: {te}");
+            assert_eq!(te["relay"]["stream"]["error"], serde_json::Value::Null, "{crashpoint}: {te}");
+        }
+        assert_nothing_left(&crashed.run_id, &format!("{crashpoint} (relayed HTTP): after resume"));
+        eprintln!(
+            "{crashpoint} (relayed HTTP): {left:?} at the kill; rows before {}, after {}",
+            found.rows_before, found.rows_after
         );
     }
 }

@@ -7,11 +7,13 @@
 //! same probe gets an answer from the control (a listener the test owns, a peer container,
 //! an upstream DNS answer). Otherwise the control is recorded as `not_available` with the
 //! reason and nothing is claimed. Every probe runs from a stdio-mode trial and from an
-//! HTTP-mode trial the runner reaches through its relay (the default): neither bridge has a
-//! host address, so the host's own addresses are blocked from both. A third trial opts out
-//! of the relay (`ELENGTIS_RELAY=never`): the runner routes to it, its bridge has a host
-//! address, and the host answers it on its own addresses. That exposure of the opt-out,
-//! stated in docs/security.md, is asserted as it is, so a change shows up here.
+//! HTTP-mode trial the runner reaches through its relay (the default; the relay shares the
+//! target's network namespace), each with no network (the default for both without a sink)
+//! and on a bridge of their own (`ELENGTIS_TRIAL_NETWORK=always`, what a sink brings): no
+//! bridge has a host address, so the host's own addresses are blocked from all four. A fifth
+//! trial opts out of the relay (`ELENGTIS_RELAY=never`): the runner routes to it, its bridge
+//! has a host address, and the host answers it on its own addresses. That exposure of the
+//! opt-out, stated in docs/security.md, is asserted as it is, so a change shows up here.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -209,15 +211,18 @@ struct TrialProbes {
     bridged: BTreeMap<String, Value>,
     /// Its result row.
     row: Value,
-    /// The HTTP-mode trial reached through the relay (the default).
+    /// The HTTP-mode trial reached through the relay (the default: no network).
     relayed: BTreeMap<String, Value>,
+    /// The same, on an internal bridge of its own (`ELENGTIS_TRIAL_NETWORK=always`, what an
+    /// HTTP trial with a sink gets; the relay shares the target's namespace, bridge and all).
+    relayed_bridged: BTreeMap<String, Value>,
     /// The HTTP-mode trial the runner routes to directly (`ELENGTIS_RELAY=never`).
     direct: BTreeMap<String, Value>,
 }
 
-/// Runs the campaign twice: as it is (both trials, the HTTP one through the relay), and with
-/// `ELENGTIS_RELAY=never` for the direct route and `ELENGTIS_TRIAL_NETWORK=always`, which
-/// puts the stdio trial on an internal bridge.
+/// Runs the campaign three times: as it is (both trials with no network, the HTTP one through
+/// the relay), with `ELENGTIS_TRIAL_NETWORK=always` (both on an internal bridge), and with
+/// `ELENGTIS_RELAY=never` for the direct route.
 fn trial_probes(dir: &Path, specs: &Value) -> TrialProbes {
     write(dir, "egress.yaml", SCENARIO);
     write(dir, "campaign.yaml", &campaign(specs));
@@ -236,13 +241,17 @@ fn trial_probes(dir: &Path, specs: &Value) -> TrialProbes {
         }
     };
     let default = run("out", "always", "auto");
-    let direct = run("out-direct", "never", "always");
+    let bridges = run("out-bridged", "always", "always");
+    let direct = run("out-direct", "never", "auto");
     let (stdio, _) = probes_of(&dir.join("out"), &default("hostile-egress"), Net::None);
-    let (bridged, _) = probes_of(&dir.join("out-direct"), &direct("hostile-egress"), Net::Bridge { host_route: false });
-    let (relayed, _) = probes_of(&dir.join("out"), &default("hostile-egress-http"), Net::Bridge { host_route: false });
+    let (bridged, _) =
+        probes_of(&dir.join("out-bridged"), &bridges("hostile-egress"), Net::Bridge { host_route: false });
+    let (relayed, _) = probes_of(&dir.join("out"), &default("hostile-egress-http"), Net::None);
+    let (relayed_bridged, _) =
+        probes_of(&dir.join("out-bridged"), &bridges("hostile-egress-http"), Net::Bridge { host_route: false });
     let (direct, _) =
         probes_of(&dir.join("out-direct"), &direct("hostile-egress-http"), Net::Bridge { host_route: true });
-    TrialProbes { stdio, bridged, row: default("hostile-egress"), relayed, direct }
+    TrialProbes { stdio, bridged, row: default("hostile-egress"), relayed, relayed_bridged, direct }
 }
 
 /// The network a trial must have run on.
@@ -276,6 +285,18 @@ fn probes_of(out: &Path, row: &Value, net: Net) -> (BTreeMap<String, Value>, Val
     // host address on its bridge; the hardening facts assert the engine's answer either way.
     assert_eq!(te["host_address_on_bridge"], host_route, "{te}");
     assert_eq!(te.get("relay").is_some(), !host_route && te["endpoint"].is_string(), "{te}");
+    if let Some(relay) = te.get("relay") {
+        // The relay: in the target's network namespace, every fact held, one stream that
+        // carried the session's connections without an error.
+        assert_eq!(relay["network"], "the target's network namespace", "{relay}");
+        let facts = relay["hardening"].as_array().expect("relay hardening facts");
+        assert!(facts.iter().all(|f| f["ok"] == true), "{relay}");
+        let mode = facts.iter().find(|f| f["fact"] == "network_mode").expect("relay network_mode fact");
+        let target_id = te["container"]["id"].as_str().expect("target id");
+        assert_eq!(mode["observed"], format!("container:{target_id}"), "{relay}");
+        assert!(relay["stream"]["connections"].as_u64().is_some_and(|n| n >= 1), "{relay}");
+        assert_eq!(relay["stream"]["error"], Value::Null, "{relay}");
+    }
     let call = &evidence["trajectory"][0]["calls"][0];
     assert_eq!(call["name"], "egress_probe", "{}", evidence["trajectory"]);
     let text = call["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no probe result: {call}"));
@@ -308,7 +329,7 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     // The trial side: the other host address is the control network's gateway (the host,
     // on a network the trial is not attached to).
     let dir = scratch();
-    let TrialProbes { stdio: trial, bridged, row, relayed, direct } =
+    let TrialProbes { stdio: trial, bridged, row, relayed, relayed_bridged, direct } =
         trial_probes(dir.path(), &specs(port, &control_gateway, &peer_addr));
     // The control side: docker0's address is a host address it is not attached to.
     let control = control_probes(&mut objects, &control_net, Some(&peer_net), &specs(port, "172.17.0.1", &peer_addr));
@@ -321,10 +342,17 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
         let (t_out, c_out) = (t["outcome"].as_str().unwrap_or("?"), c["outcome"].as_str().unwrap_or("?"));
         // Something answered: a handshake, a refusal, an echo reply or a DNS answer.
         let answered = |o: &str| matches!(o, "connected" | "refused" | "resolved" | "nxdomain");
-        // The HTTP trial behind the relay is as closed as the stdio one.
+        // The HTTP trial behind the relay is as closed as the stdio one. With no network,
+        // 127.0.0.11 is its own loopback (no resolver there): a refusal from its own stack.
         let r_out = relayed[name]["outcome"].as_str().unwrap_or("?");
-        if answered(r_out) {
+        let r_target = relayed[name]["target"].as_str().unwrap_or_default();
+        let r_own_loopback = r_out == "refused" && (r_target.contains("@127.") || r_target.starts_with("127."));
+        if answered(r_out) && !r_own_loopback {
             failures.push(format!("{name}: reached from the relayed HTTP trial ({r_out})"));
+        }
+        let rb_out = relayed_bridged[name]["outcome"].as_str().unwrap_or("?");
+        if answered(rb_out) {
+            failures.push(format!("{name}: reached from the relayed HTTP trial on a bridge ({rb_out})"));
         }
         // A stdio trial on a bridge of its own (as with a sink) is as closed as one on none.
         let b_out = bridged[name]["outcome"].as_str().unwrap_or("?");
@@ -383,6 +411,7 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
             "trial": {"outcome": t_out, "target": t["target"], "detail": t["detail"], "elapsed_ms": t["elapsed_ms"]},
             "trial_stdio_bridged": {"outcome": b_out, "detail": bridged[name]["detail"]},
             "trial_http_relayed": {"outcome": r_out, "detail": relayed[name]["detail"]},
+            "trial_http_relayed_bridged": {"outcome": rb_out, "detail": relayed_bridged[name]["detail"]},
             "trial_http_direct": {"outcome": direct[name]["outcome"], "detail": direct[name]["detail"]},
             "control": {"outcome": c_out, "target": c["target"], "detail": c["detail"], "elapsed_ms": c["elapsed_ms"]},
             "blocked": blocked,
@@ -397,11 +426,12 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     eprintln!("egress battery (trial vs control):");
     for p in &table {
         eprintln!(
-            "  {:<24} trial={:<12} bridged={:<12} relayed={:<12} direct={:<12} control={:<12} control:{:<14} {} {}",
+            "  {:<24} trial={:<12} bridged={:<12} relayed={:<12} relayed-bridged={:<12} direct={:<12} control={:<12} control:{:<14} {} {}",
             p["probe"].as_str().unwrap_or("?"),
             p["trial"]["outcome"].as_str().unwrap_or("?"),
             p["trial_stdio_bridged"]["outcome"].as_str().unwrap_or("?"),
             p["trial_http_relayed"]["outcome"].as_str().unwrap_or("?"),
+            p["trial_http_relayed_bridged"]["outcome"].as_str().unwrap_or("?"),
             p["trial_http_direct"]["outcome"].as_str().unwrap_or("?"),
             p["control"]["outcome"].as_str().unwrap_or("?"),
             p["control_state"].as_str().unwrap_or("?"),

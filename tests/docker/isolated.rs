@@ -57,21 +57,33 @@ fn isolated_trials_run_in_hardened_containers_and_leave_nothing_behind() {
         let mode = if row["target"] == "iso-http" { "http" } else { "stdio" };
         assert_eq!(te["network"]["scope"], "trial");
         let fact = |name: &str| facts.iter().find(|f| f["fact"] == name).unwrap_or_else(|| panic!("no {name}: {te}"));
-        let mut events = vec!["container_created", "started", "ready", "container_removed"];
+        let events = vec!["container_created", "started", "ready", "container_removed"];
+        // With no sink and no gateway neither mode needs a network: a stdio server has its
+        // attach stream, and a streamable-HTTP server is reached through the relay container
+        // in its network namespace. Both run in the engine's `none` mode (loopback only),
+        // asserted from the engine's answer.
+        assert_eq!(te["network"]["mode"], "none", "{te}");
+        assert_eq!(fact("network_mode")["observed"], "none");
+        assert_eq!(fact("network_driver")["observed"], "null");
+        for absent in ["network_created", "network_removed"] {
+            assert!(te["timestamps"][absent].is_null(), "a networkless trial recorded {absent}: {te}");
+        }
         if mode == "http" {
-            // Streamable HTTP needs a network: its own internal bridge, created and removed.
-            assert_eq!(te["network"]["mode"], "internal_bridge", "{te}");
-            assert_eq!(te["network"]["internal"], true);
-            events.extend(["network_created", "network_removed"]);
-        } else {
-            // A stdio trial with no sink and no gateway has no network at all: the engine's
-            // `none` mode (loopback only), asserted from the engine's answer.
-            assert_eq!(te["network"]["mode"], "none", "{te}");
-            assert_eq!(fact("network_mode")["observed"], "none");
-            assert_eq!(fact("network_driver")["observed"], "null");
-            for absent in ["network_created", "network_removed"] {
-                assert!(te["timestamps"][absent].is_null(), "a networkless trial recorded {absent}: {te}");
-            }
+            // The relay: the target's namespace exactly, no network of its own, every fact
+            // held, and one attach stream that carried the session's connections.
+            let relay = &te["relay"];
+            let relay_facts = relay["hardening"].as_array().expect("relay facts");
+            assert!(relay_facts.iter().all(|f| f["ok"] == true), "{relay}");
+            let relay_fact = |name: &str| relay_facts.iter().find(|f| f["fact"] == name).expect("relay fact");
+            let target_id = te["container"]["id"].as_str().expect("target id");
+            assert_eq!(relay_fact("network_mode")["observed"], format!("container:{target_id}"), "{relay}");
+            assert_eq!(relay_fact("attached_networks")["observed"], serde_json::json!([]), "{relay}");
+            assert_eq!(relay["upstream"], "127.0.0.1:8000", "{relay}");
+            assert!(relay["stream"]["connections"].as_u64().is_some_and(|n| n >= 1), "{relay}");
+            assert_eq!(relay["stream"]["error"], serde_json::Value::Null, "{relay}");
+            // Still running at teardown, or ended cleanly when the runner closed its stream.
+            let end = &relay["state"];
+            assert!(end["end"] == "running" || (end["end"] == "exited" && end["exit_code"] == 0), "{relay}");
         }
         assert!(te["image"]["id"].as_str().unwrap().starts_with("sha256:"));
         assert!(te["container"]["id"].as_str().unwrap().len() >= 12);

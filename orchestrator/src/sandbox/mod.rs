@@ -164,10 +164,11 @@ pub struct SandboxSpec {
     pub labels: TrialLabels,
     /// The allowlisting egress proxy between the target and the canary sink, if any.
     pub egress_proxy: Option<EgressProxySpec>,
-    /// Whether the trial needs a network: a canary sink or an egress proxy to reach, the
-    /// gateway named (`{runner: network_gateway}`), or a streamable-HTTP server to connect
-    /// to. A stdio trial needing none runs with no network at all (loopback only), unless
-    /// the backend is told to give every trial one (`ELENGTIS_TRIAL_NETWORK=always`).
+    /// Whether the trial needs a network: a canary sink or an egress proxy to reach, or the
+    /// gateway named (`{runner: network_gateway}`). A trial needing none runs with no network
+    /// at all (loopback only) — a stdio target, or a streamable-HTTP target reached through
+    /// the relay (which shares its network namespace); the backend adds one for an HTTP
+    /// target it reaches directly, or for every trial (`ELENGTIS_TRIAL_NETWORK=always`).
     pub needs_network: bool,
     /// The OCI runtime the campaign names for this target (`runtime:`), if any; the backend
     /// applies the run's override.

@@ -336,10 +336,7 @@ async fn open_container(
             attempt_id: ctx.attempt_id.to_owned(),
         },
         egress_proxy: ctx.egress_proxy.map(|p| EgressProxySpec { allow: p.allow.clone(), route: p.routed() }),
-        needs_network: c.mcp_transport == ContainerMcp::StreamableHttp
-            || ctx.needs_sink
-            || ctx.egress_proxy.is_some()
-            || ctx.needs_gateway,
+        needs_network: ctx.needs_sink || ctx.egress_proxy.is_some() || ctx.needs_gateway,
         runtime: c.runtime.clone(),
     };
     let begun = Instant::now();

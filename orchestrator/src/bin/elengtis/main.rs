@@ -171,17 +171,15 @@ enum Command {
     /// (internal) A stdio target's exec stage: parent-death signal, light sandbox, exec.
     #[command(hide = true, name = "__stdio-exec")]
     StdioExec(elengtis::toolhost::mcp::ExecArgs),
-    /// (internal) Relay container: stay alive until stopped.
-    #[command(hide = true, name = "relay-idle")]
-    RelayIdle,
-    /// (internal) Relay container: pipe stdin/stdout to a TCP address, or probe it.
-    #[command(hide = true, name = "relay-pipe")]
-    RelayPipe {
-        /// `ip:port` on the trial network.
+    /// (internal) Relay container's main process: wait until ADDR accepts connections, then
+    /// carry the runner's connections to it over stdin/stdout.
+    #[command(hide = true, name = "relay-mux")]
+    RelayMux {
+        /// `ip:port` of the target (in the target's network namespace: `127.0.0.1:PORT`).
         addr: std::net::SocketAddr,
-        /// Only wait (up to this many seconds) until the address accepts connections.
-        #[arg(long)]
-        probe: Option<u64>,
+        /// How long the target may take to accept connections, seconds.
+        #[arg(long, default_value_t = 30)]
+        probe_seconds: u64,
     },
     /// Check a results directory end to end: every row in the recorded matrix, attempts
     /// unique, the row chain intact, each evidence file present and unchanged, the manifest
@@ -610,18 +608,15 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         }
         // Dispatched in `main` before the runtime starts.
         Command::StdioGuard(_) | Command::StdioExec(_) => Ok(exit_codes::USAGE),
-        Command::RelayIdle => {
-            docker::relay::idle().await;
-            Ok(exit_codes::SUCCESS)
+        Command::RelayMux { addr, probe_seconds } => {
+            match docker::relay::mux::run(addr, std::time::Duration::from_secs(probe_seconds)).await {
+                Ok(()) => Ok(exit_codes::SUCCESS),
+                Err(e) => {
+                    eprintln!("elengtis relay-mux: {e}");
+                    Ok(exit_codes::RUN_INCOMPLETE)
+                }
+            }
         }
-        Command::RelayPipe { addr, probe: Some(seconds) } => {
-            let ok = docker::relay::probe(addr, std::time::Duration::from_secs(seconds)).await;
-            Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
-        }
-        Command::RelayPipe { addr, probe: None } => match docker::relay::pipe(addr).await {
-            Ok(()) => Ok(exit_codes::SUCCESS),
-            Err(e) => Err(Error::io("relay to", addr.to_string())(e)),
-        },
     }
 }
 

@@ -95,6 +95,10 @@ pub struct Fact {
 /// The engine's network mode with loopback only (a trial that needs no network runs in it).
 pub const NO_NETWORK: &str = "none";
 
+/// The network mode prefix of a container in another container's network namespace (the
+/// relay, in its target's): `container:<id>`.
+pub const SHARED_PREFIX: &str = "container:";
+
 /// Network driver option that keeps the host from taking an address on the trial bridge.
 pub const INHIBIT_IPV4: &str = "com.docker.network.bridge.inhibit_ipv4";
 
@@ -197,6 +201,14 @@ pub fn check(inspect: &Value, network: &Value, expected: &Expected) -> Vec<Fact>
     );
     if expected.network_id == NO_NETWORK {
         network_none(inspect, network, &mut fact);
+    } else if expected.network_id.starts_with(SHARED_PREFIX) {
+        // The relay: exactly its target's namespace, and no network of its own (it adds no
+        // interface, route or address to what the target has; the target's facts assert that).
+        let mode = &hc["NetworkMode"];
+        fact("network_mode", json!(expected.network_id), mode, mode == expected.network_id.as_str());
+        let networks = &inspect["NetworkSettings"]["Networks"];
+        let attached: Vec<&String> = networks.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+        fact("attached_networks", json!([]), &json!(attached), attached.is_empty());
     } else {
         let net_ok = hc["NetworkMode"] == expected.network_id.as_str();
         fact("network_mode", json!(expected.network_id), &hc["NetworkMode"], net_ok);
@@ -338,6 +350,38 @@ mod tests {
             let (mut inspect, mut network, expected) = none();
             weaken(&mut inspect, &mut network);
             let failed = failures(&check(&inspect, &network, &expected));
+            assert!(failed.iter().any(|f| f.starts_with(name)), "{name}: {failed:?}");
+        }
+    }
+
+    /// The relay: in exactly its target's network namespace, with no network of its own.
+    /// Another container's namespace, the host's, or an interface of its own fails.
+    #[test]
+    fn a_relay_passes_only_in_its_targets_namespace_with_nothing_of_its_own() {
+        let relay = || {
+            let (mut inspect, _, mut expected) = good();
+            inspect["HostConfig"]["CgroupnsMode"] = json!("private");
+            inspect["HostConfig"]["NetworkMode"] = json!("container:target1");
+            inspect["NetworkSettings"]["Networks"] = json!({});
+            expected.network_id = format!("{SHARED_PREFIX}target1");
+            (inspect, expected)
+        };
+        let (inspect, expected) = relay();
+        assert_eq!(failures(&check(&inspect, &Value::Null, &expected)), Vec::<String>::new());
+        type Weaken = Box<dyn Fn(&mut Value)>;
+        let weakenings: Vec<(&str, Weaken)> = vec![
+            ("network_mode", Box::new(|i| i["HostConfig"]["NetworkMode"] = json!("container:other"))),
+            ("network_mode", Box::new(|i| i["HostConfig"]["NetworkMode"] = json!("host"))),
+            ("network_mode", Box::new(|i| i["HostConfig"]["NetworkMode"] = json!("bridge"))),
+            (
+                "attached_networks",
+                Box::new(|i| i["NetworkSettings"]["Networks"] = json!({"bridge": {"NetworkID": "b"}})),
+            ),
+        ];
+        for (name, weaken) in weakenings {
+            let (mut inspect, expected) = relay();
+            weaken(&mut inspect);
+            let failed = failures(&check(&inspect, &Value::Null, &expected));
             assert!(failed.iter().any(|f| f.starts_with(name)), "{name}: {failed:?}");
         }
     }

@@ -6,8 +6,8 @@
 //! against what was asked for ([`hardening`]) and recorded as lifecycle evidence. Before any
 //! trial, the engine and its runtime pass a gate of known container-escape and egress bugs
 //! ([`engine_gate`]) and every image is resolved to an immutable id (never pulled). A
-//! streamable-HTTP target is reached through a relay container ([`relay`]) unless the
-//! configuration says otherwise. Everything the tool creates carries labels
+//! streamable-HTTP target is reached through a relay container in its network namespace,
+//! over one attach stream ([`relay`]), unless the configuration says otherwise. Everything the tool creates carries labels
 //! ([`LABEL_MANAGED`], [`LABEL_RUN`], [`LABEL_TRIAL`]) so leftovers of a crashed run can be
 //! found and removed ([`gc`]) without ever touching anything else. Images are built locally
 //! without a registry ([`images`]); SQLite files are copied out of a paused container
@@ -221,7 +221,8 @@ impl SandboxBackend for DockerBackend {
             None => None,
         };
         // The runner routes to the trial network itself only for a streamable-HTTP target
-        // without a relay; only then does the bridge get a host address.
+        // without a relay; only then does the bridge get a host address. Through the relay
+        // (in the target's network namespace) an HTTP target needs no network of its own.
         let host_route = matches!(spec.mode, McpMode::Http { .. }) && relay.is_none();
         let requested = runtime::effective(self.runtime_override.as_deref(), spec.runtime.as_deref());
         let runtime_facts = self.runtime_facts(requested.as_deref()).map_err(|e| (e, base()))?;
@@ -238,7 +239,7 @@ impl SandboxBackend for DockerBackend {
             trial_id: spec.labels.trial_id.clone(),
             attempt_id: spec.labels.attempt_id.clone(),
             host_route,
-            network: self.network.gives_network(spec.needs_network),
+            network: self.network.gives_network(spec.needs_network || host_route),
             stderr_bytes: spec.stderr_bytes,
             runtime: requested,
             runtime_facts,

@@ -113,6 +113,8 @@ pub struct TrialContainer {
     name: String,
     /// The loopback listener feeding the relay container, if one is used.
     relay_task: Option<tokio::task::JoinHandle<()>>,
+    /// What the relay stream carried (recorded at teardown).
+    relay_stats: Option<std::sync::Arc<std::sync::Mutex<super::relay::client::StreamStats>>>,
     /// Whether the bridge holds a host address ([`ContainerSpec::host_route`]).
     host_route: bool,
     /// Whether the trial runs without a network ([`ContainerSpec::network`] false).
@@ -232,6 +234,7 @@ impl TrialContainer {
             labels,
             name,
             relay_task: None,
+            relay_stats: None,
             host_route: spec.host_route,
             networkless: !spec.network,
             runtime: spec.runtime.clone(),
@@ -306,8 +309,10 @@ impl TrialContainer {
         placement: Option<(String, Vec<String>)>,
     ) -> Result<Created, SandboxError> {
         let (network_id, aliases) = placement.unwrap_or_else(|| (self.primary_network(), vec![role.replace('_', "-")]));
-        // The `none` mode takes no endpoint settings (aliases exist only on user networks).
-        let endpoints = (network_id != hardening::NO_NETWORK).then(|| NetworkingConfig {
+        // The `none` mode and another container's namespace take no endpoint settings
+        // (aliases exist only on user networks).
+        let own_network = network_id != hardening::NO_NETWORK && !network_id.starts_with(hardening::SHARED_PREFIX);
+        let endpoints = own_network.then(|| NetworkingConfig {
             endpoints_config: Some(HashMap::from([(
                 network_id.clone(),
                 EndpointSettings { aliases: Some(aliases), ..EndpointSettings::default() },
@@ -415,7 +420,12 @@ impl TrialContainer {
         network_id: String,
         also_attached: Vec<String>,
     ) -> Result<Vec<hardening::Fact>, SandboxError> {
-        let network = self.network(&network_id).await?;
+        // A container in another's network namespace has no network of its own to inspect.
+        let network = if network_id.starts_with(hardening::SHARED_PREFIX) {
+            Value::Null
+        } else {
+            self.network(&network_id).await?
+        };
         let expected = Expected {
             image_id: created.image.id.clone(),
             user: created.user.clone(),
@@ -595,8 +605,9 @@ impl TrialContainer {
 
     /// Start the target container, check its hardening, and wait for its port (HTTP) or
     /// hand back its stdio. With `relay` (a relay image), an HTTP server is reached through a
-    /// relay container on the trial network and a listener on the runner's 127.0.0.1 instead
-    /// of directly, so the trial bridge needs no host address.
+    /// relay container in the target's network namespace and a listener on the runner's
+    /// 127.0.0.1 instead of directly, so the trial needs no host address (nor, without a sink
+    /// or the gateway, any network).
     async fn start_target_with(
         &mut self,
         spec: &ContainerSpec,
@@ -621,59 +632,60 @@ impl TrialContainer {
                 None,
             )
             .await?;
-        // A relay container starts alongside the target: neither needs the other to start.
-        let relay = match relay {
-            Some(image) => Some(
-                self.create(
-                    "relay",
-                    image,
-                    "65534:65534".into(),
-                    vec!["relay-idle".into()],
-                    Vec::new(),
-                    None,
-                    &[],
-                    false,
-                    None,
-                )
-                .await?,
-            ),
-            None => None,
-        };
-        let (target_started, relay_started) = tokio::join!(self.start_created(&target), async {
-            match &relay {
-                Some(relay) => Some(self.start_created(relay).await),
-                None => None,
+        // The relay joins the target's network namespace, so it is created now and started
+        // once the target runs (a namespace can only be joined while it exists).
+        let relay = match (relay, port) {
+            (Some(image), Some(port)) => {
+                let command = vec![
+                    "relay-mux".into(),
+                    format!("127.0.0.1:{port}"),
+                    "--probe-seconds".into(),
+                    spec.startup_timeout.as_secs().max(1).to_string(),
+                ];
+                let shared = format!("{}{}", hardening::SHARED_PREFIX, target.id);
+                let placement = Some((shared, Vec::new()));
+                let user = "65534:65534".to_owned();
+                Some(self.create("relay", image, user, command, Vec::new(), None, &[], true, placement).await?)
             }
-        });
-        let inspect = target_started?;
+            _ => None,
+        };
+        let inspect = self.start_created(&target).await?;
         self.stamp("started");
         let facts = self.register(&target, &inspect).await?;
         let attached = target.take_attached();
-        if let (Some(relay), Some(started)) = (&relay, relay_started) {
-            let relay_facts = self.register(relay, &started?).await?;
-            let failed = hardening::failures(&relay_facts);
-            if !failed.is_empty() {
-                return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("relay {f}")).collect()));
-            }
-        }
-        let relay = relay.map(|r| r.id);
         let failed = hardening::failures(&facts);
         self.record.insert("hardening".into(), serde_json::to_value(&facts).unwrap_or(Value::Null));
         self.record.insert("hardening_asserted".into(), json!(failed.is_empty()));
         if !failed.is_empty() {
             return Err(SandboxError::Hardening(failed));
         }
+        if let Some(relay) = &relay {
+            let port = port.unwrap_or_default();
+            // A server that already stopped leaves no namespace to join.
+            if inspect["State"]["Running"] == false {
+                return Err(ready::stopped_before_port(&inspect["State"], port));
+            }
+            let started = self.start_relay(relay, &target.id, port).await?;
+            let shared = format!("{}{}", hardening::SHARED_PREFIX, target.id);
+            let relay_facts = self.register_on(relay, &started, shared, Vec::new()).await?;
+            let failed = hardening::failures(&relay_facts);
+            if !failed.is_empty() {
+                return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("relay {f}")).collect()));
+            }
+        }
         match (&spec.mode, attached) {
             (McpMode::Stdio, Some(attached)) => Ok(Endpoint::Stdio(attached)),
             (McpMode::Http { port, path }, _) => {
-                let addr = container_addr(&inspect, *port)?;
-                self.record.insert("endpoint".into(), json!(addr.to_string()));
                 let id = self.container_id().unwrap_or_default().to_owned();
                 if let Some(relay) = relay {
-                    let local = self.serve_relay(&relay, &id, addr, spec.startup_timeout).await?;
+                    // The relay reaches the server on the loopback of their shared namespace.
+                    self.record.insert("endpoint".into(), json!(format!("127.0.0.1:{port}")));
+                    let local = self.serve_relay(&relay, &id, *port, spec.startup_timeout).await?;
                     self.stamp("port_open");
                     return Ok(Endpoint::Http { url: format!("http://localhost:{}{path}", local.port()), addr: local });
                 }
+                let addr = container_addr(&inspect, *port)?;
+                self.record.insert("endpoint".into(), json!(addr.to_string()));
                 self.wait_for_port(&id, addr, spec.startup_timeout).await?;
                 self.stamp("port_open");
                 Ok(Endpoint::Http { url: format!("http://localhost:{port}{path}"), addr })

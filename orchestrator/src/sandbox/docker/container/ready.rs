@@ -1,45 +1,66 @@
 //! Readiness of a started target: its address on the trial network, waiting for its port
-//! (directly, or through the relay container), and failing at once when it stops first.
+//! (directly, or through the relay container's stream), and failing at once when it stops
+//! first.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use std::sync::{Arc, Mutex};
+
 use serde_json::{Value, json};
 
-use super::super::relay;
-use super::TrialContainer;
+use super::super::attach::split_attached;
+use super::super::relay::client;
+use super::super::relay::frame::{Direction, FrameReader};
+use super::{Created, TrialContainer};
 use crate::sandbox::SandboxError;
 
 impl TrialContainer {
-    /// Through the started relay container (`relay-idle`, id `relay`) on the trial network,
-    /// wait until `target` accepts connections, then serve a listener on 127.0.0.1 whose every
-    /// connection is piped to `target` by an exec of `relay-pipe` in the relay container.
+    /// Start the relay container (created in the target's network namespace) once the
+    /// target runs; the engine's inspect answer. A target that already stopped fails the
+    /// start-up as one that stopped before its port answered.
+    pub(super) async fn start_relay(&self, relay: &Created, target_id: &str, port: u16) -> Result<Value, SandboxError> {
+        match self.start_created(relay).await {
+            Ok(inspect) => Ok(inspect),
+            Err(e) => match self.inspect(target_id).await {
+                Ok(state) if state["State"]["Running"] != true => Err(stopped_before_port(&state["State"], port)),
+                _ => Err(e),
+            },
+        }
+    }
+
+    /// Over the started relay container's attach stream (`relay-mux`), wait until it reports
+    /// the target accepting connections on `port`, then serve a listener on 127.0.0.1 whose
+    /// every connection is carried to the target over that one stream.
     pub(super) async fn serve_relay(
         &mut self,
-        relay: &str,
+        relay: &Created,
         target_id: &str,
-        target: SocketAddr,
+        port: u16,
         limit: Duration,
     ) -> Result<SocketAddr, SandboxError> {
-        let relay = relay.to_owned();
-        let probe = vec![
-            "/elengtis".to_owned(),
-            "relay-pipe".to_owned(),
-            "--probe".to_owned(),
-            limit.as_secs().max(1).to_string(),
-            target.to_string(),
-        ];
-        let code = tokio::select! {
-            code = relay::exec_to_end(&self.docker, &relay, probe, limit + Duration::from_secs(5)) => code?,
-            e = self.stopped_before_ready(target_id, target.port()) => return Err(e),
-        };
-        if code != Some(0) {
-            return Err(SandboxError::NotReady(format!(
-                "port {} did not accept connections within {} s (checked from the relay on the trial network)",
-                target.port(),
-                limit.as_secs()
-            )));
+        let attached = relay
+            .take_attached()
+            .ok_or_else(|| SandboxError::NotReady("the relay's attach stream is missing".into()))?;
+        let (output, input, stderr) = split_attached(attached, 16 * 1024);
+        let mut reader = FrameReader::new(output, Direction::ToRunner);
+        tokio::select! {
+            ready = client::wait_ready(&mut reader) => if let Err(e) = ready {
+                // A relay that ended at once (a relay image without `relay-mux`, say) said
+                // why on its stderr.
+                let said = match tokio::time::timeout(Duration::from_secs(1), stderr).await {
+                    Ok(Ok(captured)) if !captured.text.trim().is_empty() => {
+                        format!("; the relay's stderr: {}", captured.text.trim())
+                    }
+                    _ => String::new(),
+                };
+                return Err(SandboxError::NotReady(format!("{e}{said}")));
+            },
+            e = self.stopped_before_ready(target_id, port) => return Err(e),
+            () = tokio::time::sleep(limit + Duration::from_secs(5)) => {
+                return Err(SandboxError::Timeout { what: "wait for the relay to report the target ready".into(), limit });
+            }
         }
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -47,17 +68,14 @@ impl TrialContainer {
         let local = listener
             .local_addr()
             .map_err(|e| SandboxError::NotReady(format!("failed to open the relay's loopback listener: {e}")))?;
-        let docker = self.docker.clone();
-        self.relay_task = Some(tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                // Small writes must not wait for delayed ACKs (≈40 ms each).
-                let _ = socket.set_nodelay(true);
-                tokio::spawn(relay::pipe_through_relay(docker.clone(), relay.clone(), target, socket));
-            }
-        }));
+        let stats = Arc::new(Mutex::new(client::StreamStats::default()));
+        self.relay_task = Some(tokio::spawn(client::serve(listener, reader, input, Arc::clone(&stats))));
+        self.relay_stats = Some(stats);
         if let Some(Value::Object(r)) = self.record.get_mut("relay") {
             r.insert("loopback".into(), json!(local.to_string()));
             r.insert("localhost_only".into(), json!(true));
+            r.insert("upstream".into(), json!(format!("127.0.0.1:{port}")));
+            r.insert("network".into(), json!("the target's network namespace"));
         }
         Ok(local)
     }

@@ -19,6 +19,12 @@ impl TrialContainer {
         if let Some(task) = self.relay_task.take() {
             task.abort();
         }
+        if let Some(stats) = self.relay_stats.take() {
+            let stats = stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            if let Some(Value::Object(r)) = self.record.get_mut("relay") {
+                r.insert("stream".into(), serde_json::to_value(&stats).unwrap_or(Value::Null));
+            }
+        }
         // The containers go in parallel (a relay or sink next to the target): each is
         // inspected for its final state, then force-removed with its anonymous volumes.
         let containers = std::mem::take(&mut self.containers);
