@@ -14,6 +14,8 @@
 //! as a bare POST over the same HTTP client; the difference is the provider's overhead per
 //! request. It needs no Docker (`elengtis bench --provider-only`).
 
+pub mod original;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,6 +126,10 @@ pub struct BenchReport {
     pub provider: ProviderBench,
     /// The same container trial and floor under gVisor (`runsc`), when the engine lists it.
     pub runsc: RunscBench,
+    /// Against the original 0.1.0 on a Python MCP HTTP server image (`--original`,
+    /// `--original-image`); its fields are null, with the reason, without them.
+    #[serde(flatten)]
+    pub original: original::OriginalComparison,
 }
 
 /// The isolated-container trial and the floor under gVisor next to the default runtime's,
@@ -174,6 +180,7 @@ async fn runsc_bench(
     let runsc = BenchSettings {
         docker: DockerOptions { runtime: Some(RUNSC.to_owned()), ..settings.docker.clone() },
         events: settings.events.clone(),
+        original: None,
     };
     let image = images::fixture_ref();
     let (durations, _) =
@@ -337,6 +344,8 @@ pub struct BenchSettings {
     pub docker: DockerOptions,
     /// Where each benchmark run's events go.
     pub events: Arc<dyn EventSink>,
+    /// The original and the image to compare with (`--original`, `--original-image`).
+    pub original: Option<original::OriginalSettings>,
 }
 
 /// Run one campaign text with `trials` and `jobs`; the per-trial durations and the wall time.
@@ -447,6 +456,11 @@ async fn floor_range(
 /// its sink.
 pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
     let docker = &settings.docker;
+    // First, so that a failing original fails the benchmark before its long part.
+    let compared = match &settings.original {
+        Some(o) => original::compare(o, trials, settings).await?,
+        None => original::OriginalComparison::unmeasured("not requested (--original EXE --original-image IMAGE)"),
+    };
     let provider = provider(provider_requests(trials)).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
@@ -458,6 +472,7 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
     let direct_settings = BenchSettings {
         docker: DockerOptions { relay: Ok(RelayMode::Never), ..settings.docker.clone() },
         events: settings.events.clone(),
+        original: None,
     };
     let (http_direct, _) =
         run_campaign(dir.path(), "container-http-direct", &http_campaign(&image), trials, (1, 0), &direct_settings)
@@ -516,6 +531,7 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
         runner_peak_rss_mb: peak_rss_mb(),
         provider,
         runsc,
+        original: compared,
     })
 }
 
@@ -545,7 +561,7 @@ pub fn render(r: &BenchReport) -> String {
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
          prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
-         runner peak RSS      {:.1} MiB\n{}{}",
+         runner peak RSS      {:.1} MiB\n{}{}{}",
         r.trials,
         r.stdio_ms_median,
         r.stdio_ms_p95,
@@ -570,5 +586,6 @@ pub fn render(r: &BenchReport) -> String {
         r.runner_peak_rss_mb,
         render_provider(&r.provider),
         render_runsc(&r.runsc),
+        original::render(&r.original),
     )
 }

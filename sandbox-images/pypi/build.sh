@@ -12,6 +12,10 @@
 #   ELENGTIS_CACHE             cache dir for the debootstrapped base (default ~/.cache/elengtis)
 #   ELENGTIS_PYPI_LOCK         lock file (default: <script dir>/<normalised package>.lock)
 #   ELENGTIS_PYPI_LOCK_UPDATE  1: resolve PACKAGE==VERSION afresh and (re)write the lock first
+#   ELENGTIS_PYPI_IGNORE_REQUIRES_PYTHON
+#                              1: let pip ignore a package's Requires-Python (for a package whose
+#                              metadata asks for a newer Python than bookworm's 3.11 but runs
+#                              on it, such as elengtis 0.1.0); recorded in build-info
 #   ELENGTIS_IMAGE_ENV         extra image environment, space-separated KEY=VALUE words, each
 #                              passed as `--env KEY=VALUE` (default none: mcp-server-time
 #                              writes nowhere, see README.md)
@@ -115,6 +119,13 @@ PIP_TARGET=(--only-binary=:all: --implementation cp --python-version "$PY_VERSIO
     --abi "$PY_ABI")
 for ((m = GLIBC_MINOR; m >= 17; m--)); do PIP_TARGET+=(--platform "manylinux_2_${m}_x86_64"); done
 PIP_TARGET+=(--platform manylinux2014_x86_64 --platform any)
+# An explicit opt-in, for both the download (lock) and the offline install; never a default.
+case ${ELENGTIS_PYPI_IGNORE_REQUIRES_PYTHON:-0} in
+    0) IGNORE_RP=() ;;
+    1) IGNORE_RP=(--ignore-requires-python) ;;
+    *) die "ELENGTIS_PYPI_IGNORE_REQUIRES_PYTHON must be 0 or 1, got '$ELENGTIS_PYPI_IGNORE_REQUIRES_PYTHON'" ;;
+esac
+PIP_TARGET+=(${IGNORE_RP[@]+"${IGNORE_RP[@]}"})
 pip_download() { "$PYTHON" -m pip download --disable-pip-version-check --quiet "${PIP_TARGET[@]}" "$@"; }
 
 # Writes "name==version --hash=sha256:..." lines for the wheels in $1, sorted by name.
@@ -201,7 +212,7 @@ pip_whls=("$ROOT"/usr/share/python-wheels/pip-*.whl)
 [[ -f ${pip_whls[0]} ]] || die "no pip wheel in the rootfs (python3-pip-whl)"
 PIP_WHL=${pip_whls[0]#"$ROOT"/}
 in_root "$VENV/bin/python" "/$PIP_WHL/pip" install --quiet --no-index --find-links /tmp/wheels \
-    --require-hashes --only-binary=:all: -r /tmp/wheels/requirements.txt
+    --require-hashes --only-binary=:all: ${IGNORE_RP[@]+"${IGNORE_RP[@]}"} -r /tmp/wheels/requirements.txt
 in_root "$VENV/bin/python" "/$PIP_WHL/pip" check >&2
 # `python -m MODULE` needs MODULE, or MODULE.__main__ for a package; checked without importing.
 in_root "$VENV/bin/python" - "$MODULE" <<'EOF'
@@ -221,6 +232,7 @@ mkdir -p "$ROOT/etc/elengtis"
     echo "package: $PKG==$PKG_VERSION"
     echo "entrypoint: $VENV/bin/python -m $MODULE"
     echo "lock-sha256: $(sha256sum <"$LOCK" | cut -d' ' -f1)"
+    [[ ${#IGNORE_RP[@]} -eq 0 ]] || echo "requires-python: ignored (ELENGTIS_PYPI_IGNORE_REQUIRES_PYTHON=1)"
     echo "base: debian $SUITE $VARIANT +$INCLUDE, purged ${BUILD_ONLY_DEBS[*]}"
     echo "debian-packages:"
     # shellcheck disable=SC2016 # dpkg-query's own ${field} syntax

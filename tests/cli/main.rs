@@ -1,4 +1,5 @@
 mod analyze;
+mod bench;
 mod crash;
 mod deadlines;
 mod engine_gate;

@@ -162,6 +162,14 @@ enum Command {
         /// (no Docker needed).
         #[arg(long)]
         provider_only: bool,
+        /// Also run one model-free campaign on --original-image with the original Python tool
+        /// (its `elengtis` executable, e.g. a venv's `bin/elengtis` from PyPI elengtis 0.1.0)
+        /// and with this build at --jobs 1 and --jobs 4, and report ours ÷ original.
+        #[arg(long, value_name = "EXE", requires = "original_image", conflicts_with = "provider_only")]
+        original: Option<PathBuf>,
+        /// The Python MCP HTTP server image for --original (see sandbox-images/pypi/README.md).
+        #[arg(long, value_name = "IMAGE", requires = "original")]
+        original_image: Option<String>,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -585,7 +593,21 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
         }
-        Command::Bench { trials, short, json, allow_vulnerable_engine, runtime, provider_only: false, output } => {
+        Command::Bench {
+            trials,
+            short,
+            json,
+            allow_vulnerable_engine,
+            runtime,
+            provider_only: false,
+            output,
+            original,
+            original_image,
+        } => {
+            let original = match (original, original_image) {
+                (Some(exe), Some(image)) => Some(bench_original(exe, image)?),
+                _ => None,
+            };
             let engine = docker::api::connect().await?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?.warning() {
                 eprintln!("WARNING: {warning}");
@@ -595,6 +617,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let settings = elengtis::bench::BenchSettings {
                 docker: docker_options(allow_vulnerable_engine, &runtime),
                 events: terminal.clone(),
+                original,
             };
             let report = elengtis::bench::run(trials, &settings).await;
             terminal.finish();
@@ -1356,4 +1379,21 @@ fn docker_options(allow_vulnerable_engine: bool, runtime: &RuntimeArg) -> Docker
 
 fn run_options(jobs: u16, docker: DockerOptions, events: Arc<Terminal>) -> RunOptions {
     RunOptions { jobs: jobs.into(), sandbox: SandboxChoice::Docker(docker), events, ..RunOptions::default() }
+}
+
+/// `bench --original EXE --original-image IMAGE`, checked before Docker is reached: EXE must
+/// be an executable file (the original's `elengtis`), IMAGE a plausible reference.
+fn bench_original(exe: PathBuf, image: String) -> Result<elengtis::bench::original::OriginalSettings, Error> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(&exe) {
+        Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => {}
+        Ok(_) => {
+            return Err(Error::Usage(format!("--original {} is not an executable file", exe.display())));
+        }
+        Err(e) => return Err(Error::Usage(format!("failed to read --original {}: {e}", exe.display()))),
+    }
+    if image.is_empty() || image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::Usage(format!("--original-image must be an image reference, got `{image}`")));
+    }
+    Ok(elengtis::bench::original::OriginalSettings { exe, image })
 }
