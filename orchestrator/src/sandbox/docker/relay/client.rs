@@ -136,24 +136,7 @@ mod tests {
     use crate::sandbox::docker::relay::frame::Direction;
     use crate::sandbox::docker::relay::mux;
 
-    /// An HTTP-ish echo server: answers each connection's bytes, uppercased.
-    async fn echo() -> SocketAddr {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            while let Ok((mut s, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 4096];
-                    while let Ok(n) = s.read(&mut buf).await {
-                        if n == 0 || s.write_all(&buf[..n].to_ascii_uppercase()).await.is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        addr
-    }
+    use crate::sandbox::docker::relay::mux::tests::echo;
 
     /// The runner's listener wired to an in-process relay (`mux::serve`) over two pipes.
     async fn relayed(target: SocketAddr) -> (SocketAddr, Arc<Mutex<StreamStats>>) {

@@ -218,11 +218,12 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// An echo server on 127.0.0.1 that answers each connection's bytes, uppercased.
-    async fn echo() -> SocketAddr {
+    /// An echo server on 127.0.0.1 that answers each connection's bytes, uppercased (also
+    /// the listener tests' target, `client.rs`).
+    pub(crate) async fn echo() -> SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
