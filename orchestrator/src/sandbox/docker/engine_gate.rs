@@ -73,7 +73,7 @@ impl Component {
         match self {
             Component::Engine => "Docker engine",
             Component::Runc => "runc",
-            Component::Runtime => "default runtime",
+            Component::Runtime => "runtime",
         }
     }
 }
