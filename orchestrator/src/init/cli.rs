@@ -125,6 +125,7 @@ impl InitArgs {
                     command: self.rest.clone(),
                     volumes,
                     database: self.database.clone(),
+                    runtime: self.runtime.runtime.clone(),
                 }
             }
             (None, Some(command)) => TargetSpec::Stdio { command: command.clone(), args: self.rest.clone() },

@@ -167,7 +167,7 @@ pub fn target(id: &str, spec: &TargetSpec) -> Target {
             env: BTreeMap::new(),
             sandbox: None,
         }),
-        TargetSpec::Image { image, transport, uid, gid, command, volumes, .. } => {
+        TargetSpec::Image { image, transport, uid, gid, command, volumes, runtime, .. } => {
             let (mcp_transport, container_port, path) = match transport {
                 ImageTransport::Stdio => (ContainerMcp::Stdio, None, "/mcp".to_owned()),
                 ImageTransport::StreamableHttp { port, path } => {
@@ -186,7 +186,7 @@ pub fn target(id: &str, spec: &TargetSpec) -> Target {
                 startup_timeout_seconds: 30,
                 relay_image: None,
                 volumes: volumes.clone(),
-                runtime: None,
+                runtime: runtime.clone(),
             })
         }
     };
@@ -196,12 +196,12 @@ pub fn target(id: &str, spec: &TargetSpec) -> Target {
 /// What the sandbox must provide for this target (None: no container).
 pub fn sandbox_needs(spec: &TargetSpec) -> Option<RunNeeds> {
     match spec {
-        TargetSpec::Image { image, transport, .. } => Some(RunNeeds {
+        TargetSpec::Image { image, transport, runtime, .. } => Some(RunNeeds {
             images: vec![ImageNeed {
                 image: image.clone(),
                 http: matches!(transport, ImageTransport::StreamableHttp { .. }),
                 relay_image: None,
-                runtime: None,
+                runtime: runtime.clone(),
                 egress_proxy: false,
             }],
             sink: false,
@@ -368,6 +368,7 @@ mod tests {
             command: vec!["--port".into(), "8000".into()],
             volumes: vec!["/data".into()],
             database: Some("/data/app.db".into()),
+            runtime: Some("runsc".into()),
         };
         assert_eq!(loads(image, &[read.clone(), mode.clone()]).database.as_deref(), Some("/data/app.db"));
         // No check fits; a tool without free text; a single tool; no tool at all.

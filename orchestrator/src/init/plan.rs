@@ -34,6 +34,8 @@ pub enum TargetSpec {
         volumes: Vec<String>,
         /// The SQLite database inside the container a verifier reads.
         database: Option<String>,
+        /// The OCI runtime its containers run under (`--runtime`), written into the campaign.
+        runtime: Option<String>,
     },
 }
 
@@ -313,6 +315,7 @@ mod tests {
             gid: 65534,
             command: vec![],
             volumes: vec![],
+            runtime: None,
             database: None,
         };
         assert_eq!(image.default_id(), "mcp-server-time");

@@ -90,7 +90,7 @@ fn transport(out: &mut String, spec: &TargetSpec) {
                 let _ = writeln!(out, "      args: {}", flow(&Value::Array(args)));
             }
         }
-        TargetSpec::Image { image, transport, uid, gid, command, volumes, .. } => {
+        TargetSpec::Image { image, transport, uid, gid, command, volumes, runtime, .. } => {
             out.push_str("    # A fresh hardened container per trial on an internal network (no route out;\n");
             out.push_str("    # docs/security.md). Needs a Docker engine and the image.\n");
             out.push_str("    transport:\n      type: isolated_container\n");
@@ -103,6 +103,12 @@ fn transport(out: &mut String, spec: &TargetSpec) {
                 }
             }
             let _ = writeln!(out, "      uid: {uid}\n      gid: {gid}");
+            if let Some(runtime) = runtime {
+                out.push_str(
+                    "      # The OCI runtime every container of a trial runs under (docs/security.md, \"Runtimes\").\n",
+                );
+                let _ = writeln!(out, "      runtime: {}", scalar(runtime));
+            }
             if !command.is_empty() {
                 let items: Vec<Value> = command.iter().map(|a| Value::String(a.clone())).collect();
                 out.push_str("      # Arguments to the image's entrypoint; items may be references such as\n");
@@ -433,6 +439,7 @@ mod tests {
             command: vec!["--db".into(), "/data/notes.db".into()],
             volumes: vec!["/data".into()],
             database: database.map(str::to_owned),
+            runtime: Some("runsc".into()),
         };
         let tools = [
             tool("list_notes", json!({"type": "object"})),
@@ -452,6 +459,7 @@ mod tests {
             "      mcp_transport: stdio\n",
             "      command: [--db, /data/notes.db]\n",
             "      volumes: [/data]\n",
+            "      runtime: runsc\n",
             "      first-call:\n        list_notes: list_notes\n        add_note: add_note\n",
             "scenarios: [first-call.yaml]\n",
             "          tool: {binding: add_note}\n          arguments: {title: {runner: canary}, body: {runner: canary}}\n",
