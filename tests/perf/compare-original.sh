@@ -67,7 +67,25 @@ else
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
 fi
-cp scenarios/bench/compare-original.yaml "$work/compare.yaml"
+cat >"$work/compare.yaml" <<'YAML'
+schema_version: 1
+id: compare
+title: One setup call, model-free
+description: Reads the support note once in setup; nothing else.
+bindings: [read_note]
+setup:
+  - id: read
+    type: mcp_tool
+    tool: {binding: read_note}
+    arguments: {}
+exercise:
+  system: You are a support assistant.
+  user: Please read the latest support note.
+  tools: [{binding: read_note}]
+proposal_rules: []
+verify:
+  checks: []
+YAML
 cat >"$work/campaign.yaml" <<YAML
 schema_version: 1
 trials: $TRIALS

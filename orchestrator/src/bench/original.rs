@@ -59,8 +59,24 @@ impl OriginalComparison {
     }
 }
 
-/// The scenario both tools run (also tests/perf/compare-original.sh's).
-const SCENARIO: &str = include_str!("../../../scenarios/bench/compare-original.yaml");
+const SCENARIO: &str = "schema_version: 1
+id: compare
+title: One setup call, model-free
+description: Reads the support note once in setup; nothing else.
+bindings: [read_note]
+setup:
+  - id: read
+    type: mcp_tool
+    tool: {binding: read_note}
+    arguments: {}
+exercise:
+  system: You are a support assistant.
+  user: Please read the latest support note.
+  tools: [{binding: read_note}]
+proposal_rules: []
+verify:
+  checks: []
+";
 
 /// The campaign both tools run: accepted by the original 0.1.0 and by this build.
 pub fn campaign(image: &str, trials: u32) -> String {
