@@ -157,6 +157,7 @@ async fn runsc_bench(
     dir: &Path,
     trials: u32,
     settings: &BenchSettings,
+    engine: &crate::sandbox::docker::api::EngineFacts,
     runc_trial: f64,
     runc_floor: f64,
 ) -> Result<RunscBench, BenchError> {
@@ -167,8 +168,7 @@ async fn runsc_bench(
             ..RunscBench::default()
         });
     }
-    let engine = crate::sandbox::docker::api::connect().await?;
-    if !engine.facts.runtimes.contains_key(RUNSC) {
+    if !engine.runtimes.contains_key(RUNSC) {
         return Ok(RunscBench {
             skipped: Some(format!(
                 "the Docker engine lists no `{RUNSC}` runtime ({})",
@@ -495,9 +495,15 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
     let (_, wall1_ahead) = run_campaign(dir.path(), "jobs1-ahead2", &container, throughput, (1, 2), settings).await?;
     let (_, wall4_ahead) = run_campaign(dir.path(), "jobs4-ahead2", &container, throughput, (4, 2), settings).await?;
     let floor4 = parallel_floor(&sandbox, &image, throughput, 4).await?;
-    let runsc =
-        runsc_bench(dir.path(), trials, settings, percentile(&container_durations, 0.5), percentile(&floor, 0.5))
-            .await?;
+    let runsc = runsc_bench(
+        dir.path(),
+        trials,
+        settings,
+        &sandbox.engine.facts,
+        percentile(&container_durations, 0.5),
+        percentile(&floor, 0.5),
+    )
+    .await?;
     let median = |v: &[f64]| percentile(v, 0.5);
     let per_second = |n: u32, wall: Duration| f64::from(n) / wall.as_secs_f64();
     Ok(BenchReport {

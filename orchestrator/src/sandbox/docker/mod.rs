@@ -132,17 +132,17 @@ impl DockerBackend {
         let engine = api::connect().await?;
         // Every runtime the run's containers use must be listed by the engine; what is known
         // of each (path, arguments, version) goes to the gate and the evidence.
-        let used: std::collections::BTreeSet<Option<String>> =
-            needs.images.iter().map(|n| runtime::effective(options.runtime.as_deref(), n.runtime.as_deref())).collect();
-        for name in used.iter().flatten() {
-            runtime::check_registered(name, &engine.facts.runtimes)?;
-        }
+        let mut used = std::collections::BTreeSet::new();
         for need in &needs.images {
             let requested = runtime::effective(options.runtime.as_deref(), need.runtime.as_deref());
+            if let Some(name) = &requested {
+                runtime::check_registered(name, &engine.facts.runtimes)?;
+            }
             let name = runtime::expected_name(requested.as_deref(), &engine.facts);
             if let Some(why) = runtime::refusal(&name, need.egress_proxy) {
                 return Err(SandboxError::Unusable(why));
             }
+            used.insert(requested);
         }
         let mut runtimes = BTreeMap::new();
         for name in &used {
