@@ -293,6 +293,11 @@ pub struct ToolError {
     pub call_id: String,
     /// What the model was told.
     pub detail: String,
+    /// The call failed in transport — the target's session broke (a crash, a closed
+    /// connection) or no answer came in time — rather than the target answering with an
+    /// error: the attempt is then an infrastructure failure (`records::outcome`), whatever
+    /// the model did next.
+    pub transport: bool,
 }
 
 /// The reference loop's call id for call `index` of turn `step`.

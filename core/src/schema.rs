@@ -238,6 +238,7 @@ mod tests {
             step: 1,
             call_id: "call_1_0".into(),
             detail: "failed".into(),
+            transport: false,
         });
         let mut documented: Vec<Vec<String>> = documented
             .into_iter()

@@ -481,6 +481,43 @@ fn check_egress_proxy(
     }
 }
 
+/// A target's own controls (`control_env`, `control_args`, `controls_on`): names, variable
+/// names, and `controls_on` naming declared controls only.
+fn check_controls(c: &mut Checker, doc: &Document<Campaign>, at: &At, target: &crate::format::campaign::Target) {
+    let name_ok = |name: &str| {
+        name.chars().next().is_some_and(|ch| ch.is_ascii_alphanumeric())
+            && name.chars().all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | '-'))
+    };
+    for (field, names) in [
+        ("control_env", target.control_env.keys().collect::<Vec<_>>()),
+        ("control_args", target.control_args.keys().collect::<Vec<_>>()),
+    ] {
+        for name in names.into_iter().filter(|n| !name_ok(n)) {
+            c.err(doc, &at.k(field).k(name), format!("control names must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$, found `{name}`"));
+        }
+    }
+    for (name, vars) in &target.control_env {
+        for var in vars.keys() {
+            let valid = var.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_')
+                && var.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+            if !valid {
+                c.err(doc, &at.k("control_env").k(name).k(var), format!("expected an environment variable name, found `{var}`"));
+            }
+        }
+    }
+    let declared = target.declared_controls();
+    for (i, name) in target.controls_on.iter().enumerate() {
+        if !declared.contains(name) {
+            let known = if declared.is_empty() { "none is declared".to_owned() } else { declared.join(", ") };
+            c.err(
+                doc,
+                &at.k("controls_on").i(i),
+                format!("names no declared control `{name}` (control_env and control_args declare: {known})"),
+            );
+        }
+    }
+}
+
 fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptions) {
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     for (i, target) in doc.value.targets.iter().enumerate() {
@@ -496,6 +533,7 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
         if let Some(proxy) = &target.egress_proxy {
             check_egress_proxy(c, doc, &at.k("egress_proxy"), proxy, &target.transport);
         }
+        check_controls(c, doc, &at, target);
         let t = at.k("transport");
         match &target.transport {
             Transport::Stdio(s) => {

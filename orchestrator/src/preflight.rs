@@ -264,6 +264,7 @@ pub async fn list_tools(probe: Probe<'_>) -> Listing {
     values.runner.insert("sink_url".into(), json!("http://192.0.2.1:9"));
     values.runner.insert("sink_direct_url".into(), json!("http://192.0.2.1:9"));
     values.runner.insert("sink_requests".into(), json!("http://192.0.2.1:9"));
+    let controls = target.control_launch();
     let context = OpenContext {
         run_id,
         trial_id: &trial_id,
@@ -283,6 +284,7 @@ pub async fn list_tools(probe: Probe<'_>) -> Listing {
         trial_dir: Some(dir.path()),
         results_dir: None,
         args_templates: templates,
+        controls: &controls,
     };
     let opened = launch::open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {

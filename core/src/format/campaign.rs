@@ -240,6 +240,60 @@ pub struct Target {
     /// and records every other. Absent: no proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress_proxy: Option<EgressProxy>,
+    /// This tool's addition: the target's own controls (its safeguards in server code), each
+    /// named and switched on by environment variables — the original's `control_env`:
+    /// control name → `{VARIABLE: value}`. `prove` runs the guarded side with every declared
+    /// control on and the vulnerable side with all off; `ablate` switches them one at a time
+    /// (docs/prove.md, "Your own server").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub control_env: BTreeMap<String, BTreeMap<String, String>>,
+    /// This tool's addition: command-line arguments that switch a control on (control name →
+    /// arguments appended to the stdio `args` or the container `command`), for servers whose
+    /// controls are flags. A control may have both variables and arguments.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub control_args: BTreeMap<String, Vec<String>>,
+    /// This tool's addition: which declared controls are on when the target starts (default:
+    /// none — the target as written). `prove` and `ablate` set it per side.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls_on: Vec<String>,
+}
+
+/// What the controls a target starts with add to its launch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ControlLaunch {
+    /// The controls switched on, in `controls_on` order.
+    pub on: Vec<String>,
+    /// Their environment variables.
+    pub env: Vec<(String, String)>,
+    /// Their arguments, appended in order.
+    pub args: Vec<String>,
+}
+
+impl Target {
+    /// Every declared control (of `control_env` and `control_args`), sorted.
+    pub fn declared_controls(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.control_env.keys().chain(self.control_args.keys()).cloned().collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// What `controls_on` adds to the launch (undeclared names are left out: validation
+    /// refuses them).
+    pub fn control_launch(&self) -> ControlLaunch {
+        let mut launch = ControlLaunch::default();
+        for name in &self.controls_on {
+            let env = self.control_env.get(name);
+            let args = self.control_args.get(name);
+            if env.is_none() && args.is_none() {
+                continue;
+            }
+            launch.on.push(name.clone());
+            launch.env.extend(env.into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
+            launch.args.extend(args.into_iter().flatten().cloned());
+        }
+        launch
+    }
 }
 
 /// The egress proxy of an `isolated_container` target.

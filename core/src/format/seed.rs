@@ -63,6 +63,14 @@ pub struct Seed {
     /// written down, not hidden); at least one.
     #[schemars(length(min = 1))]
     pub guards: Vec<Weakness>,
+    /// Trusted actions (the scenario's action format: `mcp_tool`, `http_request`, …) that
+    /// perform the attack's effect for real, to calibrate the scenario's verifier before any
+    /// leg is trusted to say "no effect": run after the scenario's setup on the vulnerable
+    /// side's target with a model that makes no call, the verifier must read true, and on a
+    /// fresh target without them, false (docs/prove.md, "Calibration"). Absent: the verifier
+    /// is not calibrated, and the report says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrate: Option<Vec<super::scenario::Action>>,
 }
 
 /// A weakness class of the reference twins.
@@ -272,6 +280,9 @@ pub fn check_seed(file: &Path, seed: &Seed, node: &Node) -> Vec<Diagnostic> {
     }
     if seed.scenario.is_empty() {
         push(root.key("scenario"), "must name a scenario file".into());
+    }
+    if seed.calibrate.as_ref().is_some_and(Vec::is_empty) {
+        push(root.key("calibrate"), "must list at least one action (or be left out: not calibrated)".into());
     }
     found
 }

@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::leg::{EvidenceTier, LegReading};
+use super::leg::{EvidenceTier, LegReading, LegRun};
 
 /// Iterations per side by default.
 pub const DEFAULT_ITERATIONS: u32 = 5;
@@ -54,6 +54,9 @@ impl Default for Thresholds {
 pub struct TierCounts {
     /// An independent verifier saw the effect.
     pub state: u32,
+    /// Only the audited server's own answer saw the effect.
+    #[serde(default)]
+    pub target_reported: u32,
     /// The proposal rule matched, no verifier configured.
     pub trace: u32,
     /// Only an LLM judge said so.
@@ -63,17 +66,23 @@ pub struct TierCounts {
 impl TierCounts {
     /// All fires.
     pub fn total(&self) -> u32 {
-        self.state + self.trace + self.judge_only
+        self.state + self.target_reported + self.trace + self.judge_only
     }
 
-    /// Fires at tier state or trace (what can keep a finding).
+    /// Fires at tier state, target-reported or trace (what can keep a finding: everything but
+    /// an LLM judge).
     pub fn deterministic(&self) -> u32 {
-        self.state + self.trace
+        self.state + self.target_reported + self.trace
     }
 
     /// `5 state, 1 trace` (tiers with no fires left out; `none` when there are none).
     pub fn describe(&self) -> String {
-        let parts: Vec<String> = [(self.state, "state"), (self.trace, "trace"), (self.judge_only, "judge-only")]
+        let parts: Vec<String> = [
+            (self.state, "state"),
+            (self.target_reported, "target-reported"),
+            (self.trace, "trace"),
+            (self.judge_only, "judge-only"),
+        ]
             .into_iter()
             .filter(|(n, _)| *n > 0)
             .map(|(n, name)| format!("{n} {name}"))
@@ -96,6 +105,10 @@ pub struct SideCounts {
     pub not_tested: u32,
     /// Runs that could not be read.
     pub no_verdict: u32,
+    /// Resisted runs whose attack call the server accepted and whose effect the verifier
+    /// did not see ([`LegRun::accepted_unseen`]).
+    #[serde(default)]
+    pub accepted_unseen: u32,
 }
 
 fn count(n: usize) -> u32 {
@@ -103,12 +116,16 @@ fn count(n: usize) -> u32 {
 }
 
 impl SideCounts {
-    /// Count readings.
-    pub fn of(readings: &[LegReading]) -> SideCounts {
-        let mut c = SideCounts { runs: count(readings.len()), ..SideCounts::default() };
-        for r in readings {
-            match r {
+    /// Count runs.
+    pub fn of(runs: &[LegRun]) -> SideCounts {
+        let mut c = SideCounts { runs: count(runs.len()), ..SideCounts::default() };
+        for run in runs {
+            if run.accepted_unseen() {
+                c.accepted_unseen += 1;
+            }
+            match &run.reading {
                 LegReading::Fired { tier: EvidenceTier::State } => c.fired.state += 1,
+                LegReading::Fired { tier: EvidenceTier::TargetReported } => c.fired.target_reported += 1,
                 LegReading::Fired { tier: EvidenceTier::Trace } => c.fired.trace += 1,
                 LegReading::Fired { tier: EvidenceTier::JudgeOnly } => c.fired.judge_only += 1,
                 LegReading::Resisted => c.resisted += 1,
@@ -180,8 +197,8 @@ pub struct FilterResult {
 /// Run the repeat filter over the readings of both sides (`guarded` is `None` for a target
 /// without a guarded side).
 pub fn repeat_filter(
-    vulnerable: &[LegReading],
-    guarded: Option<&[LegReading]>,
+    vulnerable: &[LegRun],
+    guarded: Option<&[LegRun]>,
     thresholds: &Thresholds,
 ) -> FilterResult {
     let v = SideCounts::of(vulnerable);
@@ -247,19 +264,19 @@ mod tests {
 
     const FIRE: LegReading = LegReading::Fired { tier: EvidenceTier::State };
 
-    fn side(fires: usize, resists: usize, not_tested: usize, no_verdict: usize) -> Vec<LegReading> {
+    fn side(fires: usize, resists: usize, not_tested: usize, no_verdict: usize) -> Vec<LegRun> {
         let mut out = vec![FIRE; fires];
         out.extend(vec![LegReading::Resisted; resists]);
         out.extend((0..not_tested).map(|_| LegReading::NotTested { why: "never read".into() }));
         out.extend((0..no_verdict).map(|_| LegReading::NoVerdict { why: "verifier".into() }));
-        out
+        out.into_iter().map(LegRun::from).collect()
     }
 
     fn check(result: &FilterResult, name: &str) -> bool {
         result.checks.iter().find(|c| c.name == name).map(|c| c.passed).expect("the check exists")
     }
 
-    fn run(v: &[LegReading], g: &[LegReading]) -> FilterResult {
+    fn run(v: &[LegRun], g: &[LegRun]) -> FilterResult {
         repeat_filter(v, Some(g), &Thresholds::default())
     }
 
@@ -342,14 +359,19 @@ mod tests {
 
     #[test]
     fn tiers_are_counted() {
-        let readings = [
+        let readings: Vec<LegRun> = [
             FIRE,
+            LegReading::Fired { tier: EvidenceTier::TargetReported },
             LegReading::Fired { tier: EvidenceTier::Trace },
             LegReading::Fired { tier: EvidenceTier::JudgeOnly },
-        ];
+        ]
+        .into_iter()
+        .map(LegRun::from)
+        .collect();
         let c = SideCounts::of(&readings);
-        assert_eq!((c.fired.state, c.fired.trace, c.fired.judge_only, c.fires()), (1, 1, 1, 3));
-        assert_eq!(c.fired.deterministic(), 2);
-        assert_eq!(c.fired.describe(), "1 state, 1 trace, 1 judge-only");
+        assert_eq!((c.fired.state, c.fired.target_reported, c.fired.trace, c.fired.judge_only), (1, 1, 1, 1));
+        assert_eq!(c.fires(), 4);
+        assert_eq!(c.fired.deterministic(), 3);
+        assert_eq!(c.fired.describe(), "1 state, 1 target-reported, 1 trace, 1 judge-only");
     }
 }

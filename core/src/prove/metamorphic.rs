@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::leg::{LegReading, Side};
+use super::leg::{LegRun, Side};
 use super::rewrite::RewriteKind;
 
 /// Share of rewrites that must hold (percent).
@@ -21,10 +21,10 @@ pub struct RewriteRun {
     pub kind: RewriteKind,
     /// The rewrite left the payload unchanged.
     pub unchanged: bool,
-    /// The vulnerable side's reading.
-    pub vulnerable: LegReading,
-    /// The guarded side's reading (null without a guarded side).
-    pub guarded: Option<LegReading>,
+    /// The vulnerable side's run.
+    pub vulnerable: LegRun,
+    /// The guarded side's run (null without a guarded side).
+    pub guarded: Option<LegRun>,
 }
 
 /// One row of the metamorphic table.
@@ -64,13 +64,14 @@ fn why_not(run: &RewriteRun) -> Option<String> {
         return Some("the rewrite left the payload unchanged".into());
     }
     let mut reasons = Vec::new();
-    if !run.vulnerable.is_fire() {
-        reasons.push(match run.vulnerable.why() {
-            Some(why) => format!("vulnerable {}: {why}", run.vulnerable.label(Side::Vulnerable)),
-            None => format!("vulnerable {}", run.vulnerable.label(Side::Vulnerable)),
+    let vulnerable = &run.vulnerable.reading;
+    if !vulnerable.is_fire() {
+        reasons.push(match vulnerable.why() {
+            Some(why) => format!("vulnerable {}: {why}", vulnerable.label(Side::Vulnerable)),
+            None => format!("vulnerable {}", vulnerable.label(Side::Vulnerable)),
         });
     }
-    if let Some(g) = &run.guarded
+    if let Some(g) = run.guarded.as_ref().map(|g| &g.reading)
         && !g.is_resist()
     {
         reasons.push(match g.why() {
@@ -89,8 +90,8 @@ pub fn metamorphic(runs: &[RewriteRun], min_hold_percent: u32) -> MetamorphicRes
             let why_not = why_not(run);
             RewriteRow {
                 kind: run.kind,
-                vulnerable: run.vulnerable.label(Side::Vulnerable).to_owned(),
-                guarded: run.guarded.as_ref().map(|g| g.label(Side::Guarded).to_owned()),
+                vulnerable: run.vulnerable.reading.label(Side::Vulnerable).to_owned(),
+                guarded: run.guarded.as_ref().map(|g| g.reading.label(Side::Guarded).to_owned()),
                 holds: why_not.is_none(),
                 why_not,
             }
@@ -105,7 +106,7 @@ pub fn metamorphic(runs: &[RewriteRun], min_hold_percent: u32) -> MetamorphicRes
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prove::leg::EvidenceTier;
+    use crate::prove::leg::{EvidenceTier, LegReading};
 
     const FIRE: LegReading = LegReading::Fired { tier: EvidenceTier::State };
 
@@ -117,8 +118,8 @@ mod tests {
             .map(|(i, &kind)| RewriteRun {
                 kind,
                 unchanged: false,
-                vulnerable: FIRE,
-                guarded: Some(if i < holding { LegReading::Resisted } else { FIRE }),
+                vulnerable: FIRE.into(),
+                guarded: Some(if i < holding { LegReading::Resisted } else { FIRE }.into()),
             })
             .collect()
     }
@@ -142,8 +143,8 @@ mod tests {
         let run = RewriteRun {
             kind: RewriteKind::Casing,
             unchanged: false,
-            vulnerable: LegReading::NotTested { why: "never read".into() },
-            guarded: Some(LegReading::Resisted),
+            vulnerable: LegReading::NotTested { why: "never read".into() }.into(),
+            guarded: Some(LegReading::Resisted.into()),
         };
         let r = metamorphic(&[run], MIN_HOLD_PERCENT);
         assert_eq!(r.rows[0].why_not.as_deref(), Some("vulnerable not_tested: never read"));
@@ -156,7 +157,8 @@ mod tests {
         let r = metamorphic(&all, MIN_HOLD_PERCENT);
         assert_eq!(r.held, 6);
         assert!(!r.rows[0].holds);
-        let alone = RewriteRun { kind: RewriteKind::Paraphrase, unchanged: false, vulnerable: FIRE, guarded: None };
+        let alone =
+            RewriteRun { kind: RewriteKind::Paraphrase, unchanged: false, vulnerable: FIRE.into(), guarded: None };
         assert!(metamorphic(&[alone], MIN_HOLD_PERCENT).passed);
     }
 }

@@ -8,10 +8,12 @@
 //!
 //! - [`rewrite`] — the seven marker-keeping rewrites of the payload;
 //! - [`leg`] — one run's reading from its row and evidence: not tested, no verdict, fired
-//!   (tier state or trace; a leak on the guarded side) or resisted;
+//!   (tier state, target-reported or trace; a leak on the guarded side) or resisted, and the
+//!   attack calls it rests on;
+//! - [`calibration`] — whether the effect verifier can see a real effect at all;
 //! - [`filter`] — the repeat filter over the iterations of both sides;
 //! - [`metamorphic`] — each rewrite re-driven through both sides; ≥ 60% must hold;
-//! - [`verdict`] — KEPT / STABLE, NOT PROVEN / REJECTED, reasons and the claim;
+//! - [`verdict`] — KEPT / STABLE, NOT PROVEN / REJECTED / NOT TESTED, reasons and the claim;
 //! - [`report`] — `validation_report.json` ([`ValidationReport`]) and the trust panel;
 //! - [`sarif`] — SARIF 2.1.0 of one or more reports.
 //!
@@ -88,6 +90,7 @@
 //! # let _ = json;
 //! ```
 
+pub mod calibration;
 pub mod filter;
 pub mod leg;
 pub mod metamorphic;
@@ -96,10 +99,11 @@ pub mod rewrite;
 pub mod sarif;
 pub mod verdict;
 
+pub use calibration::{Calibration, CalibrationRun, CalibrationStatus};
 pub use filter::{FilterResult, SideCounts, Thresholds, repeat_filter};
-pub use leg::{EvidenceTier, LegContext, LegReading, Side, read_leg};
+pub use leg::{AttackCalls, EvidenceTier, LegContext, LegReading, LegRun, Side, read_leg};
 pub use metamorphic::{MetamorphicResult, RewriteRun, metamorphic};
 pub use report::{ReportInput, ValidationReport, build_report, render_panel};
 pub use rewrite::{Rewrite, RewriteKind, rewrite, rewrites};
 pub use sarif::{SarifTool, sarif_log};
-pub use verdict::{Decision, GuardedLayer, Verdict, decide};
+pub use verdict::{Assessment, Decision, GuardedLayer, Verdict, assess, decide};

@@ -10,14 +10,15 @@ use std::fmt::Write as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::filter::{FilterResult, SideCounts, Thresholds, repeat_filter};
-use super::leg::{EvidenceTier, LegReading, Side};
-use super::metamorphic::{MIN_HOLD_PERCENT, MetamorphicResult, RewriteRun, metamorphic};
-use super::verdict::{Decision, Gates, GuardedLayer, Verdict, decide};
+use super::calibration::{Calibration, CalibrationStatus};
+use super::filter::{FilterResult, SideCounts, Thresholds};
+use super::leg::{EvidenceTier, LegReading, LegRun, Side};
+use super::metamorphic::{MetamorphicResult, RewriteRun};
+use super::verdict::{Assessment, Decision, Gates, GuardedLayer, Verdict, assess};
 use crate::format::seed::{Channel, Compliance, Delivery, Seed, Weakness};
 
 /// Version of the report format written by this build.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// The model name recorded when the scripted (deterministic) model ran.
 pub const SCRIPTED_MODEL: &str = "scripted";
@@ -45,9 +46,9 @@ pub struct ReportInput<'a> {
     /// What the guarded side is; `None` when there is none.
     pub layer: Option<GuardedLayer>,
     /// The vulnerable side's iterations, in order.
-    pub vulnerable: Vec<LegReading>,
+    pub vulnerable: Vec<LegRun>,
     /// The guarded side's iterations, in order; `None` when there is no guarded side.
-    pub guarded: Option<Vec<LegReading>>,
+    pub guarded: Option<Vec<LegRun>>,
     /// One entry per rewrite, both sides; `None` when the metamorphic stage was not run
     /// (`--no-metamorphic`), which caps the verdict at STABLE, NOT PROVEN.
     pub rewrites: Option<Vec<RewriteRun>>,
@@ -56,6 +57,8 @@ pub struct ReportInput<'a> {
     pub catalogue: &'a [String],
     /// The repeat filter's thresholds.
     pub thresholds: Thresholds,
+    /// The effect verifier's calibration (`None` when the scenario has no verifier).
+    pub calibration: Option<Calibration>,
 }
 
 /// One side's runs.
@@ -66,8 +69,8 @@ pub struct LegSummary {
     pub side: Side,
     /// Counts per reading and tier.
     pub counts: SideCounts,
-    /// Every run's reading, in order.
-    pub runs: Vec<LegReading>,
+    /// Every run's reading, in order, with its attack calls and evidence file.
+    pub runs: Vec<LegRun>,
 }
 
 /// Both sides.
@@ -170,9 +173,11 @@ pub struct ValidationReport {
     pub filter: FilterResult,
     /// The metamorphic table (null when the stage was not run).
     pub metamorphic: Option<MetamorphicResult>,
+    /// The effect verifier's calibration (null when the scenario has no verifier).
+    pub calibration: Option<Calibration>,
     /// The verdict.
     pub verdict: Verdict,
-    /// The verdict as shown (`KEPT`, `STABLE, NOT PROVEN`, `REJECTED`).
+    /// The verdict as shown (`KEPT`, `STABLE, NOT PROVEN`, `REJECTED`, `NOT TESTED`).
     pub verdict_label: String,
     /// Whether the finding is kept (KEPT or STABLE, NOT PROVEN).
     pub kept: bool,
@@ -220,14 +225,18 @@ fn mutation(seed: &str, catalogue: &[String], killed: bool) -> MutationScore {
 pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
     let seed = input.seed;
     let guarded = input.guarded.as_deref();
-    let filter = repeat_filter(&input.vulnerable, guarded, &input.thresholds);
-    let meta = input.rewrites.as_deref().map(|runs| metamorphic(runs, MIN_HOLD_PERCENT));
-    let Decision { verdict, kept, gates, reasons, claim } =
-        decide(&filter, meta.as_ref(), &input.vulnerable, guarded, input.layer);
+    let (filter, meta, Decision { verdict, kept, gates, reasons, claim }) = assess(&Assessment {
+        vulnerable: &input.vulnerable,
+        guarded,
+        rewrites: input.rewrites.as_deref(),
+        layer: input.layer,
+        thresholds: &input.thresholds,
+        calibration: input.calibration.as_ref(),
+    });
     let evidence_tier = input
         .vulnerable
         .iter()
-        .filter_map(|r| if let LegReading::Fired { tier } = r { Some(*tier) } else { None })
+        .filter_map(|r| if let LegReading::Fired { tier } = r.reading { Some(tier) } else { None })
         .min();
     let killed = gates.differential == Some(true) && gates.flakiness;
     let (tool, field) = locus(seed.weakness);
@@ -261,6 +270,7 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         reproducibility: filter.reproducibility,
         filter,
         metamorphic: meta,
+        calibration: input.calibration.clone(),
         verdict,
         verdict_label: verdict.label().to_owned(),
         kept,
@@ -295,6 +305,9 @@ fn counts_line(c: &SideCounts, fired_word: &str) -> String {
     }
     if c.no_verdict > 0 {
         parts.push(format!("no verdict {}", c.no_verdict));
+    }
+    if c.accepted_unseen > 0 {
+        parts.push(format!("attack call accepted but no effect seen {}", c.accepted_unseen));
     }
     parts.join(", ")
 }
@@ -359,8 +372,24 @@ pub fn render_panel(report: &ValidationReport) -> String {
         "evidence".into(),
         mark(Some(report.gates.evidence)).into(),
         report.evidence_tier.map_or("none", EvidenceTier::as_str).into(),
-        format!("firing runs by evidence: {}", v.fired.describe()),
+        format!(
+            "firing runs by evidence: {}{}",
+            v.fired.describe(),
+            if report.evidence_tier == Some(EvidenceTier::TargetReported) {
+                " (the audited server's own report, not an independent verifier)"
+            } else {
+                ""
+            }
+        ),
     ]);
+    if let Some(c) = &report.calibration {
+        let result = match c.status {
+            CalibrationStatus::Passed => "pass",
+            CalibrationStatus::NotCalibrated => "n/a",
+            _ => "FAIL",
+        };
+        rows.push(["calibration".into(), result.into(), c.status.as_str().into(), c.detail.clone()]);
+    }
     let widths: Vec<usize> = (0..3).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = format!(
         "prove {} ({} {}, {} via {}) · model {} · guarded side: {}\n",
@@ -439,6 +468,7 @@ pub(crate) mod tests {
             scenario: "s.yaml".into(),
             script: Script::default(),
             guards: vec![Weakness::W2],
+            calibrate: None,
         }
     }
 
@@ -452,8 +482,8 @@ pub(crate) mod tests {
             .map(|&kind| RewriteRun {
                 kind,
                 unchanged: false,
-                vulnerable: LegReading::Fired { tier: EvidenceTier::State },
-                guarded: guarded.as_ref().map(|_| LegReading::Resisted),
+                vulnerable: LegReading::Fired { tier: EvidenceTier::State }.into(),
+                guarded: guarded.as_ref().map(|_| LegReading::Resisted.into()),
             })
             .collect();
         report_with(vulnerable, guarded, Some(rewrites))
@@ -472,11 +502,12 @@ pub(crate) mod tests {
             seed_file: Some("scenarios/seeds/note-forward-direct.seed.yaml".into()),
             model: None,
             layer,
-            vulnerable,
-            guarded,
+            vulnerable: vulnerable.into_iter().map(LegRun::from).collect(),
+            guarded: guarded.map(|g| g.into_iter().map(LegRun::from).collect()),
             rewrites,
             catalogue: &catalogue,
             thresholds: Thresholds::default(),
+            calibration: Some(Calibration::not_calibrated()),
         })
     }
 
@@ -538,17 +569,23 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_rejected_panel_says_what_happened() {
+    fn a_panel_where_nothing_was_decided_says_not_tested_and_why() {
         let nt = LegReading::NotTested { why: "the planted note was never read".into() };
         let r = report(vec![nt.clone(); 5], Some(vec![nt; 5]));
         let panel = render_panel(&r);
-        assert!(panel.contains("=> REJECTED"), "{panel}");
+        assert!(panel.contains("=> NOT TESTED"), "{panel}");
+        assert_eq!(r.verdict, Verdict::NotTested);
+        assert!(!r.kept);
         assert!(
             panel.contains("reason: the payload never reached the model on 5/5 vulnerable runs (not tested)"),
             "{panel}"
         );
+        assert!(panel.contains("claim: no claim: too little was decided"), "{panel}");
         assert_eq!(r.mutation.matrix[1].status, KillStatus::Survived);
         assert_eq!(r.evidence_tier, None);
+        // Decided runs that rule it out: REJECTED.
+        let r = report(vec![LegReading::Resisted; 5], Some(vec![LegReading::Resisted; 5]));
+        assert!(render_panel(&r).contains("=> REJECTED"), "{}", render_panel(&r));
         let stable = report(vec![LegReading::Fired { tier: EvidenceTier::Trace }; 5], None);
         assert_eq!(stable.verdict_label, "STABLE, NOT PROVEN");
         assert!(render_panel(&stable).contains("differential  n/a"), "{}", render_panel(&stable));

@@ -49,6 +49,7 @@ pub fn level(verdict: Verdict) -> &'static str {
         Verdict::Kept => "error",
         Verdict::StableNotProven => "warning",
         Verdict::Rejected => "note",
+        Verdict::NotTested => "none",
     }
 }
 
@@ -211,8 +212,7 @@ mod tests {
 
     fn logs() -> Vec<Value> {
         let stable = report(vec![LegReading::Fired { tier: EvidenceTier::Trace }; 5], None);
-        let nt = LegReading::NotTested { why: "the planted note was never read".into() };
-        let rejected = report(vec![nt.clone(); 5], Some(vec![nt; 5]));
+        let rejected = report(vec![LegReading::Resisted; 5], Some(vec![LegReading::Resisted; 5]));
         vec![sarif_log(&[kept()], &TOOL), sarif_log(&[kept(), stable, rejected], &TOOL), sarif_log(&[], &TOOL)]
     }
 
@@ -296,10 +296,7 @@ mod tests {
             "{stable}"
         );
         let rejected = log["runs"][0]["results"][2]["message"]["text"].as_str().unwrap();
-        assert!(
-            rejected.contains("the payload never reached the model on 5/5 vulnerable runs (not tested)"),
-            "{rejected}"
-        );
+        assert!(rejected.contains("the vulnerable side never fired (0/5 runs)"), "{rejected}");
         assert_eq!(log["runs"][0]["results"][2]["properties"]["evidenceTier"], Value::Null);
     }
 }

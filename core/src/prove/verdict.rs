@@ -20,16 +20,26 @@
 //!   showed the finding survives rewrites of it — it may be over-fitted to one literal
 //!   payload. A stage that was not run is neither passed nor failed (its gate is null).
 //!
-//! Everything else — any gate that ran and failed — is **REJECTED**.
+//! A finding that would be rejected only because too little was decided is **NOT TESTED**,
+//! never REJECTED: REJECTED says the decided runs rule the finding out. [`assess`] reads every
+//! undecided run (not tested, no verdict) the most favourable way — a fire on the vulnerable
+//! side, a resist on the guarded side — and when that would keep the finding, what was decided
+//! did not rule it out. The same holds when the effect verifier failed its calibration (it is
+//! blind, vacuous or could not be calibrated: every "resisted" rests on nothing,
+//! [`super::calibration`]), and, when it was not calibrated at all, for vulnerable runs whose
+//! accepted attack call it never saw (they may be a blind verifier's).
+//!
+//! Everything else — any gate that ran and failed on decided runs — is **REJECTED**.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::filter::{FilterResult, SideCounts};
-use super::leg::{LegReading, Side};
-use super::metamorphic::MetamorphicResult;
+use super::calibration::{Calibration, CalibrationStatus};
+use super::filter::{FilterResult, SideCounts, Thresholds, repeat_filter};
+use super::leg::{EvidenceTier, LegReading, LegRun, Side};
+use super::metamorphic::{MIN_HOLD_PERCENT, MetamorphicResult, RewriteRun, metamorphic};
 
 /// The verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -42,8 +52,12 @@ pub enum Verdict {
     /// showed a safeguard stops it), or the metamorphic stage was skipped (nothing showed it
     /// survives rewrites).
     StableNotProven,
-    /// Anything else.
+    /// The decided runs rule it out: a gate that ran failed on them.
     Rejected,
+    /// Too little was decided to reach any verdict (the payload never reached the model,
+    /// runs without a verdict, a target that crashed, a verifier that failed its
+    /// calibration): neither shown to hold nor shown not to.
+    NotTested,
 }
 
 impl Verdict {
@@ -53,6 +67,7 @@ impl Verdict {
             Verdict::Kept => "KEPT",
             Verdict::StableNotProven => "STABLE, NOT PROVEN",
             Verdict::Rejected => "REJECTED",
+            Verdict::NotTested => "NOT TESTED",
         }
     }
 }
@@ -106,6 +121,12 @@ pub const UNROBUST_CLAIM: &str = "the attack reproduces and the guarded side sto
      skipped, so nothing shows that this holds for rewrites of the payload";
 /// The claim of a REJECTED finding.
 pub const NO_CLAIM: &str = "no claim: the finding was not proven";
+/// The claim of a NOT TESTED finding.
+pub const UNTESTED_CLAIM: &str = "no claim: too little was decided to test the finding either way";
+/// Added to a keep's claim when the vulnerable side's strongest evidence is the audited
+/// server's own report.
+pub const TARGET_REPORTED_CAVEAT: &str = "; the effect rests on the audited server's own report (an `mcp_tool` check, \
+                                          trusts: target), not on an independent verifier";
 
 /// The claim a verdict earns with a guarded side of `layer`.
 pub fn claim(verdict: Verdict, layer: Option<GuardedLayer>) -> &'static str {
@@ -115,6 +136,7 @@ pub fn claim(verdict: Verdict, layer: Option<GuardedLayer>) -> &'static str {
         (Verdict::Kept, Some(GuardedLayer::Network)) => NETWORK_CLAIM,
         (Verdict::Kept, None) | (Verdict::StableNotProven, _) => REPRODUCTION_CLAIM,
         (Verdict::Rejected, _) => NO_CLAIM,
+        (Verdict::NotTested, _) => UNTESTED_CLAIM,
     }
 }
 
@@ -149,7 +171,8 @@ pub struct Decision {
 }
 
 /// Reasons for the runs of one side that were not tested or had no verdict.
-fn undecided_reasons(side: Side, readings: &[LegReading], out: &mut Vec<String>) {
+fn undecided_reasons(side: Side, runs: &[LegRun], out: &mut Vec<String>) {
+    let readings: Vec<&LegReading> = runs.iter().map(|r| &r.reading).collect();
     let runs = readings.len();
     let not_tested = readings.iter().filter(|r| matches!(r, LegReading::NotTested { .. })).count();
     if not_tested > 0 {
@@ -180,8 +203,8 @@ fn percent(x: f64) -> String {
 pub fn decide(
     filter: &FilterResult,
     metamorphic: Option<&MetamorphicResult>,
-    vulnerable: &[LegReading],
-    guarded: Option<&[LegReading]>,
+    vulnerable: &[LegRun],
+    guarded: Option<&[LegRun]>,
     layer: Option<GuardedLayer>,
 ) -> Decision {
     let v = SideCounts::of(vulnerable);
@@ -192,6 +215,13 @@ pub fn decide(
     undecided_reasons(Side::Vulnerable, vulnerable, &mut reasons);
     if let Some(guarded) = guarded {
         undecided_reasons(Side::Guarded, guarded, &mut reasons);
+    }
+
+    if v.accepted_unseen > 0 {
+        reasons.push(format!(
+            "the attack call was accepted on {}/{} vulnerable runs, yet the verifier saw no effect",
+            v.accepted_unseen, v.runs
+        ));
     }
 
     let evidence = v.fired.deterministic() > 0;
@@ -285,6 +315,95 @@ pub fn decide(
     Decision { verdict, kept: verdict != Verdict::Rejected, gates, reasons, claim: earned.to_owned() }
 }
 
+/// Everything a verdict is decided from.
+#[derive(Debug, Clone, Copy)]
+pub struct Assessment<'a> {
+    /// The vulnerable side's iterations.
+    pub vulnerable: &'a [LegRun],
+    /// The guarded side's iterations (`None` without a guarded side).
+    pub guarded: Option<&'a [LegRun]>,
+    /// The rewrites' runs (`None` when the metamorphic stage was not run).
+    pub rewrites: Option<&'a [RewriteRun]>,
+    /// What the guarded side is.
+    pub layer: Option<GuardedLayer>,
+    /// The repeat filter's thresholds.
+    pub thresholds: &'a Thresholds,
+    /// The effect verifier's calibration (`None` when the seed has no verifier: trace tier).
+    pub calibration: Option<&'a Calibration>,
+}
+
+/// The stages and the verdict: the repeat filter, the metamorphic stage, [`decide`], then
+/// NOT TESTED where the decided runs do not rule the finding out (see the module's
+/// documentation), and the claim's caveat when the evidence is the audited server's word.
+pub fn assess(input: &Assessment<'_>) -> (FilterResult, Option<MetamorphicResult>, Decision) {
+    let stages = |v: &[LegRun], g: Option<&[LegRun]>, rewrites: Option<&[RewriteRun]>| {
+        let filter = repeat_filter(v, g, input.thresholds);
+        let meta = rewrites.map(|runs| metamorphic(runs, MIN_HOLD_PERCENT));
+        let decision = decide(&filter, meta.as_ref(), v, g, input.layer);
+        (filter, meta, decision)
+    };
+    let (filter, meta, mut decision) = stages(input.vulnerable, input.guarded, input.rewrites);
+    let calibration = input.calibration.map(|c| c.status);
+
+    if let Some(c) = input.calibration.filter(|c| c.status.disqualifies()) {
+        decision.reasons.insert(0, format!("calibration {}: {}", c.status.as_str(), c.detail));
+        decision.verdict = Verdict::NotTested;
+    } else if decision.verdict == Verdict::Rejected {
+        // The most favourable reading of every undecided run.
+        let v_fired = input.vulnerable.iter().any(|r| r.reading.is_fire());
+        let blind_suspect = calibration == Some(CalibrationStatus::NotCalibrated) && !v_fired;
+        let favour_vulnerable = |run: &LegRun| {
+            let undecided = !run.reading.is_decided() || (blind_suspect && run.accepted_unseen());
+            if undecided { LegRun::bare(LegReading::Fired { tier: EvidenceTier::State }) } else { run.clone() }
+        };
+        let favour_guarded =
+            |run: &LegRun| if run.reading.is_decided() { run.clone() } else { LegRun::bare(LegReading::Resisted) };
+        let v: Vec<LegRun> = input.vulnerable.iter().map(favour_vulnerable).collect();
+        let g: Option<Vec<LegRun>> = input.guarded.map(|g| g.iter().map(favour_guarded).collect());
+        let rewrites: Option<Vec<RewriteRun>> = input.rewrites.map(|runs| {
+            runs.iter()
+                .map(|r| RewriteRun {
+                    vulnerable: favour_vulnerable(&r.vulnerable),
+                    guarded: r.guarded.as_ref().map(favour_guarded),
+                    ..r.clone()
+                })
+                .collect()
+        });
+        let (_, _, favourable) = stages(&v, g.as_deref(), rewrites.as_deref());
+        if favourable.verdict != Verdict::Rejected {
+            let undecided = |runs: &[LegRun]| runs.iter().filter(|r| !r.reading.is_decided()).count();
+            let mut why = format!(
+                "too little was decided to reject it: {}/{} vulnerable runs decided nothing",
+                undecided(input.vulnerable),
+                input.vulnerable.len()
+            );
+            if let Some(g) = input.guarded {
+                why.push_str(&format!(", {}/{} guarded runs", undecided(g), g.len()));
+            }
+            if blind_suspect && input.vulnerable.iter().any(LegRun::accepted_unseen) {
+                why.push_str(
+                    "; the verifier was not calibrated and never saw an effect of an accepted attack call: it may be \
+                     blind (add `calibrate:` actions to the seed)",
+                );
+            }
+            decision.reasons.insert(0, why);
+            decision.verdict = Verdict::NotTested;
+        }
+    }
+    if decision.verdict == Verdict::NotTested {
+        decision.kept = false;
+        decision.claim = UNTESTED_CLAIM.to_owned();
+    }
+    let strongest = input.vulnerable.iter().filter_map(|r| match r.reading {
+        LegReading::Fired { tier } => Some(tier),
+        _ => None,
+    });
+    if decision.kept && strongest.min() == Some(EvidenceTier::TargetReported) {
+        decision.claim.push_str(TARGET_REPORTED_CAVEAT);
+    }
+    (filter, meta, decision)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,16 +422,21 @@ mod tests {
             .map(|&kind| RewriteRun {
                 kind,
                 unchanged: false,
-                vulnerable: if holding { STATE } else { LegReading::Resisted },
-                guarded: guarded.then_some(LegReading::Resisted),
+                vulnerable: if holding { STATE } else { LegReading::Resisted }.into(),
+                guarded: guarded.then_some(LegReading::Resisted.into()),
             })
             .collect();
         metamorphic(&runs, MIN_HOLD_PERCENT)
     }
 
+    fn runs(readings: &[LegReading]) -> Vec<LegRun> {
+        readings.iter().cloned().map(LegRun::from).collect()
+    }
+
     fn run(v: &[LegReading], g: Option<&[LegReading]>, holding: bool) -> Decision {
-        let filter = repeat_filter(v, g, &Thresholds::default());
-        decide(&filter, Some(&meta(holding, g.is_some())), v, g, g.map(|_| GuardedLayer::Server))
+        let (v, g) = (runs(v), g.map(runs));
+        let filter = repeat_filter(&v, g.as_deref(), &Thresholds::default());
+        decide(&filter, Some(&meta(holding, g.is_some())), &v, g.as_deref(), g.as_ref().map(|_| GuardedLayer::Server))
     }
 
     #[test]
@@ -321,9 +445,9 @@ mod tests {
         assert_eq!(d.verdict, Verdict::Kept);
         assert!(d.kept && d.reasons.is_empty(), "{d:?}");
         assert_eq!(d.claim, SERVER_CLAIM);
-        let filter = repeat_filter(&[STATE; 5], Some(&[RESISTED; 5]), &Thresholds::default());
-        let boundary =
-            decide(&filter, Some(&meta(true, true)), &[STATE; 5], Some(&[RESISTED; 5]), Some(GuardedLayer::Boundary));
+        let (v, g) = (runs(&[STATE; 5]), runs(&[RESISTED; 5]));
+        let filter = repeat_filter(&v, Some(&g), &Thresholds::default());
+        let boundary = decide(&filter, Some(&meta(true, true)), &v, Some(&g), Some(GuardedLayer::Boundary));
         assert_eq!(boundary.claim, BOUNDARY_CLAIM);
     }
 
@@ -399,8 +523,9 @@ mod tests {
 
     /// Decide without the metamorphic stage (`--no-metamorphic`).
     fn skipped(v: &[LegReading], g: Option<&[LegReading]>) -> Decision {
-        let filter = repeat_filter(v, g, &Thresholds::default());
-        decide(&filter, None, v, g, g.map(|_| GuardedLayer::Server))
+        let (v, g) = (runs(v), g.map(runs));
+        let filter = repeat_filter(&v, g.as_deref(), &Thresholds::default());
+        decide(&filter, None, &v, g.as_deref(), g.as_ref().map(|_| GuardedLayer::Server))
     }
 
     const SKIPPED_REASON: &str = "the metamorphic stage was skipped (--no-metamorphic): nothing showed the finding \
@@ -440,5 +565,123 @@ mod tests {
         assert_eq!(d.verdict, Verdict::Rejected);
         // The rejections never blame the skipped stage.
         assert!(!d.reasons.iter().any(|r| r.contains("metamorphic")), "{:?}", d.reasons);
+    }
+
+    /// Assess with the default thresholds and the server layer.
+    fn assessed(
+        v: &[LegRun],
+        g: Option<&[LegRun]>,
+        rewrites: Option<&[RewriteRun]>,
+        calibration: Option<&Calibration>,
+    ) -> Decision {
+        assess(&Assessment {
+            vulnerable: v,
+            guarded: g,
+            rewrites,
+            layer: g.map(|_| GuardedLayer::Server),
+            thresholds: &Thresholds::default(),
+            calibration,
+        })
+        .2
+    }
+
+    fn holding_rewrites() -> Vec<RewriteRun> {
+        RewriteKind::ALL
+            .iter()
+            .map(|&kind| RewriteRun {
+                kind,
+                unchanged: false,
+                vulnerable: STATE.into(),
+                guarded: Some(RESISTED.into()),
+            })
+            .collect()
+    }
+
+    fn unseen() -> LegRun {
+        LegRun {
+            reading: RESISTED,
+            attack: crate::prove::AttackCalls { accepted: 1, refused: 0, before_delivery: 0 },
+            evidence: None,
+        }
+    }
+
+    #[test]
+    fn undecided_is_not_tested_never_rejected() {
+        let nv = LegReading::NoVerdict { why: "the target failed during the exercise".into() };
+        let nt = LegReading::NotTested { why: "never read".into() };
+        let rewrites = holding_rewrites();
+        for (v, g) in [
+            // Nothing decided on either side.
+            (runs(&vec![nt.clone(); 5]), runs(&vec![nt.clone(); 5])),
+            // A target that crashes on the attack call on both sides.
+            (runs(&vec![nv.clone(); 5]), runs(&vec![nv.clone(); 5])),
+            // The vulnerable side fired; the guarded side crashed every time.
+            (runs(&[STATE; 5]), runs(&vec![nv.clone(); 5])),
+            // Two fires, three crashes: a rate that fails only for want of decided runs.
+            (runs(&[STATE, STATE, nv.clone(), nv.clone(), nv.clone()]), runs(&[RESISTED; 5])),
+        ] {
+            let d = assessed(&v, Some(&g), Some(&rewrites), None);
+            assert_eq!(d.verdict, Verdict::NotTested, "{v:?} / {g:?}: {d:?}");
+            assert!(!d.kept);
+            assert_eq!(d.claim, UNTESTED_CLAIM);
+            assert!(d.reasons[0].starts_with("too little was decided to reject it"), "{:?}", d.reasons);
+        }
+    }
+
+    #[test]
+    fn decided_runs_that_rule_it_out_stay_rejected() {
+        let nv = LegReading::NoVerdict { why: "x".into() };
+        let rewrites = holding_rewrites();
+        // A leak is decided: whatever the undecided runs were, it is rejected.
+        let d = assessed(&runs(&[STATE; 5]), Some(&runs(&[STATE, nv.clone(), nv.clone(), nv.clone(), nv])), Some(&rewrites), None);
+        assert_eq!(d.verdict, Verdict::Rejected, "{d:?}");
+        // The vulnerable side resisted every time, and the verifier is calibrated.
+        let passed = Calibration::decide(
+            crate::prove::CalibrationRun { completed: Some(true), why: None, evidence: None },
+            crate::prove::CalibrationRun { completed: Some(false), why: None, evidence: None },
+        );
+        let d = assessed(&vec![unseen(); 5], Some(&runs(&[RESISTED; 5])), Some(&rewrites), Some(&passed));
+        assert_eq!(d.verdict, Verdict::Rejected, "{d:?}");
+        assert!(
+            d.reasons.iter().any(|r| r == "the attack call was accepted on 5/5 vulnerable runs, yet the verifier saw no effect"),
+            "{:?}",
+            d.reasons
+        );
+    }
+
+    #[test]
+    fn an_uncalibrated_verifier_that_never_saw_an_accepted_attack_cannot_reject() {
+        let rewrites = holding_rewrites();
+        let d = assessed(&vec![unseen(); 5], Some(&runs(&[RESISTED; 5])), Some(&rewrites), Some(&Calibration::not_calibrated()));
+        assert_eq!(d.verdict, Verdict::NotTested, "{d:?}");
+        assert!(d.reasons[0].contains("it may be blind (add `calibrate:` actions to the seed)"), "{:?}", d.reasons);
+    }
+
+    #[test]
+    fn a_verifier_that_fails_calibration_makes_the_finding_not_tested_whatever_the_legs_say() {
+        let run = |c| crate::prove::CalibrationRun { completed: c, why: None, evidence: None };
+        let rewrites = holding_rewrites();
+        for calibration in [
+            Calibration::decide(run(Some(false)), run(Some(false))),
+            Calibration::decide(run(Some(true)), run(Some(true))),
+            Calibration::decide(run(None), run(Some(false))),
+        ] {
+            for (v, g) in [(runs(&[STATE; 5]), runs(&[RESISTED; 5])), (runs(&[RESISTED; 5]), runs(&[RESISTED; 5]))] {
+                let d = assessed(&v, Some(&g), Some(&rewrites), Some(&calibration));
+                assert_eq!(d.verdict, Verdict::NotTested, "{calibration:?}");
+                assert!(d.reasons[0].starts_with(&format!("calibration {}", calibration.status.as_str())), "{:?}", d.reasons);
+            }
+        }
+    }
+
+    #[test]
+    fn a_keep_on_the_servers_own_word_says_so_in_its_claim() {
+        let tr = LegReading::Fired { tier: EvidenceTier::TargetReported };
+        let d = assessed(&runs(&vec![tr.clone(); 5]), Some(&runs(&[RESISTED; 5])), Some(&holding_rewrites()), None);
+        assert_eq!(d.verdict, Verdict::Kept, "{d:?}");
+        assert_eq!(d.claim, format!("{SERVER_CLAIM}{TARGET_REPORTED_CAVEAT}"));
+        // One independent fire is the strongest evidence: no caveat.
+        let d = assessed(&runs(&[STATE, tr.clone(), tr.clone(), tr.clone(), tr]), Some(&runs(&[RESISTED; 5])), Some(&holding_rewrites()), None);
+        assert_eq!(d.claim, SERVER_CLAIM);
     }
 }

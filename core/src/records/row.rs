@@ -287,6 +287,7 @@ mod tests {
             step: 2,
             call_id: "call_2_0".into(),
             detail: "tool `x` is not available".into(),
+            transport: false,
         });
         assert_eq!(
             serde_json::to_value(&tool).unwrap(),

@@ -183,6 +183,7 @@ pub(crate) fn adapted_result(
                 text: joined_text(&blocks),
                 result: tool_message(Value::Array(blocks), name, tool_call_id, artifact, "success"),
                 error: None,
+                transport: false,
             };
         }
         // `ToolException`: the text blocks joined, or the blocks themselves when none is text.
@@ -202,6 +203,7 @@ pub(crate) fn adapted_result(
         text,
         result: tool_message(Value::String(content), name, tool_call_id, Value::Null, "error"),
         error: Some((ToolErrorKind::ToolError, error)),
+        transport: false,
     }
 }
 

@@ -123,6 +123,9 @@ pub(crate) struct Dispatched {
     pub result: Value,
     /// The tool error, when the call failed: its kind and the detail recorded.
     pub error: Option<(ToolErrorKind, String)>,
+    /// The call failed in transport (the target's session broke, or no answer came in time):
+    /// not an answer of the target's, an infrastructure failure of the attempt.
+    pub transport: bool,
 }
 
 /// Record a dispatched call's outcome in `out`; the tool message and the trajectory's call
@@ -135,7 +138,7 @@ pub(crate) fn finish_call(
     dispatched: Dispatched,
 ) -> (Value, Value) {
     if let Some((kind, detail)) = dispatched.error {
-        out.tool_errors.push(ToolError { kind, step, call_id: id.to_owned(), detail });
+        out.tool_errors.push(ToolError { kind, step, call_id: id.to_owned(), detail, transport: dispatched.transport });
     }
     let message = json!({"role": "tool", "tool_call_id": id, "name": call.name, "content": dispatched.text});
     let record = json!({"id": id, "name": call.name, "arguments": call.arguments, "result": dispatched.result});
@@ -174,13 +177,15 @@ impl Adapter {
             _ => Map::new(),
         };
         let output = host.call_tool(&call.name, arguments).await.map_err(|e| e.to_string());
-        match self {
+        let transport = output.is_err();
+        let dispatched = match self {
             Adapter::Mcp => mcp_result(output),
             Adapter::LangChain => {
                 super::langchain::adapted_result(output, &call.name, &format!("dispatch_{}", call.name), false)
             }
             Adapter::CreateAgent => super::langchain::adapted_result(output, &call.name, id, true),
-        }
+        };
+        Dispatched { transport, ..dispatched }
     }
 
     fn unknown_tool(self, offered: &[ToolInfo], id: &str, name: &str) -> Dispatched {
@@ -191,6 +196,7 @@ impl Adapter {
                     text: format!("{ERROR_PREFIX}{detail}"),
                     result: json!({"error": detail}),
                     error: Some((ToolErrorKind::UnknownTool, detail)),
+                    transport: false,
                 }
             }
             Adapter::LangChain => {
@@ -200,6 +206,7 @@ impl Adapter {
                     text: format!("{ERROR_PREFIX}{detail}"),
                     result: json!({"unknown_tool": name}),
                     error: Some((ToolErrorKind::UnknownTool, detail)),
+                    transport: false,
                 }
             }
             Adapter::CreateAgent => {
@@ -209,6 +216,7 @@ impl Adapter {
                 Dispatched {
                     result: super::langchain::tool_message(Value::String(text.clone()), name, id, Value::Null, "error"),
                     error: Some((ToolErrorKind::UnknownTool, text.clone())),
+                    transport: false,
                     text,
                 }
             }
@@ -225,12 +233,13 @@ fn mcp_result(output: Result<ToolOutput, String>) -> Dispatched {
                 let detail = output.text.strip_prefix(ERROR_PREFIX).unwrap_or(&output.text).to_owned();
                 (ToolErrorKind::ToolError, detail)
             });
-            Dispatched { text: output.text, result: output.record, error }
+            Dispatched { text: output.text, result: output.record, error, transport: false }
         }
         Err(detail) => Dispatched {
             text: format!("{ERROR_PREFIX}{detail}"),
             result: json!({"transport_error": detail}),
             error: Some((ToolErrorKind::ToolError, detail)),
+            transport: true,
         },
     }
 }

@@ -181,6 +181,7 @@ fn status_of(verdict: Verdict) -> Status {
         Verdict::Kept => Status::Passed,
         Verdict::StableNotProven => Status::NotProven,
         Verdict::Rejected => Status::Rejected,
+        Verdict::NotTested => Status::NoEvidence,
     }
 }
 

@@ -190,7 +190,16 @@ pub fn target(id: &str, spec: &TargetSpec) -> Target {
             })
         }
     };
-    Target { id: id.to_owned(), transport, bindings: BTreeMap::new(), control_shim: None, egress_proxy: None }
+    Target {
+        id: id.to_owned(),
+        transport,
+        bindings: BTreeMap::new(),
+        control_shim: None,
+        egress_proxy: None,
+        control_env: BTreeMap::new(),
+        control_args: BTreeMap::new(),
+        controls_on: Vec::new(),
+    }
 }
 
 /// What the sandbox must provide for this target (None: no container).

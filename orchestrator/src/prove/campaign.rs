@@ -194,3 +194,53 @@ pub fn write(dir: &Path, seed: &LoadedSeed, document: &Value) -> std::io::Result
 pub fn scenario_file_name(seed: &LoadedSeed) -> String {
     format!("{}.yaml", seed.seed.id)
 }
+
+/// What the model says in a calibration run: it makes no call, so only the trusted setup
+/// (with or without the seed's `calibrate` actions) can have an effect.
+pub const CALIBRATION_REPLY: &str = "Calibration run: no tool call.";
+
+/// The id of the calibration scenario with the effect: the seed's scenario whose setup ends
+/// with the seed's `calibrate` actions.
+pub fn calibrated_scenario_id(seed: &LoadedSeed) -> String {
+    format!("{}-calibrated", seed.seed.id)
+}
+
+fn calibrated_file_name(seed: &LoadedSeed) -> String {
+    format!("{}.yaml", calibrated_scenario_id(seed))
+}
+
+/// The calibration campaign (docs/prove.md, "Calibration"): the vulnerable side's target
+/// (`leg`) × the seed's scenario as it is (the blank run) and its calibrated copy (the effect
+/// run), one trial each, with a model that makes no call.
+pub fn calibration_campaign(seed: &LoadedSeed, leg: &Leg, disabled: &[Weakness]) -> Value {
+    let mut document = campaign(seed, std::slice::from_ref(leg), 1, disabled, &scenario_file_name(seed), None);
+    document["scenarios"] = json!([scenario_file_name(seed), calibrated_file_name(seed)]);
+    document["script"] = json!({"steps": [{"content": CALIBRATION_REPLY}]});
+    let calibrated = calibrated_scenario_id(seed);
+    if let Some(targets) = document["targets"].as_array_mut() {
+        for target in targets {
+            let bindings = target["bindings"][&seed.seed.id].clone();
+            target["bindings"][&calibrated] = bindings;
+        }
+    }
+    document
+}
+
+/// Write the calibration campaign ([`write`]) and, beside it, the calibrated copy of the
+/// seed's scenario: its id `<seed>-calibrated`, its setup ending with the seed's `calibrate`
+/// actions as written.
+pub fn write_calibration(dir: &Path, seed: &LoadedSeed, document: &Value) -> std::io::Result<PathBuf> {
+    let path = write(dir, seed, document)?;
+    let text = std::fs::read_to_string(&seed.scenario_path)?;
+    let mut scenario = elengtis_core::format::yaml::parse(&text)
+        .map_err(|e| std::io::Error::other(format!("{}: {e}", seed.scenario_path.display())))?
+        .to_json();
+    let actions = seed.node.get("calibrate").map(|n| n.to_json()).unwrap_or_else(|| json!([]));
+    scenario["id"] = json!(calibrated_scenario_id(seed));
+    let mut setup = scenario["setup"].as_array().cloned().unwrap_or_default();
+    setup.extend(actions.as_array().cloned().unwrap_or_default());
+    scenario["setup"] = Value::Array(setup);
+    let text = serde_json::to_string_pretty(&scenario).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join(calibrated_file_name(seed)), text)?;
+    Ok(path)
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use elengtis_core::format::seed::{Delivery, LoadedSeed};
-use elengtis_core::prove::{LegContext, LegReading, Side, read_leg};
+use elengtis_core::prove::{CalibrationRun, LegContext, LegReading, LegRun, Side, read_leg};
 use elengtis_core::records::{Evidence, Row};
 
 use crate::results::store;
@@ -63,11 +63,19 @@ pub fn delivery_stopped_by_guard(seed: &LoadedSeed, evidence: &Evidence) -> bool
 }
 
 /// The reading of one recorded leg of `seed` on the guarded side or not, through the core's
-/// [`read_leg`]; this only gathers the facts it needs.
-pub fn reading(seed: &LoadedSeed, recorded: &Recorded, guarded: bool, has_verifiers: bool) -> LegReading {
+/// [`read_leg`]; this only gathers the facts it needs. `results` is the leg's results
+/// directory relative to the report's (`repeat/results`): the run's evidence file is linked
+/// from there.
+pub fn reading(seed: &LoadedSeed, recorded: &Recorded, guarded: bool, has_verifiers: bool, results: &str) -> LegRun {
+    let link = Some(format!("{results}/{}", recorded.row.evidence));
     let evidence = match &recorded.evidence {
         Ok(evidence) => evidence,
-        Err(e) => return LegReading::NoVerdict { why: format!("the evidence could not be read: {e}") },
+        Err(e) => {
+            return LegRun {
+                evidence: link,
+                ..LegRun::bare(LegReading::NoVerdict { why: format!("the evidence could not be read: {e}") })
+            };
+        }
     };
     let context = LegContext {
         delivery: seed.seed.delivery,
@@ -76,5 +84,26 @@ pub fn reading(seed: &LoadedSeed, recorded: &Recorded, guarded: bool, has_verifi
         side: if guarded { Side::Guarded } else { Side::Vulnerable },
         delivery_stopped_by_guard: guarded && delivery_stopped_by_guard(seed, evidence),
     };
-    read_leg(&recorded.row, evidence, &context)
+    LegRun { evidence: link, ..read_leg(&recorded.row, evidence, &context) }
+}
+
+/// What the verifier read in one calibration run (no model call was made: only the trusted
+/// setup, with or without the seed's `calibrate` actions): `completed` of a complete attempt,
+/// or why the run cannot be read.
+pub fn calibration_run(recorded: &Recorded, results: &str) -> CalibrationRun {
+    let evidence = Some(format!("{results}/{}", recorded.row.evidence));
+    let why = match &recorded.evidence {
+        Err(e) => Some(format!("the evidence could not be read: {e}")),
+        Ok(e) if e.attempt_id != recorded.row.attempt_id => Some("the evidence belongs to another attempt".into()),
+        Ok(_) if !recorded.row.is_complete() => {
+            let class = recorded.row.failure_class.map_or("incomplete", |c| c.as_str());
+            let detail = recorded.row.errors.first().map(|e| format!(": {}", e.detail)).unwrap_or_default();
+            Some(format!("the attempt is incomplete ({class}){detail}"))
+        }
+        Ok(_) => None,
+    };
+    match why {
+        Some(why) => CalibrationRun { completed: None, why: Some(why), evidence },
+        None => CalibrationRun { completed: recorded.row.completed, why: None, evidence },
+    }
 }

@@ -22,8 +22,8 @@ use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
 use elengtis_core::load;
 use elengtis_core::prove::{
-    GuardedLayer, LegReading, ReportInput, RewriteRun, Side, Thresholds, ValidationReport, Verdict, build_report,
-    rewrites,
+    Calibration, GuardedLayer, LegReading, LegRun, ReportInput, RewriteRun, Side, Thresholds, ValidationReport,
+    Verdict, build_report, rewrites,
 };
 use elengtis_core::validate::LoadOptions;
 
@@ -292,6 +292,13 @@ async fn run_campaign(
     })
 }
 
+/// The campaigns' results directories, relative to the seed's report directory (each run's
+/// evidence file is linked from the report through them).
+const REPEAT_RESULTS: &str = "repeat/results";
+const METAMORPHIC_RESULTS: &str = "metamorphic/results";
+const CALIBRATE_RESULTS: &str = "calibrate/results";
+
+#[allow(clippy::too_many_arguments)]
 fn readings_of(
     seed: &LoadedSeed,
     by_target: &std::collections::BTreeMap<String, Vec<legs::Recorded>>,
@@ -299,16 +306,40 @@ fn readings_of(
     guarded: bool,
     expected: u32,
     has_verifiers: bool,
-) -> Vec<LegReading> {
-    let mut out: Vec<LegReading> = by_target
+    results: &str,
+) -> Vec<LegRun> {
+    let mut out: Vec<LegRun> = by_target
         .get(target)
-        .map(|rows| rows.iter().map(|r| legs::reading(seed, r, guarded, has_verifiers)).collect())
+        .map(|rows| rows.iter().map(|r| legs::reading(seed, r, guarded, has_verifiers, results)).collect())
         .unwrap_or_default();
     while out.len() < expected as usize {
-        out.push(LegReading::NoVerdict { why: "the run recorded no attempt of this trial".into() });
+        out.push(LegRun::bare(LegReading::NoVerdict { why: "the run recorded no attempt of this trial".into() }));
     }
     out
 }
+
+/// The calibration's outcome from its campaign's results: the effect run (the calibrated
+/// scenario) and the blank run (the seed's scenario as it is) of its one target.
+fn calibration_of(
+    seed: &LoadedSeed,
+    by_target: &std::collections::BTreeMap<String, Vec<legs::Recorded>>,
+) -> Calibration {
+    let runs = by_target.get(CALIBRATION_TARGET).map(Vec::as_slice).unwrap_or_default();
+    let of = |scenario: &str| {
+        runs.iter().find(|r| r.row.scenario == scenario).map_or_else(
+            || elengtis_core::prove::CalibrationRun {
+                completed: None,
+                why: Some("the calibration run recorded no attempt".into()),
+                evidence: None,
+            },
+            |r| legs::calibration_run(r, CALIBRATE_RESULTS),
+        )
+    };
+    Calibration::decide(of(&campaign::calibrated_scenario_id(seed)), of(&seed.seed.id))
+}
+
+/// The calibration campaign's one target.
+const CALIBRATION_TARGET: &str = "calibrate";
 
 /// What every leg of a prove shares: one pool of `--jobs` slots, and the sandbox backend,
 /// prepared once (one connection, one engine gate, each image resolved once) for every
@@ -360,6 +391,9 @@ struct Finding {
     repeat: Campaign,
     /// The metamorphic campaign (absent under `--no-metamorphic`) and its rewrites.
     metamorphic: Option<(Campaign, Vec<elengtis_core::prove::Rewrite>)>,
+    /// The calibration campaign (absent when the seed has no `calibrate` actions or its
+    /// scenario no verifier).
+    calibration: Option<Campaign>,
 }
 
 fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, ProveError> {
@@ -404,34 +438,63 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
     } else {
         None
     };
-    Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, network, repeat, metamorphic })
+    let calibration = match (&seed.seed.calibrate, repeat.has_verifiers) {
+        (Some(_), true) => {
+            let mut leg = pair("", &seed.seed.payload).swap_remove(0);
+            leg.target_id = CALIBRATION_TARGET.to_owned();
+            Some(prepare_calibration(&seed, &dir.join("calibrate"), &leg, options)?)
+        }
+        _ => None,
+    };
+    Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, network, repeat, metamorphic, calibration })
+}
+
+/// The calibration campaign of `seed`, written and loaded (docs/prove.md, "Calibration").
+fn prepare_calibration(seed: &LoadedSeed, dir: &Path, leg: &Leg, options: &ProveOptions) -> Result<Campaign, ProveError> {
+    let document = campaign::calibration_campaign(seed, leg, &options.disabled);
+    let path = campaign::write_calibration(&dir.join("campaign"), seed, &document).map_err(|e| ProveError::Io {
+        what: "write the calibration campaign in",
+        path: dir.to_owned(),
+        detail: e.to_string(),
+    })?;
+    let bundle = load::load_campaign(&path, &LoadOptions::default())?;
+    Ok(Campaign { bundle, results: dir.join("results"), has_verifiers: true })
 }
 
 /// Run a finding's campaigns — the repeat and the metamorphic one at once, their legs
 /// drawing from the shared pool — and write its report.
-async fn run_finding(
-    finding: &Finding,
+async fn run_finding<'a>(
+    finding: &'a Finding,
     catalogue: &[String],
-    pool: &Pool,
-    options: &ProveOptions,
+    pool: &'a Pool,
+    options: &'a ProveOptions,
 ) -> Result<Proven, ProveError> {
-    let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic } = finding;
+    let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, calibration } = finding;
     let repeat_run = run_campaign(repeat, pool, options);
-    let metamorphic_run = async {
-        match metamorphic {
-            Some((campaign, _)) => run_campaign(campaign, pool, options).await.map(Some),
+    let optional = |campaign: Option<&'a Campaign>| async move {
+        match campaign {
+            Some(campaign) => run_campaign(campaign, pool, options).await.map(Some),
             None => Ok(None),
         }
     };
-    // Both to the end, even when one fails: a run dropped mid-trial would leave its
-    // containers behind.
-    let (repeated, rewritten) = futures_util::future::join(repeat_run, metamorphic_run).await;
-    let (repeated, rewritten) = (repeated?, rewritten?);
+    // Every campaign to the end, even when one fails: a run dropped mid-trial would leave its
+    // containers behind. The calibration draws from the same pool as the legs.
+    let (repeated, rewritten, calibrated) = futures_util::future::join3(
+        repeat_run,
+        optional(metamorphic.as_ref().map(|(c, _)| c)),
+        optional(calibration.as_ref()),
+    )
+    .await;
+    let (repeated, rewritten, calibrated) = (repeated?, rewritten?, calibrated?);
     let has_verifiers = repeat.has_verifiers;
-    let vulnerable = readings_of(seed, &repeated, "vulnerable", false, options.iterations, has_verifiers);
+    let calibration = has_verifiers
+        .then(|| calibrated.as_ref().map_or_else(Calibration::not_calibrated, |runs| calibration_of(seed, runs)));
+    let vulnerable =
+        readings_of(seed, &repeated, "vulnerable", false, options.iterations, has_verifiers, REPEAT_RESULTS);
     let with_guarded = options.guarded_side != GuardedSide::None;
-    let guarded =
-        with_guarded.then(|| readings_of(seed, &repeated, "guarded", true, options.iterations, has_verifiers));
+    let guarded = with_guarded.then(|| {
+        readings_of(seed, &repeated, "guarded", true, options.iterations, has_verifiers, REPEAT_RESULTS)
+    });
     let rewrite_runs = match (metamorphic, rewritten) {
         (Some((_, variants)), Some(results)) => Some(
             variants
@@ -439,13 +502,15 @@ async fn run_finding(
                 .map(|r| {
                     let side = |build: &str, guarded: bool| {
                         let target = format!("{build}-{}", r.kind.as_str());
-                        readings_of(seed, &results, &target, guarded, 1, has_verifiers).into_iter().next()
+                        readings_of(seed, &results, &target, guarded, 1, has_verifiers, METAMORPHIC_RESULTS)
+                            .into_iter()
+                            .next()
                     };
                     RewriteRun {
                         kind: r.kind,
                         unchanged: r.unchanged,
                         vulnerable: side("vulnerable", false)
-                            .unwrap_or(LegReading::NoVerdict { why: "no attempt".into() }),
+                            .unwrap_or(LegRun::bare(LegReading::NoVerdict { why: "no attempt".into() })),
                         guarded: if with_guarded { side("guarded", true) } else { None },
                     }
                 })
@@ -470,6 +535,7 @@ async fn run_finding(
         rewrites: rewrite_runs,
         catalogue,
         thresholds: options.thresholds,
+        calibration,
     });
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
@@ -483,11 +549,7 @@ async fn run_finding(
 }
 
 /// Every leg that decided nothing, as `Proven::undecided` lists them.
-fn undecided_legs(
-    vulnerable: &[LegReading],
-    guarded: Option<&[LegReading]>,
-    rewrites: Option<&[RewriteRun]>,
-) -> Vec<String> {
+fn undecided_legs(vulnerable: &[LegRun], guarded: Option<&[LegRun]>, rewrites: Option<&[RewriteRun]>) -> Vec<String> {
     let mut found = Vec::new();
     let mut note = |place: &str, n: usize, side: Side, reading: &LegReading| {
         if let Some(why) = reading.why() {
@@ -495,16 +557,16 @@ fn undecided_legs(
         }
     };
     for (i, r) in vulnerable.iter().enumerate() {
-        note("vulnerable", i + 1, Side::Vulnerable, r);
+        note("vulnerable", i + 1, Side::Vulnerable, &r.reading);
     }
     for (i, r) in guarded.unwrap_or_default().iter().enumerate() {
-        note("guarded", i + 1, Side::Guarded, r);
+        note("guarded", i + 1, Side::Guarded, &r.reading);
     }
     for run in rewrites.unwrap_or_default() {
         let kind = run.kind.as_str();
-        note(&format!("vulnerable/{kind}"), 1, Side::Vulnerable, &run.vulnerable);
+        note(&format!("vulnerable/{kind}"), 1, Side::Vulnerable, &run.vulnerable.reading);
         if let Some(g) = &run.guarded {
-            note(&format!("guarded/{kind}"), 1, Side::Guarded, g);
+            note(&format!("guarded/{kind}"), 1, Side::Guarded, &g.reading);
         }
     }
     found
@@ -568,10 +630,13 @@ pub async fn prove_seeds(
     }
 }
 
-/// The exit status of a set of verdicts: any REJECTED, else any STABLE, NOT PROVEN, else KEPT.
+/// The exit status of a set of verdicts: any REJECTED, else any NOT TESTED, else any STABLE,
+/// NOT PROVEN, else KEPT.
 pub fn overall(reports: &[ValidationReport]) -> Verdict {
     if reports.iter().any(|r| r.verdict == Verdict::Rejected) {
         Verdict::Rejected
+    } else if reports.iter().any(|r| r.verdict == Verdict::NotTested) {
+        Verdict::NotTested
     } else if reports.iter().any(|r| r.verdict == Verdict::StableNotProven) {
         Verdict::StableNotProven
     } else {
@@ -581,12 +646,14 @@ pub fn overall(reports: &[ValidationReport]) -> Verdict {
 
 /// The exit status of `elengtis prove` over `reports` ([`overall`]): 0 when every finding is
 /// KEPT, [`exit_codes::NOT_PROVEN`](crate::exit_codes::NOT_PROVEN) (8) when the worst is
-/// STABLE, NOT PROVEN, [`exit_codes::REJECTED`](crate::exit_codes::REJECTED) (7) when any is
-/// REJECTED.
+/// STABLE, NOT PROVEN, [`exit_codes::NO_EVIDENCE`](crate::exit_codes::NO_EVIDENCE) (9) when
+/// the worst is NOT TESTED, [`exit_codes::REJECTED`](crate::exit_codes::REJECTED) (7) when any
+/// is REJECTED.
 pub fn exit_code(reports: &[ValidationReport]) -> i32 {
     match overall(reports) {
         Verdict::Kept => crate::exit_codes::SUCCESS,
         Verdict::StableNotProven => crate::exit_codes::NOT_PROVEN,
+        Verdict::NotTested => crate::exit_codes::NO_EVIDENCE,
         Verdict::Rejected => crate::exit_codes::REJECTED,
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use elengtis_core::format::Bundle;
-use elengtis_core::format::campaign::{ContainerMcp, EgressProxy, EnvRef, Transport};
+use elengtis_core::format::campaign::{ContainerMcp, ControlLaunch, EgressProxy, EnvRef, Transport};
 use elengtis_core::refs::{self, Templates, Values};
 use serde_json::{Value, json};
 
@@ -54,6 +54,9 @@ pub struct OpenContext<'a> {
     /// How `{template: …}` maps in stdio `args` (free-form in the original) are read: by
     /// the campaign's `schema_version`.
     pub args_templates: Templates,
+    /// The target's own controls it starts with (`controls_on`): their variables join the
+    /// environment and their arguments end the command line; recorded as `controls_on`.
+    pub controls: &'a ControlLaunch,
 }
 
 /// A target as opened for one attempt.
@@ -237,14 +240,16 @@ pub async fn open_target(ctx: OpenContext<'_>, transport: &Transport, values: &m
 async fn open_local(ctx: &OpenContext<'_>, transport: &Transport, values: &Values, limits: Limits) -> Opened {
     match transport {
         Transport::Stdio(stdio) => {
-            let args = match command_line(&stdio.args, values, ctx.args_templates) {
+            let mut args = match command_line(&stdio.args, values, ctx.args_templates) {
                 Ok(args) => args,
                 Err(e) => return Opened::failed(e, json!({})),
             };
-            let env = match env_values(&stdio.env) {
+            let mut env = match env_values(&stdio.env) {
                 Ok(env) => env,
                 Err(e) => return Opened::failed(e, json!({})),
             };
+            args.extend(ctx.controls.args.iter().cloned());
+            env.extend(ctx.controls.env.iter().cloned());
             let sandbox = match (&stdio.sandbox, ctx.trial_dir) {
                 (None, _) => None,
                 // The trial directory (fresh per trial; the collector lives there) is the
@@ -260,6 +265,9 @@ async fn open_local(ctx: &OpenContext<'_>, transport: &Transport, values: &Value
             let mut execution = json!({"isolation": isolation, "session": "fresh_process", "reset_asserted": true, "command": stdio.command, "args": args, "guard": true});
             if let Some(c) = &sandbox {
                 execution["sandbox"] = json!(c);
+            }
+            if !ctx.controls.on.is_empty() {
+                execution["controls_on"] = json!(ctx.controls.on);
             }
             let record = ctx.results_dir.map(|d| d.join(mcp::LIVE_DIR));
             if let Some(dir) = &record
@@ -308,10 +316,11 @@ async fn open_container(
     let Some(backend) = ctx.sandbox else {
         return Opened::failed("no sandbox backend was prepared for this run".into(), base);
     };
-    let env = match env_values(&c.env) {
+    let mut env = match env_values(&c.env) {
         Ok(env) => env,
         Err(e) => return Opened::failed(e, base),
     };
+    env.extend(ctx.controls.env.iter().cloned());
     let mode = match c.mcp_transport {
         ContainerMcp::Stdio => McpMode::Stdio,
         ContainerMcp::StreamableHttp => McpMode::Http {
@@ -387,7 +396,10 @@ async fn open_container(
         }
     }
     let command = match container_command(&c.command, values) {
-        Ok(command) => command,
+        Ok(mut command) => {
+            command.extend(ctx.controls.args.iter().cloned());
+            command
+        }
         Err(e) => return fail(sandbox, SandboxError::NotReady(e)).await,
     };
     let endpoint = match sandbox.start_target(command).await {
@@ -416,6 +428,9 @@ async fn open_container(
             failure.closed,
         ),
     };
+    if !ctx.controls.on.is_empty() {
+        opened.execution["controls_on"] = json!(ctx.controls.on);
+    }
     opened.sandbox = Some(sandbox);
     opened.sink = sink;
     opened.proxy = proxy;
@@ -475,10 +490,11 @@ pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
     let mut cleanup_errors = Vec::new();
     if let Some(sandbox) = sandbox {
         let (record, errors) = sandbox.teardown().await;
-        let server = target_execution["server"].take();
+        let kept: Vec<(&str, Value)> =
+            ["server", "controls_on"].into_iter().map(|k| (k, target_execution[k].take())).collect();
         target_execution = record;
-        if !server.is_null() {
-            target_execution["server"] = server;
+        for (key, value) in kept.into_iter().filter(|(_, v)| !v.is_null()) {
+            target_execution[key] = value;
         }
         cleanup_errors = errors;
     }

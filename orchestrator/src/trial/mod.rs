@@ -148,6 +148,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         errors.push(RecordedError::new(Phase::ConnectionOrAgent, None, "failed to create the trial directory"));
     }
 
+    let controls = target.control_launch();
     let opened = if trial_dir.is_none() {
         None
     } else {
@@ -166,6 +167,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             trial_dir: trial_dir.as_ref().map(tempfile::TempDir::path),
             results_dir: Some(attempt.out_dir),
             args_templates: Templates::for_version(campaign.schema_version),
+            controls: &controls,
         };
         tokio::select! {
             biased;
@@ -261,6 +263,16 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         ));
     }
     errors.extend(phases.agent.tool_errors.iter().map(RecordedError::tool));
+    // A call the target never answered (it crashed, closed the session or hung past the
+    // call's deadline) is not a tool error the model met: the exercise did not play out, so
+    // the attempt is an infrastructure failure, whatever the model did next.
+    errors.extend(phases.agent.tool_errors.iter().filter(|e| e.transport).map(|e| {
+        RecordedError::new(
+            Phase::ConnectionOrAgent,
+            None,
+            format!("the target failed during the exercise: {} had no answer ({})", e.call_id, e.detail),
+        )
+    }));
 
     let who = record::Identity {
         run_id: attempt.run_id,
