@@ -60,6 +60,8 @@ pub fn bin_dir() -> &'static Path {
             "elengtis-twin",
             "-p",
             "elengtis-hostile",
+            "-p",
+            "elengtis-inbox",
             "--bins",
         ]);
         // The model server in a build of its own: built together, its dependencies would
