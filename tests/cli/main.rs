@@ -17,6 +17,7 @@ mod malformed;
 mod preflight;
 mod progress;
 mod prove;
+mod prove_custom;
 mod report;
 mod resume;
 mod run;

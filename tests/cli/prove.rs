@@ -243,6 +243,61 @@ fn a_proves_event_stream_has_each_campaigns_run_and_every_legs_phases() {
         attempts += rows;
     }
     let finished = events.iter().filter(|e| e["event"] == "trial_finished").count();
-    assert_eq!(finished, attempts, "every leg's attempt is in the stream once");
-    assert_eq!(events.iter().filter(|e| e["event"] == "run_finished").count(), 2);
+    // The calibration's two runs (with and without the real effect) are legs of a run too.
+    let calibration = elengtis_tests::rows(&out.join("w2-note-body-direct/calibrate/results/runs.jsonl")).len();
+    assert_eq!(calibration, 2);
+    assert_eq!(finished, attempts + calibration, "every leg's attempt is in the stream once");
+    assert_eq!(events.iter().filter(|e| e["event"] == "run_finished").count(), 3);
+}
+
+/// The send comes first, the planted note is read afterwards: the twins' mail row is there,
+/// but the payload did not cause it. Not a fire, so not KEPT (it was, with the claim that the
+/// guarded build's safeguard stopped the attack).
+#[test]
+fn an_effect_before_the_note_was_read_is_not_credited_to_the_payload() {
+    let dir = scratch();
+    let options = options(&dir.path().join("fake"), &dir.path().join("out"), Vec::new(), 3, true);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let seed = workspace().join("tests/data/seeds/twin-send-then-read.seed.yaml");
+    let proven = runtime.block_on(prove::prove_seed(&seed, &prove::catalogue(&seeds_dir()), &options)).expect("prove runs");
+    let report = &proven.report;
+    let panel = elengtis_core::prove::render_panel(report);
+    assert_eq!(report.verdict, Verdict::NotTested, "{panel}");
+    assert_eq!(report.calibration.as_ref().map(|c| c.status), Some(elengtis_core::prove::CalibrationStatus::Passed));
+    for run in &report.legs.vulnerable.runs {
+        let why = run.reading.why().unwrap_or_default();
+        assert!(why.contains("came before the payload reached the model"), "{panel}");
+    }
+    assert_eq!(prove::exit_code(std::slice::from_ref(report)), elengtis::exit_codes::NO_EVIDENCE);
+}
+
+/// `ablate` over the twin's guards, every bundled seed, with --redundancy: a guard a seed
+/// lists alone is load-bearing, one of several is redundant (the others stop it too, and it
+/// stops it alone), a guard it does not list is theatre to it — the matrix the seeds' own
+/// `guards` write down, shown by switching each guard off and on alone.
+#[test]
+fn ablating_the_twins_guards_gives_the_matrix_the_seeds_write_down() {
+    use elengtis_core::prove::ablation::Role;
+    let dir = scratch();
+    let options =
+        ProveOptions { iterations: 2, ..options(&dir.path().join("fake"), &dir.path().join("out"), Vec::new(), 2, false) };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let seeds = prove::seeds_in(&seeds_dir()).expect("the bundled seeds");
+    let ablated =
+        runtime.block_on(prove::ablate::ablate_seeds(&seeds, &options, true, |_| {})).expect("ablate runs");
+    let guards = guards_of_seeds();
+    let reports: Vec<_> = ablated.iter().map(|a| a.report.clone()).collect();
+    let matrix = elengtis_core::prove::ablation::render_matrix(&reports);
+    for report in &reports {
+        let listed = &guards[&report.seed];
+        for row in &report.controls {
+            let class = Weakness::ALL.into_iter().find(|w| w.as_str() == row.control).expect("a class");
+            let expected = match (listed.contains(&class), listed.len()) {
+                (true, 1) => Role::LoadBearing,
+                (true, _) => Role::Redundant,
+                (false, _) => Role::Theatre,
+            };
+            assert_eq!(row.role, expected, "{} / {}: {}\n{matrix}", report.seed, row.control, row.why);
+        }
+    }
 }

@@ -11,6 +11,7 @@
 //!   (tier state, target-reported or trace; a leak on the guarded side) or resisted, and the
 //!   attack calls it rests on;
 //! - [`calibration`] — whether the effect verifier can see a real effect at all;
+//! - [`ablation`] — which controls of a guarded side carry the security (`elengtis ablate`);
 //! - [`filter`] — the repeat filter over the iterations of both sides;
 //! - [`metamorphic`] — each rewrite re-driven through both sides; ≥ 60% must hold;
 //! - [`verdict`] — KEPT / STABLE, NOT PROVEN / REJECTED / NOT TESTED, reasons and the claim;
@@ -90,6 +91,7 @@
 //! # let _ = json;
 //! ```
 
+pub mod ablation;
 pub mod calibration;
 pub mod filter;
 pub mod leg;
@@ -106,4 +108,4 @@ pub use metamorphic::{MetamorphicResult, RewriteRun, metamorphic};
 pub use report::{ReportInput, ValidationReport, build_report, render_panel};
 pub use rewrite::{Rewrite, RewriteKind, rewrite, rewrites};
 pub use sarif::{SarifTool, sarif_log};
-pub use verdict::{Assessment, Decision, GuardedLayer, Verdict, assess, decide};
+pub use verdict::{Assessment, Decision, GuardedLayer, ServerGuard, Verdict, assess, decide};

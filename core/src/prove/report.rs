@@ -14,7 +14,7 @@ use super::calibration::{Calibration, CalibrationStatus};
 use super::filter::{FilterResult, SideCounts, Thresholds};
 use super::leg::{EvidenceTier, LegReading, LegRun, Side};
 use super::metamorphic::{MetamorphicResult, RewriteRun};
-use super::verdict::{Assessment, Decision, Gates, GuardedLayer, Verdict, assess};
+use super::verdict::{Assessment, Decision, Gates, GuardedLayer, ServerGuard, Verdict, assess};
 use crate::format::seed::{Channel, Compliance, Delivery, Seed, Weakness};
 
 /// Version of the report format written by this build.
@@ -59,6 +59,8 @@ pub struct ReportInput<'a> {
     pub thresholds: Thresholds,
     /// The effect verifier's calibration (`None` when the scenario has no verifier).
     pub calibration: Option<Calibration>,
+    /// Whose safeguard a server-layer guarded side is (`None`: the reference twin).
+    pub server_guard: Option<ServerGuard>,
 }
 
 /// One side's runs.
@@ -165,6 +167,10 @@ pub struct ValidationReport {
     /// `network`: an allowlisting egress proxy on the trial network);
     /// null when there is none.
     pub guarded_twin_layer: Option<GuardedLayer>,
+    /// Whose safeguard a server-layer guarded side is: the reference twin, your guarded
+    /// build, or your server's own controls (null for another layer or none).
+    #[serde(default)]
+    pub server_guard: Option<ServerGuard>,
     /// Iterations per side.
     pub iterations: u32,
     /// Both sides' runs.
@@ -232,6 +238,7 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         layer: input.layer,
         thresholds: &input.thresholds,
         calibration: input.calibration.as_ref(),
+        server_guard: input.server_guard.as_ref(),
     });
     let evidence_tier = input
         .vulnerable
@@ -254,6 +261,11 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         seed_file: input.seed_file.clone(),
         model: input.model.clone().unwrap_or_else(|| SCRIPTED_MODEL.to_owned()),
         guarded_twin_layer: guarded.and(input.layer),
+        server_guard: if guarded.and(input.layer) == Some(GuardedLayer::Server) {
+            Some(input.server_guard.clone().unwrap_or(ServerGuard::Twin))
+        } else {
+            None
+        },
         iterations: filter.iterations,
         legs: Legs {
             vulnerable: LegSummary {
@@ -399,11 +411,14 @@ pub fn render_panel(report: &ValidationReport) -> String {
         report.channel.as_str(),
         report.delivery.as_str(),
         report.model,
-        match report.guarded_twin_layer {
-            Some(GuardedLayer::Server) => "server-layer twin",
-            Some(GuardedLayer::Boundary) => "boundary shim (a stand-in for your control)",
-            Some(GuardedLayer::Network) => "network egress proxy (a real network control)",
-            None => "none",
+        match (report.guarded_twin_layer, &report.server_guard) {
+            (Some(GuardedLayer::Server), Some(ServerGuard::Build)) => "your guarded build (server layer)".to_owned(),
+            (Some(GuardedLayer::Server), Some(ServerGuard::Controls { controls })) =>
+                format!("your server's own controls on: {} (server layer)", controls.join(", ")),
+            (Some(GuardedLayer::Server), _) => "server-layer twin".to_owned(),
+            (Some(GuardedLayer::Boundary), _) => "boundary shim (a stand-in for your control)".to_owned(),
+            (Some(GuardedLayer::Network), _) => "network egress proxy (a real network control)".to_owned(),
+            (None, _) => "none".to_owned(),
         }
     );
     for row in &rows {
@@ -508,6 +523,7 @@ pub(crate) mod tests {
             catalogue: &catalogue,
             thresholds: Thresholds::default(),
             calibration: Some(Calibration::not_calibrated()),
+            server_guard: None,
         })
     }
 

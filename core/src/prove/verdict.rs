@@ -106,6 +106,38 @@ impl GuardedLayer {
 
 /// The claim a KEPT finding with a server-layer guarded side earns.
 pub const SERVER_CLAIM: &str = "the guarded build's own safeguard — not the model — stopped the attack";
+/// The claim a KEPT finding earns when the guarded side is a second build of the user's own
+/// server (`--guarded-target`).
+pub const OWN_BUILD_CLAIM: &str = "your guarded build's own safeguard — not the model — stopped the attack";
+
+/// Whose safeguard a server-layer guarded side is: what its claim names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ServerGuard {
+    /// The guarded reference twin.
+    Twin,
+    /// A second build of the user's server (the patched release, the hardened build).
+    Build,
+    /// The user's server with its own declared controls switched on (`control_env`,
+    /// `control_args`).
+    Controls {
+        /// The controls that were on.
+        controls: Vec<String>,
+    },
+}
+
+impl ServerGuard {
+    /// The claim a KEPT finding earns with this guarded side.
+    pub fn claim(&self) -> String {
+        match self {
+            ServerGuard::Twin => SERVER_CLAIM.to_owned(),
+            ServerGuard::Build => OWN_BUILD_CLAIM.to_owned(),
+            ServerGuard::Controls { controls } => {
+                format!("your server's own controls ({}) — not the model — stopped the attack", controls.join(", "))
+            }
+        }
+    }
+}
 /// The claim a KEPT finding with a boundary shim earns.
 pub const BOUNDARY_CLAIM: &str =
     "a canonical control at the MCP boundary stops this attack; this does not establish that your own control does";
@@ -330,6 +362,8 @@ pub struct Assessment<'a> {
     pub thresholds: &'a Thresholds,
     /// The effect verifier's calibration (`None` when the seed has no verifier: trace tier).
     pub calibration: Option<&'a Calibration>,
+    /// Whose safeguard a server-layer guarded side is (`None`: the reference twin).
+    pub server_guard: Option<&'a ServerGuard>,
 }
 
 /// The stages and the verdict: the repeat filter, the metamorphic stage, [`decide`], then
@@ -393,6 +427,12 @@ pub fn assess(input: &Assessment<'_>) -> (FilterResult, Option<MetamorphicResult
     if decision.verdict == Verdict::NotTested {
         decision.kept = false;
         decision.claim = UNTESTED_CLAIM.to_owned();
+    }
+    if decision.verdict == Verdict::Kept
+        && input.layer == Some(GuardedLayer::Server)
+        && let Some(guard) = input.server_guard
+    {
+        decision.claim = guard.claim();
     }
     let strongest = input.vulnerable.iter().filter_map(|r| match r.reading {
         LegReading::Fired { tier } => Some(tier),
@@ -581,6 +621,7 @@ mod tests {
             layer: g.map(|_| GuardedLayer::Server),
             thresholds: &Thresholds::default(),
             calibration,
+            server_guard: None,
         })
         .2
     }

@@ -43,6 +43,9 @@ pub struct Leg {
     pub custom: Option<Value>,
     /// The target's `egress_proxy` (the guarded side as a real network control).
     pub egress_proxy: Option<Value>,
+    /// The guards removed from this leg's twin (`--disable-guard` for a guarded twin,
+    /// per leg under `ablate`); `None`: the campaign's list.
+    pub disabled: Option<Vec<Weakness>>,
 }
 
 /// The hosts the network guarded side's egress proxy forwards: the guarded twin's egress
@@ -116,7 +119,7 @@ pub fn campaign(
     scenario_file: &str,
     live: Option<&LiveModel>,
 ) -> Value {
-    let scenario_id = seed.seed.id.clone();
+    let scenario_id = scenario_id(seed);
     let targets: Vec<Value> = legs
         .iter()
         .map(|leg| {
@@ -149,7 +152,13 @@ pub fn campaign(
                     "uid": 65534,
                     "gid": 65534,
                     "volumes": ["/data"],
-                    "command": twin_args(seed, leg.build, &leg.payload, disabled, leg.egress_proxy.is_none()),
+                    "command": twin_args(
+                        seed,
+                        leg.build,
+                        &leg.payload,
+                        leg.disabled.as_deref().unwrap_or(disabled),
+                        leg.egress_proxy.is_none()
+                    ),
                 },
                 "bindings": { scenario_id.clone(): { "payload": leg.payload } },
             });
@@ -162,8 +171,11 @@ pub fn campaign(
             target
         })
         .collect();
+    // A target of the user's own may use string templates (`{template: "…{sink_url}"}`) in its
+    // command line: version 2 reads them (nothing else of the twins' campaigns changes).
+    let version = if legs.iter().any(|leg| leg.custom.is_some()) { 2 } else { 1 };
     let mut document = json!({
-        "schema_version": 1,
+        "schema_version": version,
         "trials": trials,
         "step_budget": STEP_BUDGET,
         "engine": "reference",
@@ -202,7 +214,17 @@ pub const CALIBRATION_REPLY: &str = "Calibration run: no tool call.";
 /// The id of the calibration scenario with the effect: the seed's scenario whose setup ends
 /// with the seed's `calibrate` actions.
 pub fn calibrated_scenario_id(seed: &LoadedSeed) -> String {
-    format!("{}-calibrated", seed.seed.id)
+    format!("{}-calibrated", scenario_id(seed))
+}
+
+/// The id the seed's scenario file declares (the key of every target's bindings), or the
+/// seed's id when the file cannot be read here (loading the campaign then says why).
+pub fn scenario_id(seed: &LoadedSeed) -> String {
+    std::fs::read_to_string(&seed.scenario_path)
+        .ok()
+        .and_then(|text| elengtis_core::format::yaml::parse(&text).ok())
+        .and_then(|node| node.get("id").and_then(|id| id.to_json().as_str().map(str::to_owned)))
+        .unwrap_or_else(|| seed.seed.id.clone())
 }
 
 fn calibrated_file_name(seed: &LoadedSeed) -> String {
@@ -219,7 +241,7 @@ pub fn calibration_campaign(seed: &LoadedSeed, leg: &Leg, disabled: &[Weakness])
     let calibrated = calibrated_scenario_id(seed);
     if let Some(targets) = document["targets"].as_array_mut() {
         for target in targets {
-            let bindings = target["bindings"][&seed.seed.id].clone();
+            let bindings = target["bindings"][scenario_id(seed)].clone();
             target["bindings"][&calibrated] = bindings;
         }
     }

@@ -9,6 +9,7 @@
 //! engine ([`crate::run`]) with the seed's script as the deterministic model; nothing here
 //! prints (the binary renders the trust panel).
 
+pub mod ablate;
 pub mod campaign;
 pub mod legs;
 pub mod outputs;
@@ -22,8 +23,8 @@ use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
 use elengtis_core::load;
 use elengtis_core::prove::{
-    Calibration, GuardedLayer, LegReading, LegRun, ReportInput, RewriteRun, Side, Thresholds, ValidationReport,
-    Verdict, build_report, rewrites,
+    Calibration, GuardedLayer, LegReading, LegRun, ReportInput, RewriteRun, ServerGuard, Side, Thresholds,
+    ValidationReport, Verdict, build_report, rewrites,
 };
 use elengtis_core::validate::LoadOptions;
 
@@ -85,8 +86,12 @@ pub struct ProveOptions {
     /// Live models: recording or replaying fixtures, the spend cap.
     pub model: ModelOptions,
     /// A target of the user's own instead of the reference twins (a campaign target): the
-    /// vulnerable side as written, the guarded side behind the control shim (or none).
+    /// vulnerable side as written (with every declared control off under
+    /// [`GuardedSide::Controls`]), the guarded side per [`GuardedSide`].
     pub target: Option<serde_json::Value>,
+    /// The guarded side under [`GuardedSide::Build`]: a second build of the user's server
+    /// (a campaign target).
+    pub guarded_target: Option<serde_json::Value>,
 }
 
 /// What stands on the guarded side of a prove.
@@ -102,6 +107,50 @@ pub enum GuardedSide {
     Network,
     /// No guarded side: reproduction only (the verdict is at best STABLE, NOT PROVEN).
     None,
+    /// A second build of the user's own server (`--guarded-target`): a server-layer guard.
+    Build,
+    /// The user's own target with every control it declares (`control_env`, `control_args`)
+    /// switched on; the vulnerable side runs with them all off: a server-layer guard.
+    Controls,
+}
+
+impl GuardedSide {
+    /// What `--guarded-side` calls it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuardedSide::Twin => "twin",
+            GuardedSide::Shim => "shim",
+            GuardedSide::Network => "network",
+            GuardedSide::None => "none",
+            GuardedSide::Build => "build",
+            GuardedSide::Controls => "controls",
+        }
+    }
+}
+
+/// `target` with exactly the controls `on` switched on.
+pub fn with_controls(target: &serde_json::Value, on: &[String]) -> serde_json::Value {
+    let mut target = target.clone();
+    if let Some(map) = target.as_object_mut() {
+        if on.is_empty() {
+            map.remove("controls_on");
+        } else {
+            map.insert("controls_on".into(), serde_json::json!(on));
+        }
+    }
+    target
+}
+
+/// The controls a target file declares (`control_env` and `control_args` keys), sorted.
+pub fn declared_controls(target: &serde_json::Value) -> Vec<String> {
+    let mut names: Vec<String> = ["control_env", "control_args"]
+        .iter()
+        .filter_map(|k| target[k].as_object())
+        .flat_map(|m| m.keys().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 impl Default for ProveOptions {
@@ -119,6 +168,7 @@ impl Default for ProveOptions {
             live: None,
             model: ModelOptions::default(),
             target: None,
+            guarded_target: None,
         }
     }
 }
@@ -335,7 +385,7 @@ fn calibration_of(
             |r| legs::calibration_run(r, CALIBRATE_RESULTS),
         )
     };
-    Calibration::decide(of(&campaign::calibrated_scenario_id(seed)), of(&seed.seed.id))
+    Calibration::decide(of(&campaign::calibrated_scenario_id(seed)), of(&campaign::scenario_id(seed)))
 }
 
 /// The calibration campaign's one target.
@@ -409,13 +459,19 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
     let pair = |suffix: &str, payload: &str| {
         let name = |build: &str| if suffix.is_empty() { build.to_owned() } else { format!("{build}-{suffix}") };
         let guarded_build = if options.guarded_side == GuardedSide::Twin { "guarded" } else { "vulnerable" };
+        let (vulnerable_target, guarded_target) = match (&options.target, options.guarded_side) {
+            (Some(t), GuardedSide::Controls) => {
+                (Some(with_controls(t, &[])), Some(with_controls(t, &declared_controls(t))))
+            }
+            (Some(t), GuardedSide::Build) => (Some(t.clone()), options.guarded_target.clone()),
+            (t, _) => (t.clone(), t.clone()),
+        };
         let mut legs = vec![Leg {
             target_id: name("vulnerable"),
             build: "vulnerable",
             payload: payload.to_owned(),
-            shim: None,
-            custom: options.target.clone(),
-            egress_proxy: None,
+            custom: vulnerable_target,
+            ..Leg::default()
         }];
         if options.guarded_side != GuardedSide::None {
             legs.push(Leg {
@@ -423,8 +479,9 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
                 build: guarded_build,
                 payload: payload.to_owned(),
                 shim: shim.clone(),
-                custom: options.target.clone(),
+                custom: guarded_target,
                 egress_proxy: network.clone(),
+                disabled: None,
             });
         }
         legs
@@ -520,10 +577,15 @@ async fn run_finding<'a>(
     };
     let undecided = undecided_legs(&vulnerable, guarded.as_deref(), rewrite_runs.as_deref());
     let layer = match options.guarded_side {
-        GuardedSide::Twin => Some(GuardedLayer::Server),
+        GuardedSide::Twin | GuardedSide::Build | GuardedSide::Controls => Some(GuardedLayer::Server),
         GuardedSide::Shim => Some(GuardedLayer::Boundary),
         GuardedSide::Network => Some(GuardedLayer::Network),
         GuardedSide::None => None,
+    };
+    let server_guard = match (options.guarded_side, &options.target) {
+        (GuardedSide::Build, _) => Some(ServerGuard::Build),
+        (GuardedSide::Controls, Some(t)) => Some(ServerGuard::Controls { controls: declared_controls(t) }),
+        _ => None,
     };
     let report = build_report(&ReportInput {
         seed: &seed.seed,
@@ -536,6 +598,7 @@ async fn run_finding<'a>(
         catalogue,
         thresholds: options.thresholds,
         calibration,
+        server_guard,
     });
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
@@ -684,6 +747,7 @@ mod tests {
                         shim: (build == "guarded").then(|| campaign::shim_config(&seed)),
                         custom: None,
                         egress_proxy: (build == "guarded").then(campaign::network_config),
+                        disabled: None,
                     });
                 }
             }

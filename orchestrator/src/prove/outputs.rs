@@ -20,7 +20,12 @@ fn io(path: &Path) -> impl FnOnce(store::StoreError) -> ProveError + '_ {
 
 /// Write one seed's report.
 pub fn write_report(path: &Path, report: &ValidationReport) -> Result<(), ProveError> {
-    store::write_json_atomic(path, report).map_err(io(path))
+    write_json(path, report)
+}
+
+/// Write any report crash-safely (temp, fsync, rename).
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), ProveError> {
+    store::write_json_atomic(path, value).map_err(io(path))
 }
 
 /// Write the SARIF 2.1.0 log of `reports`.

@@ -55,6 +55,10 @@ enum Command {
     /// Prove an attack seed against the vulnerable and the guarded reference twin: repeat
     /// filter, metamorphic rewrites, verdict (KEPT / STABLE, NOT PROVEN / REJECTED).
     Prove(ProveArgs),
+    /// Which controls of a guarded side carry the security against an attack seed: each
+    /// switched off in turn (and with --redundancy on alone) — load-bearing, redundant,
+    /// theatre. The reference twin's guards W1–W4, or your --target's declared controls.
+    Ablate(AblateArgs),
     /// Run the committed regression of proven findings (the gate file): reference findings
     /// replayed offline from recorded fixtures, custom ones re-driven live when
     /// ELENGTIS_LIVE_TARGET=1; `--record` re-records the fixtures live.
@@ -378,17 +382,24 @@ struct ProveArgs {
     #[arg(long = "disable-guard", value_name = "W1|W2|W3|W4", value_parser = parse_weakness)]
     disable_guard: Vec<elengtis_core::format::seed::Weakness>,
     /// What stands on the guarded side: `twin` (the guarded reference twin, a server-layer
-    /// guard), `shim` (the vulnerable side behind the control shim at the MCP boundary, a
-    /// stand-in; see docs/shim.md), `network` (the vulnerable twin behind an allowlisting
-    /// egress proxy on the trial network, a real network control for W3; docs/security.md) or
-    /// `none` (reproduction only: STABLE, NOT PROVEN at best).
-    #[arg(long, value_name = "twin|shim|network|none", default_value = "twin", value_parser = parse_guarded_side)]
-    guarded_side: elengtis::prove::GuardedSide,
+    /// guard; the default without --target), `controls` (your --target with every control
+    /// its `control_env`/`control_args` declare switched on, the vulnerable side with them
+    /// off; the default when it declares any), `build` (a second build of your server:
+    /// --guarded-target), `shim` (the vulnerable side behind the control shim at the MCP
+    /// boundary, a stand-in; see docs/shim.md), `network` (the vulnerable twin behind an
+    /// allowlisting egress proxy on the trial network, a real network control for W3;
+    /// docs/security.md) or `none` (reproduction only: STABLE, NOT PROVEN at best).
+    #[arg(long, value_name = "twin|controls|build|shim|network|none", value_parser = parse_guarded_side)]
+    guarded_side: Option<elengtis::prove::GuardedSide>,
     /// Prove against a target of your own instead of the reference twins: FILE holds one
-    /// campaign target (id, transport, bindings); the seed's scenario plants the payload
-    /// through its `payload` binding. Use with --guarded-side shim or none.
+    /// campaign target (id, transport, bindings, optionally `control_env`/`control_args`);
+    /// the seed's scenario plants the payload through its `payload` binding.
     #[arg(long, value_name = "FILE")]
     target: Option<PathBuf>,
+    /// The guarded side is a second build of your server (the patched release, the hardened
+    /// build): FILE holds one campaign target, as --target's. Implies --guarded-side build.
+    #[arg(long, value_name = "FILE", requires = "target")]
+    guarded_target: Option<PathBuf>,
     /// Drive the legs with a live model instead of the seed's script: FILE holds the
     /// campaign's model fields (`model`, and optionally `provider`, `provider_route`,
     /// `generation`, `model_id`), as a gate file's `model`.
@@ -400,6 +411,47 @@ struct ProveArgs {
     /// Answer every live model request from the fixtures in DIR, offline.
     #[arg(long, value_name = "DIR", requires = "model_config")]
     replay_fixtures: Option<PathBuf>,
+    /// Run isolated trials even on a Docker engine or runtime with known container-escape
+    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+    allow_vulnerable_engine: bool,
+    #[command(flatten)]
+    runtime: RuntimeArg,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct AblateArgs {
+    /// The seed file (`scenarios/seeds/<id>.seed.yaml`).
+    #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+    seed: Option<PathBuf>,
+    /// Ablate against every `*.seed.yaml` in --seeds-dir (the matrix: seeds × controls).
+    #[arg(long)]
+    all: bool,
+    /// Where the seed catalogue lives (for --all).
+    #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
+    seeds_dir: PathBuf,
+    /// Your own target (FILE holds one campaign target whose `control_env`/`control_args`
+    /// declare its controls); without it, the reference twin's guards W1–W4.
+    #[arg(long, value_name = "FILE")]
+    target: Option<PathBuf>,
+    /// Also run each control on alone, to tell a redundant control (stops the attack alone,
+    /// not needed next to the others) from theatre (does not stop it).
+    #[arg(long)]
+    redundancy: bool,
+    /// Runs per configuration.
+    #[arg(long, default_value_t = elengtis_core::prove::filter::GATE_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..=100))]
+    iterations: u32,
+    /// Legs run at once (one pool for every configuration of every seed).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
+    /// Results root (a directory per seed). Default: `ablate-<UTC time>`.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print one JSON object instead of the matrix.
+    #[arg(long)]
+    json: bool,
     /// Run isolated trials even on a Docker engine or runtime with known container-escape
     /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
@@ -453,7 +505,9 @@ fn parse_guarded_side(value: &str) -> Result<elengtis::prove::GuardedSide, Strin
         "shim" => Ok(elengtis::prove::GuardedSide::Shim),
         "network" => Ok(elengtis::prove::GuardedSide::Network),
         "none" => Ok(elengtis::prove::GuardedSide::None),
-        other => Err(format!("expected twin, shim, network or none, got {other:?}")),
+        "build" => Ok(elengtis::prove::GuardedSide::Build),
+        "controls" => Ok(elengtis::prove::GuardedSide::Controls),
+        other => Err(format!("expected twin, controls, build, shim, network or none, got {other:?}")),
     }
 }
 
@@ -544,6 +598,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Validate { campaign, json, tools } => validate(&campaign, json, tools.as_deref()),
         Command::Run(args) => run_command(args).await,
         Command::Prove(args) => prove_command(args).await,
+        Command::Ablate(args) => ablate_command(args).await,
         Command::Gate(args) => gate_command(args).await,
         Command::Preflight { campaign, json, allow_vulnerable_engine, runtime } => {
             preflight(&campaign, json, docker_options(allow_vulnerable_engine, &runtime)).await
@@ -812,23 +867,12 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
-    if args.guarded_side != prove::GuardedSide::Twin && !args.disable_guard.is_empty() {
+    let (target, guarded_target, guarded_side) = own_targets(&args)?;
+    if guarded_side != prove::GuardedSide::Twin && !args.disable_guard.is_empty() {
         return Err(Error::Usage(
             "--disable-guard removes a guard of the guarded twin; it applies to --guarded-side twin only".into(),
         ));
     }
-    let target = match &args.target {
-        None => None,
-        Some(_) if matches!(args.guarded_side, prove::GuardedSide::Twin | prove::GuardedSide::Network) => {
-            return Err(Error::Usage(
-                "--target proves your own target: choose its guarded side with --guarded-side shim or none".into(),
-            ));
-        }
-        Some(path) => {
-            let target = elengtis_core::format::gate::load_target(path)?;
-            Some(serde_json::to_value(target).map_err(|e| Error::Usage(format!("failed to read the target: {e}")))?)
-        }
-    };
     let live = match &args.model_config {
         None => None,
         Some(path) => Some(load_model_config(path)?),
@@ -841,7 +885,14 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
         PathBuf::from(format!("prove-{stamp}"))
     });
-    ensure_images(args.allow_vulnerable_engine).await?;
+    // The bundled images (twins, canary sink, relay) serve the twins and container targets; a
+    // prove of your own stdio server needs no container engine at all.
+    let in_container = |t: &Option<serde_json::Value>| {
+        t.as_ref().is_some_and(|t| t["transport"]["type"] == "isolated_container")
+    };
+    if target.is_none() || in_container(&target) || in_container(&guarded_target) {
+        ensure_images(args.allow_vulnerable_engine).await?;
+    }
     let catalogue = prove::catalogue(&args.seeds_dir);
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
     let options = ProveOptions {
@@ -853,10 +904,11 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine, &args.runtime)),
         events: Arc::new(prove::WarnOnce::new(terminal.clone())),
         thresholds: Default::default(),
-        guarded_side: args.guarded_side,
+        guarded_side,
         live,
         model: model_options,
         target,
+        guarded_target,
     };
     // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
     // printed as soon as it (and every seed before it) is done.
@@ -890,6 +942,131 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         println!("sarif: {}", sarif.display());
     }
     Ok(code)
+}
+
+async fn ablate_command(args: AblateArgs) -> Result<i32, Error> {
+    use elengtis::prove::{self, ProveOptions};
+    use elengtis_core::prove::ablation::render_matrix;
+    let seeds = match (&args.seed, args.all) {
+        (Some(seed), false) => vec![seed.clone()],
+        (None, true) => prove::seeds_in(&args.seeds_dir)?,
+        _ => return Err(Error::Usage("give --seed FILE or --all".into())),
+    };
+    let target = args.target.as_deref().map(target_file).transpose()?;
+    if let Some(t) = &target
+        && prove::declared_controls(t).is_empty()
+    {
+        return Err(Error::Usage(format!(
+            "{} declares no control to ablate: add `control_env: {{NAME: {{VARIABLE: value}}}}` or `control_args`",
+            args.target.as_deref().unwrap_or(Path::new("")).display()
+        )));
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
+        PathBuf::from(format!("ablate-{stamp}"))
+    });
+    if target.as_ref().is_none_or(|t| t["transport"]["type"] == "isolated_container") {
+        ensure_images(args.allow_vulnerable_engine).await?;
+    }
+    let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
+    let options = ProveOptions {
+        iterations: args.iterations,
+        jobs: args.jobs.into(),
+        out: out.clone(),
+        metamorphic: false,
+        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine, &args.runtime)),
+        events: Arc::new(prove::WarnOnce::new(terminal.clone())),
+        target,
+        ..ProveOptions::default()
+    };
+    let result = prove::ablate::ablate_seeds(&seeds, &options, args.redundancy, |a| {
+        if !args.json {
+            terminal.print(&format!("{}: {}\n", a.report.seed, a.report_path.display()));
+        }
+    })
+    .await;
+    terminal.finish();
+    let ablated = result?;
+    let reports: Vec<_> = ablated.iter().map(|a| a.report.clone()).collect();
+    let code = if reports.iter().all(elengtis_core::prove::ablation::AblationReport::decided) {
+        exit_codes::SUCCESS
+    } else {
+        exit_codes::NO_EVIDENCE
+    };
+    if args.json {
+        println!("{}", json!({"out": out, "exit_code": code, "reports": reports}));
+    } else {
+        println!("ablation of {}", reports.first().map_or("", |r| r.subject.as_str()));
+        print!("{}", render_matrix(&reports));
+        for r in &reports {
+            for row in r.controls.iter().filter(|row| row.role == elengtis_core::prove::ablation::Role::NotTested) {
+                println!("{} / {}: not tested: {}", r.seed, row.control, row.why);
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// A target file (`--target`, `--guarded-target`) as a campaign target.
+fn target_file(path: &Path) -> Result<serde_json::Value, Error> {
+    let target = elengtis_core::format::gate::load_target(path)?;
+    serde_json::to_value(target).map_err(|e| Error::Usage(format!("failed to read the target {}: {e}", path.display())))
+}
+
+/// `prove`'s own targets and guarded side: the twins unless --target; with --target, a
+/// second build (--guarded-target), the target's declared controls, the shim or none.
+type OwnTargets = (Option<serde_json::Value>, Option<serde_json::Value>, elengtis::prove::GuardedSide);
+
+fn own_targets(args: &ProveArgs) -> Result<OwnTargets, Error> {
+    use elengtis::prove::{GuardedSide, declared_controls};
+    let Some(path) = &args.target else {
+        return match args.guarded_side.unwrap_or(GuardedSide::Twin) {
+            side @ (GuardedSide::Build | GuardedSide::Controls) => Err(Error::Usage(format!(
+                "--guarded-side {} needs --target (your own server)",
+                side.as_str()
+            ))),
+            side => Ok((None, None, side)),
+        };
+    };
+    let target = target_file(path)?;
+    let declared = declared_controls(&target);
+    let side = match (&args.guarded_target, args.guarded_side) {
+        (Some(_), None | Some(GuardedSide::Build)) => GuardedSide::Build,
+        (Some(_), Some(other)) => {
+            return Err(Error::Usage(format!(
+                "--guarded-target is the guarded side; it cannot be combined with --guarded-side {}",
+                other.as_str()
+            )));
+        }
+        (None, Some(GuardedSide::Build)) => {
+            return Err(Error::Usage("--guarded-side build needs --guarded-target FILE".into()));
+        }
+        (None, Some(GuardedSide::Controls)) if declared.is_empty() => {
+            return Err(Error::Usage(format!(
+                "--guarded-side controls: {} declares no control (add `control_env: {{NAME: {{VARIABLE: value}}}}` \
+                 or `control_args`)",
+                path.display()
+            )));
+        }
+        (None, Some(side @ (GuardedSide::Twin | GuardedSide::Network))) => {
+            return Err(Error::Usage(format!(
+                "--guarded-side {} stands for the reference twins; with --target choose controls, build \
+                 (--guarded-target), shim or none",
+                side.as_str()
+            )));
+        }
+        (None, Some(side)) => side,
+        (None, None) if !declared.is_empty() => GuardedSide::Controls,
+        (None, None) => {
+            return Err(Error::Usage(format!(
+                "--target proves your own server: give its guarded side — --guarded-target FILE (a second build), \
+                 `control_env` in {} (its own controls), or --guarded-side shim or none",
+                path.display()
+            )));
+        }
+    };
+    let guarded = args.guarded_target.as_deref().map(target_file).transpose()?;
+    Ok((Some(target), guarded, side))
 }
 
 /// A model file: the campaign's model fields (as a gate file's `model`), strictly parsed.
