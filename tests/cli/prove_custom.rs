@@ -286,3 +286,71 @@ fn ablate_names_each_control_load_bearing_redundant_or_theatre() {
     );
     assert!(json["reports"][0]["controls"][0]["alone"].is_null());
 }
+
+fn sarif(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("out/findings.sarif")).expect("findings.sarif")).expect("JSON")
+}
+
+#[test]
+fn sarif_alerts_only_on_kept_findings_and_tells_targets_apart() {
+    let dir = scratch();
+    // A server whose only control is theatre: the guarded side leaks, the finding is rejected.
+    let theatre = elengtis_tests::write(
+        dir.path(),
+        "theatre.yaml",
+        "id: theatre\ntransport: {type: stdio, command: elengtis-inbox}\nbindings: {}\n\
+         control_env: {notice: {INBOX_NOTICE: '1'}}\n",
+    );
+    let theatre = theatre.display().to_string();
+    let user_send = seed("inbox-user-send");
+    let rejected = ["--no-metamorphic", "--seed", user_send.as_str(), "--target", theatre.as_str()];
+    let (code, json) = prove(dir.path(), &rejected);
+    assert_eq!((code, report(&json)["verdict"].as_str()), (7, Some("rejected")), "{}", reasons(report(&json)));
+    let log = sarif(dir.path());
+    assert_eq!(log["runs"][0]["results"], serde_json::json!([]), "a rejected finding is no alert");
+    // From the repository's root with the seed's path relative to it, as CI runs it: the
+    // location is that path under %SRCROOT%.
+    let dir = scratch();
+    let out = dir.path().join("out").display().to_string();
+    let seeds_dir = data().join("seeds").display().to_string();
+    let output = elengtis(
+        &workspace(),
+        &[
+            "prove", "--json", "--no-metamorphic", "--sarif-include-rejected", "--seeds-dir", &seeds_dir, "--out", &out,
+            "--seed", "tests/data/seeds/inbox-user-send.seed.yaml", "--target", &theatre,
+        ],
+    );
+    assert_eq!(output.status.code(), Some(7), "{}", stderr(&output));
+    let log = sarif(dir.path());
+    let result = &log["runs"][0]["results"][0];
+    assert_eq!(result["level"], "none");
+    assert!(result["properties"].get("security-severity").is_none(), "{result}");
+    assert!(log["runs"][0]["tool"]["driver"]["rules"][0]["properties"].get("security-severity").is_none());
+    let text = result["message"]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("REJECTED: ") && !text.contains("vulnerable build"), "{text}");
+    assert_eq!(result["properties"]["targets"]["vulnerable"]["id"], "vulnerable");
+    assert_eq!(result["properties"]["targets"]["vulnerable"]["command"][0], "elengtis-inbox");
+    let artifact = &result["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(artifact["uriBaseId"], "%SRCROOT%", "{artifact}");
+    assert_eq!(artifact["uri"], "tests/data/seeds/inbox-user-send.seed.yaml", "{artifact}");
+
+    // The same kept seed against two targets: two alerts, each linking its evidence.
+    let mut prints = Vec::new();
+    for target in [target("inbox"), theatre.replace("theatre.yaml", "inbox-copy.yaml")] {
+        if target.ends_with("inbox-copy.yaml") {
+            let text = std::fs::read_to_string(data().join("targets/inbox.yaml")).expect("inbox.yaml");
+            std::fs::write(&target, text.replace("args: [", "args: [--note, 'extra=note', ")).expect("write");
+        }
+        let dir = scratch();
+        let (code, _) = prove(dir.path(), &["--no-metamorphic", "--seed", user_send.as_str(), "--target", target.as_str()]);
+        assert_eq!(code, 8);
+        let log = sarif(dir.path());
+        let result = &log["runs"][0]["results"][0];
+        assert_eq!(result["level"], "warning");
+        assert_eq!(result["properties"]["security-severity"], "6.5");
+        let evidence = result["properties"]["legs"]["vulnerable"][0]["evidence"].as_str().expect("a link");
+        assert!(dir.path().join("out").join(evidence).is_file(), "{evidence}");
+        prints.push(result["partialFingerprints"].clone());
+    }
+    assert_ne!(prints[0], prints[1], "fingerprints differ across targets");
+}

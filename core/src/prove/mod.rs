@@ -25,8 +25,8 @@
 //! ```
 //! use elengtis_core::format::seed::{Delivery, Seed};
 //! use elengtis_core::prove::{
-//!     EvidenceTier, GuardedLayer, LegContext, LegReading, ReportInput, RewriteRun, SarifTool, Side, Thresholds,
-//!     Verdict, build_report, render_panel, rewrites, sarif_log,
+//!     Calibration, EvidenceTier, GuardedLayer, LegContext, LegReading, LegRun, ReportInput, RewriteRun, SarifOptions,
+//!     SarifTool, Side, Targets, Thresholds, Verdict, build_report, render_panel, rewrites, sarif_log,
 //! };
 //!
 //! // A seed (normally `elengtis_core::format::seed::load_seed(path)?.seed`).
@@ -51,18 +51,18 @@
 //!     side: Side::Guarded,
 //!     delivery_stopped_by_guard: false,
 //! };
-//! // let reading = elengtis_core::prove::read_leg(&row, &evidence, &context);
+//! // let run = elengtis_core::prove::read_leg(&row, &evidence, &context);  // a LegRun
 //! # let _ = context;
-//! let fired = LegReading::Fired { tier: EvidenceTier::State };
+//! let fired = LegRun::bare(LegReading::Fired { tier: EvidenceTier::State });
 //! let vulnerable = vec![fired.clone(); 5];
-//! let guarded = vec![LegReading::Resisted; 5];
+//! let guarded = vec![LegRun::bare(LegReading::Resisted); 5];
 //! let rewrite_runs: Vec<RewriteRun> = variants
 //!     .iter()
 //!     .map(|r| RewriteRun {
 //!         kind: r.kind,
 //!         unchanged: r.unchanged,
 //!         vulnerable: fired.clone(),
-//!         guarded: Some(LegReading::Resisted),
+//!         guarded: Some(LegRun::bare(LegReading::Resisted)),
 //!     })
 //!     .collect();
 //!
@@ -78,6 +78,11 @@
 //!     rewrites: Some(rewrite_runs),
 //!     catalogue: &catalogue,
 //!     thresholds: Thresholds::default(),
+//!     // The effect verifier was shown a real effect (or `not_calibrated()`); `None` for a
+//!     // scenario without a verifier.
+//!     calibration: Some(Calibration::not_calibrated()),
+//!     server_guard: None,
+//!     targets: Targets::default(),
 //! });
 //! assert_eq!(report.verdict, Verdict::Kept);
 //!
@@ -86,7 +91,7 @@
 //! let panel = render_panel(&report);
 //! assert!(panel.contains("=> KEPT"));
 //! let tool = SarifTool { name: "elengtis", version: "0.1.0", information_uri: "https://example.com/elengtis" };
-//! let sarif = sarif_log(&[report], &tool);
+//! let sarif = sarif_log(&[report], &tool, &SarifOptions::default());
 //! assert_eq!(sarif["version"], "2.1.0");
 //! # let _ = json;
 //! ```
@@ -105,7 +110,7 @@ pub use calibration::{Calibration, CalibrationRun, CalibrationStatus};
 pub use filter::{FilterResult, SideCounts, Thresholds, repeat_filter};
 pub use leg::{AttackCalls, EvidenceTier, LegContext, LegReading, LegRun, Side, read_leg};
 pub use metamorphic::{MetamorphicResult, RewriteRun, metamorphic};
-pub use report::{ReportInput, ValidationReport, build_report, render_panel};
+pub use report::{ReportInput, TargetIdentity, Targets, ValidationReport, build_report, render_panel};
 pub use rewrite::{Rewrite, RewriteKind, rewrite, rewrites};
-pub use sarif::{SarifTool, sarif_log};
+pub use sarif::{SarifOptions, SarifTool, sarif_log};
 pub use verdict::{Assessment, Decision, GuardedLayer, ServerGuard, Verdict, assess, decide};

@@ -34,6 +34,62 @@ pub fn locus(weakness: Weakness) -> (&'static str, &'static str) {
     }
 }
 
+/// Which server a side of the differential ran: what the report and SARIF name, and what
+/// a finding's fingerprint is bound to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetIdentity {
+    /// The campaign target's id.
+    pub id: String,
+    /// Its transport (`stdio`, `isolated_container`, `streamable_http`).
+    pub transport: String,
+    /// The image reference (container targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The immutable image id the first run of this side recorded (container targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    /// The OCI runtime that run recorded (container targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// The command line as written: the program and its arguments (a reference or template
+    /// as its JSON text), or the container's command (stdio and container targets).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// The target's own controls that were on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls_on: Vec<String>,
+    /// The URL (Streamable HTTP targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl TargetIdentity {
+    /// What identifies the server itself, for a fingerprint: the image id, else the command
+    /// line as written (with the controls on), else the URL, else the id.
+    pub fn fingerprint(&self) -> String {
+        if let Some(id) = &self.image_id {
+            return id.clone();
+        }
+        if !self.command.is_empty() {
+            return format!("{} [{}]", self.command.join(" "), self.controls_on.join(","));
+        }
+        self.url.clone().unwrap_or_else(|| self.id.clone())
+    }
+}
+
+/// The servers both sides ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Targets {
+    /// A target of the user's own (`--target`), not the reference twins.
+    pub custom: bool,
+    /// The vulnerable side's.
+    pub vulnerable: Option<TargetIdentity>,
+    /// The guarded side's (null without one).
+    pub guarded: Option<TargetIdentity>,
+}
+
 /// What the report is built from.
 #[derive(Debug, Clone)]
 pub struct ReportInput<'a> {
@@ -61,6 +117,8 @@ pub struct ReportInput<'a> {
     pub calibration: Option<Calibration>,
     /// Whose safeguard a server-layer guarded side is (`None`: the reference twin).
     pub server_guard: Option<ServerGuard>,
+    /// The servers both sides ran.
+    pub targets: Targets,
 }
 
 /// One side's runs.
@@ -171,6 +229,9 @@ pub struct ValidationReport {
     /// build, or your server's own controls (null for another layer or none).
     #[serde(default)]
     pub server_guard: Option<ServerGuard>,
+    /// The servers both sides ran (id, image id, runtime, command).
+    #[serde(default)]
+    pub targets: Targets,
     /// Iterations per side.
     pub iterations: u32,
     /// Both sides' runs.
@@ -261,6 +322,7 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         seed_file: input.seed_file.clone(),
         model: input.model.clone().unwrap_or_else(|| SCRIPTED_MODEL.to_owned()),
         guarded_twin_layer: guarded.and(input.layer),
+        targets: input.targets.clone(),
         server_guard: if guarded.and(input.layer) == Some(GuardedLayer::Server) {
             Some(input.server_guard.clone().unwrap_or(ServerGuard::Twin))
         } else {
@@ -524,6 +586,7 @@ pub(crate) mod tests {
             thresholds: Thresholds::default(),
             calibration: Some(Calibration::not_calibrated()),
             server_guard: None,
+            targets: Targets::default(),
         })
     }
 

@@ -23,8 +23,8 @@ use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
 use elengtis_core::load;
 use elengtis_core::prove::{
-    Calibration, GuardedLayer, LegReading, LegRun, ReportInput, RewriteRun, ServerGuard, Side, Thresholds,
-    ValidationReport, Verdict, build_report, rewrites,
+    Calibration, GuardedLayer, LegReading, LegRun, ReportInput, RewriteRun, ServerGuard, Side, TargetIdentity, Targets,
+    Thresholds, ValidationReport, Verdict, build_report, rewrites,
 };
 use elengtis_core::validate::LoadOptions;
 
@@ -391,6 +391,35 @@ fn calibration_of(
 /// The calibration campaign's one target.
 const CALIBRATION_TARGET: &str = "calibrate";
 
+/// What a side's server is: its campaign target as the campaign declares it, and the image
+/// id and runtime its first run recorded.
+fn identity(campaign: &Campaign, target_id: &str, first: Option<&legs::Recorded>) -> Option<TargetIdentity> {
+    use elengtis_core::format::campaign::Transport;
+    let target = campaign.bundle.campaign.value.targets.iter().find(|t| t.id == target_id)?;
+    let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    let mut identity = TargetIdentity {
+        id: target.id.clone(),
+        transport: target.transport.kind().to_owned(),
+        controls_on: target.control_launch().on,
+        ..TargetIdentity::default()
+    };
+    match &target.transport {
+        Transport::Stdio(t) => {
+            identity.command = std::iter::once(t.command.clone()).chain(t.args.iter().map(text)).collect();
+        }
+        Transport::IsolatedContainer(c) => {
+            identity.image = Some(c.image.clone());
+            identity.command = c.command.iter().map(text).collect();
+        }
+        Transport::StreamableHttp(h) => identity.url = Some(h.url.clone()),
+    }
+    if let Some(execution) = first.and_then(|r| r.evidence.as_ref().ok()).map(|e| &e.target_execution) {
+        identity.image_id = execution["image"]["id"].as_str().map(str::to_owned);
+        identity.runtime = execution["runtime"]["name"].as_str().map(str::to_owned);
+    }
+    Some(identity)
+}
+
 /// What every leg of a prove shares: one pool of `--jobs` slots, and the sandbox backend,
 /// prepared once (one connection, one engine gate, each image resolved once) for every
 /// campaign of every seed.
@@ -587,6 +616,15 @@ async fn run_finding<'a>(
         (GuardedSide::Controls, Some(t)) => Some(ServerGuard::Controls { controls: declared_controls(t) }),
         _ => None,
     };
+    let targets = Targets {
+        custom: options.target.is_some(),
+        vulnerable: identity(repeat, "vulnerable", repeated.get("vulnerable").and_then(|r| r.first())),
+        guarded: if with_guarded {
+            identity(repeat, "guarded", repeated.get("guarded").and_then(|r| r.first()))
+        } else {
+            None
+        },
+    };
     let report = build_report(&ReportInput {
         seed: &seed.seed,
         seed_file: Some(display_path(seed_path)),
@@ -599,6 +637,7 @@ async fn run_finding<'a>(
         thresholds: options.thresholds,
         calibration,
         server_guard,
+        targets,
     });
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;

@@ -400,6 +400,10 @@ struct ProveArgs {
     /// build): FILE holds one campaign target, as --target's. Implies --guarded-side build.
     #[arg(long, value_name = "FILE", requires = "target")]
     guarded_target: Option<PathBuf>,
+    /// Also write REJECTED and NOT TESTED findings into findings.sarif (at level `none`,
+    /// without a security-severity); by default only kept findings are alerts.
+    #[arg(long)]
+    sarif_include_rejected: bool,
     /// Drive the legs with a live model instead of the seed's script: FILE holds the
     /// campaign's model fields (`model`, and optionally `provider`, `provider_route`,
     /// `generation`, `model_id`), as a gate file's `model`.
@@ -481,6 +485,10 @@ struct GateArgs {
     /// Where the seed catalogue lives (for the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
     seeds_dir: PathBuf,
+    /// Also write REJECTED and NOT TESTED findings into findings.sarif (at level `none`,
+    /// without a security-severity); by default only kept findings are alerts.
+    #[arg(long)]
+    sarif_include_rejected: bool,
     /// Legs run at once (each leg in its own fresh container).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
@@ -923,7 +931,8 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     let proven = result?;
     let reports: Vec<_> = proven.iter().map(|p| p.report.clone()).collect();
     let sarif = out.join("findings.sarif");
-    prove::outputs::write_sarif(&sarif, &reports)?;
+    let sarif_options = elengtis_core::prove::SarifOptions { include_undecided: args.sarif_include_rejected };
+    prove::outputs::write_sarif(&sarif, &reports, &sarif_options)?;
     let verdict = prove::overall(&reports);
     let code = prove::exit_code(&reports);
     if args.json {
@@ -1105,7 +1114,8 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
     let reports: Vec<_> = outcome.findings.iter().filter_map(|f| f.report.clone()).collect();
     let sarif = out.join("findings.sarif");
     if !reports.is_empty() {
-        elengtis::prove::outputs::write_sarif(&sarif, &reports)?;
+        let sarif_options = elengtis_core::prove::SarifOptions { include_undecided: args.sarif_include_rejected };
+        elengtis::prove::outputs::write_sarif(&sarif, &reports, &sarif_options)?;
     }
     let code = match outcome.status {
         Status::Passed | Status::Skipped => exit_codes::SUCCESS,
