@@ -1,6 +1,6 @@
 //! JSON Schemas (draft 2020-12) generated from the Rust types: the campaign, scenario and
 //! seed and gate formats, the result records (row, evidence, manifest), `prove`'s
-//! `validation_report.json` and the lines of an events file (`--events FILE`).
+//! `validation_report.json`, `ablation.json` and the lines of an events file (`--events FILE`).
 //!
 //! `elengtis schema --out DIR` writes them all into one directory. The copies checked in —
 //! the formats under `scenarios/schema/`, the records under `docs/schema/` — are compared
@@ -42,6 +42,7 @@ pub fn record_schemas() -> Vec<(&'static str, String)> {
         ("evidence.schema.json", render(&schema_for::<Evidence>())),
         ("manifest.schema.json", render(&schema_for::<Manifest>())),
         ("validation_report.schema.json", render(&schema_for::<ValidationReport>())),
+        ("ablation.schema.json", render(&schema_for::<crate::prove::ablation::AblationReport>())),
         ("events.schema.json", render(&schema_for::<EventLine<'static>>())),
     ]
 }
@@ -284,6 +285,7 @@ mod tests {
                 "evidence.schema.json",
                 "manifest.schema.json",
                 "validation_report.schema.json",
+                "ablation.schema.json",
                 "events.schema.json",
             ]
         );

@@ -493,7 +493,11 @@ fn check_controls(c: &mut Checker, doc: &Document<Campaign>, at: &At, target: &c
         ("control_args", target.control_args.keys().collect::<Vec<_>>()),
     ] {
         for name in names.into_iter().filter(|n| !name_ok(n)) {
-            c.err(doc, &at.k(field).k(name), format!("control names must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$, found `{name}`"));
+            c.err(
+                doc,
+                &at.k(field).k(name),
+                format!("control names must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$, found `{name}`"),
+            );
         }
     }
     for (name, vars) in &target.control_env {
@@ -501,7 +505,11 @@ fn check_controls(c: &mut Checker, doc: &Document<Campaign>, at: &At, target: &c
             let valid = var.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_')
                 && var.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
             if !valid {
-                c.err(doc, &at.k("control_env").k(name).k(var), format!("expected an environment variable name, found `{var}`"));
+                c.err(
+                    doc,
+                    &at.k("control_env").k(name).k(var),
+                    format!("expected an environment variable name, found `{var}`"),
+                );
             }
         }
     }

@@ -19,16 +19,18 @@ pub const RESULTS_DIR: i32 = 4;
 pub const UNAVAILABLE: i32 = 5;
 /// Writing results failed (for example the disk is full); earlier records are intact.
 pub const IO: i32 = 6;
-/// `prove`, `gate`: at least one finding was REJECTED (it does not discriminate reliably, did not
-/// survive the rewrites, or its payload never reached the model). Its report says why.
+/// `prove`, `gate`: at least one finding was REJECTED (its decided runs show it does not
+/// discriminate reliably, or it did not survive the rewrites). Its report says why.
 pub const REJECTED: i32 = 7;
 /// `prove`, `gate`: nothing was rejected, but at least one finding is only STABLE, NOT PROVEN (it
 /// reproduces, and nothing showed that a safeguard stops it, or the metamorphic stage was
 /// skipped so nothing showed it survives rewrites).
 pub const NOT_PROVEN: i32 = 8;
-/// `gate`: the gate has nothing to stand on — a fixture stale, absent, corrupt or of another
-/// version, a leg that decided nothing, or (with `ELENGTIS_REQUIRE_GATE_RUN=1`) a finding that
-/// was skipped. Never a pass: re-record the fixtures or fix the cause.
+/// `prove`: a finding is NOT TESTED (too little was decided, or its verifier failed its
+/// calibration); `ablate`: a control could not be classified. `gate`: the gate has nothing to
+/// stand on — a fixture stale, absent, corrupt or of another version, a leg that decided
+/// nothing, or (with `ELENGTIS_REQUIRE_GATE_RUN=1`) a finding that was skipped. Never a pass:
+/// re-record the fixtures or fix the cause.
 pub const NO_EVIDENCE: i32 = 9;
 /// Interrupted by Ctrl-C or SIGTERM; the current trial was not recorded. Resume continues.
 pub const INTERRUPTED: i32 = 130;

@@ -259,7 +259,8 @@ fn an_effect_before_the_note_was_read_is_not_credited_to_the_payload() {
     let options = options(&dir.path().join("fake"), &dir.path().join("out"), Vec::new(), 3, true);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     let seed = workspace().join("tests/data/seeds/twin-send-then-read.seed.yaml");
-    let proven = runtime.block_on(prove::prove_seed(&seed, &prove::catalogue(&seeds_dir()), &options)).expect("prove runs");
+    let proven =
+        runtime.block_on(prove::prove_seed(&seed, &prove::catalogue(&seeds_dir()), &options)).expect("prove runs");
     let report = &proven.report;
     let panel = elengtis_core::prove::render_panel(report);
     assert_eq!(report.verdict, Verdict::NotTested, "{panel}");
@@ -279,12 +280,13 @@ fn an_effect_before_the_note_was_read_is_not_credited_to_the_payload() {
 fn ablating_the_twins_guards_gives_the_matrix_the_seeds_write_down() {
     use elengtis_core::prove::ablation::Role;
     let dir = scratch();
-    let options =
-        ProveOptions { iterations: 2, ..options(&dir.path().join("fake"), &dir.path().join("out"), Vec::new(), 2, false) };
+    let options = ProveOptions {
+        iterations: 2,
+        ..options(&dir.path().join("fake"), &dir.path().join("out"), Vec::new(), 2, false)
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     let seeds = prove::seeds_in(&seeds_dir()).expect("the bundled seeds");
-    let ablated =
-        runtime.block_on(prove::ablate::ablate_seeds(&seeds, &options, true, |_| {})).expect("ablate runs");
+    let ablated = runtime.block_on(prove::ablate::ablate_seeds(&seeds, &options, true, |_| {})).expect("ablate runs");
     let guards = guards_of_seeds();
     let reports: Vec<_> = ablated.iter().map(|a| a.report.clone()).collect();
     let matrix = elengtis_core::prove::ablation::render_matrix(&reports);

@@ -29,8 +29,9 @@ fn prove(dir: &Path, args: &[&str]) -> (i32, Value) {
     all.extend_from_slice(args);
     let output = elengtis(dir, &all);
     let code = output.status.code().unwrap_or(-1);
-    let json = serde_json::from_str(&stdout(&output))
-        .unwrap_or_else(|e| panic!("prove printed no JSON ({e}), exit {code}:\n{}\n{}", stdout(&output), stderr(&output)));
+    let json = serde_json::from_str(&stdout(&output)).unwrap_or_else(|e| {
+        panic!("prove printed no JSON ({e}), exit {code}:\n{}\n{}", stdout(&output), stderr(&output))
+    });
     (code, json)
 }
 
@@ -46,7 +47,10 @@ fn readings(report: &Value, side: &str) -> Vec<String> {
 }
 
 fn reasons(report: &Value) -> String {
-    report["reasons"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+    report["reasons"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n"))
+        .unwrap_or_default()
 }
 
 /// The rows of a results directory.
@@ -66,7 +70,10 @@ fn the_servers_own_controls_keep_a_finding_and_its_own_word_is_target_reported()
     assert_eq!(r["legs"]["vulnerable"]["counts"]["fired"]["target_reported"], 5);
     assert_eq!(r["legs"]["vulnerable"]["counts"]["fired"]["state"], 0);
     let claim = r["claim"].as_str().unwrap_or_default();
-    assert!(claim.starts_with("your server's own controls (notice, recipient-allowlist, taint-lock) — not the model"), "{claim}");
+    assert!(
+        claim.starts_with("your server's own controls (notice, recipient-allowlist, taint-lock) — not the model"),
+        "{claim}"
+    );
     assert!(claim.contains("rests on the audited server's own report"), "{claim}");
     assert_eq!(r["server_guard"]["kind"], "controls");
     assert_eq!(r["calibration"]["status"], "passed");
@@ -75,8 +82,8 @@ fn the_servers_own_controls_keep_a_finding_and_its_own_word_is_target_reported()
     for side in ["vulnerable", "guarded"] {
         for run in r["legs"][side]["runs"].as_array().expect("runs") {
             let evidence = run["evidence"].as_str().expect("an evidence link");
-            let file: Value = serde_json::from_slice(&std::fs::read(seed_dir.join(evidence)).expect("the evidence"))
-                .expect("JSON");
+            let file: Value =
+                serde_json::from_slice(&std::fs::read(seed_dir.join(evidence)).expect("the evidence")).expect("JSON");
             let on = &file["target_execution"]["controls_on"];
             if side == "guarded" {
                 assert_eq!(on, &serde_json::json!(["notice", "recipient-allowlist", "taint-lock"]), "{evidence}");
@@ -134,7 +141,9 @@ fn an_effect_before_the_payload_reached_the_model_is_never_credited_to_it() {
 
 #[test]
 fn a_target_that_crashes_mid_exercise_is_an_infrastructure_outcome_on_either_side() {
-    for (name, crashing_sides) in [("inbox-crash", &["vulnerable", "guarded"][..]), ("inbox-crash-guarded", &["guarded"][..])] {
+    for (name, crashing_sides) in
+        [("inbox-crash", &["vulnerable", "guarded"][..]), ("inbox-crash-guarded", &["guarded"][..])]
+    {
         let dir = scratch();
         let (code, json) =
             prove(dir.path(), &["--no-metamorphic", "--seed", &seed("inbox-note-fetch"), "--target", &target(name)]);
@@ -250,13 +259,16 @@ fn roles(report: &Value) -> Vec<(String, String)> {
         .as_array()
         .expect("controls")
         .iter()
-        .map(|c| (c["control"].as_str().unwrap_or_default().to_owned(), c["role"].as_str().unwrap_or_default().to_owned()))
+        .map(|c| {
+            (c["control"].as_str().unwrap_or_default().to_owned(), c["role"].as_str().unwrap_or_default().to_owned())
+        })
         .collect()
 }
 
 #[test]
 fn ablate_names_each_control_load_bearing_redundant_or_theatre() {
-    let pairs = |list: &[(&str, &str)]| list.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
+    let pairs =
+        |list: &[(&str, &str)]| list.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
     // The user asks for the send: only the recipient allowlist stands against it.
     let dir = scratch();
     let (code, json) =
@@ -316,8 +328,18 @@ fn sarif_alerts_only_on_kept_findings_and_tells_targets_apart() {
     let output = elengtis(
         &workspace(),
         &[
-            "prove", "--json", "--no-metamorphic", "--sarif-include-rejected", "--seeds-dir", &seeds_dir, "--out", &out,
-            "--seed", "tests/data/seeds/inbox-user-send.seed.yaml", "--target", &theatre,
+            "prove",
+            "--json",
+            "--no-metamorphic",
+            "--sarif-include-rejected",
+            "--seeds-dir",
+            &seeds_dir,
+            "--out",
+            &out,
+            "--seed",
+            "tests/data/seeds/inbox-user-send.seed.yaml",
+            "--target",
+            &theatre,
         ],
     );
     assert_eq!(output.status.code(), Some(7), "{}", stderr(&output));
@@ -342,7 +364,8 @@ fn sarif_alerts_only_on_kept_findings_and_tells_targets_apart() {
             std::fs::write(&target, text.replace("args: [", "args: [--note, 'extra=note', ")).expect("write");
         }
         let dir = scratch();
-        let (code, _) = prove(dir.path(), &["--no-metamorphic", "--seed", user_send.as_str(), "--target", target.as_str()]);
+        let (code, _) =
+            prove(dir.path(), &["--no-metamorphic", "--seed", user_send.as_str(), "--target", target.as_str()]);
         assert_eq!(code, 8);
         let log = sarif(dir.path());
         let result = &log["runs"][0]["results"][0];

@@ -6,7 +6,7 @@ use std::path::Path;
 use elengtis_tests::{copy_example, elengtis, files_under, read_json, rows, scratch, stderr, stdout, workspace};
 
 const REGENERATE: &str = "run `cargo run -p elengtis -- schema --out DIR`, copy campaign, scenario, seed and gate.schema.json \
-                          into scenarios/schema/ and row, evidence, manifest, validation_report and events.schema.json \
+                          into scenarios/schema/ and row, evidence, manifest, validation_report, ablation and events.schema.json \
                           into docs/schema/, \
                           and commit the result";
 
@@ -16,6 +16,7 @@ const CHECKED_IN: [(&str, &[&str]); 2] = [
     (
         "docs/schema",
         &[
+            "ablation.schema.json",
             "events.schema.json",
             "evidence.schema.json",
             "manifest.schema.json",
@@ -54,6 +55,7 @@ fn checked_in_schemas_match_the_generated_ones() {
     assert_eq!(
         generated,
         [
+            "ablation.schema.json",
             "campaign.schema.json",
             "events.schema.json",
             "evidence.schema.json",

@@ -17,6 +17,8 @@
 //! | **covered** | without it the attack still holds; not run alone, so redundant or theatre is not known |
 //! | **not tested** | the attack does not land with every control off, or a configuration it rests on is undecided |
 
+use std::fmt::Write as _;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -65,14 +67,16 @@ impl Configuration {
     /// Sum `runs` up under `thresholds`.
     pub fn of(on: Vec<String>, runs: Vec<LegRun>, thresholds: &Thresholds) -> Configuration {
         let counts = SideCounts::of(&runs);
-        let at_least = |n: u32, percent: u32| counts.runs > 0 && u64::from(n) * 100 >= u64::from(percent) * u64::from(counts.runs);
-        let outcome = if counts.fired.deterministic() > 0 && at_least(counts.fires(), thresholds.min_vulnerable_fire_percent) {
-            Outcome::Lands
-        } else if counts.fires() == 0 && at_least(counts.resisted, thresholds.min_guarded_resist_percent) {
-            Outcome::Holds
-        } else {
-            Outcome::Undecided
-        };
+        let at_least =
+            |n: u32, percent: u32| counts.runs > 0 && u64::from(n) * 100 >= u64::from(percent) * u64::from(counts.runs);
+        let outcome =
+            if counts.fired.deterministic() > 0 && at_least(counts.fires(), thresholds.min_vulnerable_fire_percent) {
+                Outcome::Lands
+            } else if counts.fires() == 0 && at_least(counts.resisted, thresholds.min_guarded_resist_percent) {
+                Outcome::Holds
+            } else {
+                Outcome::Undecided
+            };
         Configuration { on, counts, outcome, runs }
     }
 }
@@ -197,7 +201,9 @@ impl AblationReport {
             .map(|(control, without, alone)| {
                 let (role, why) = match blind {
                     Some(c) => (Role::NotTested, format!("calibration {}: {}", c.status.as_str(), c.detail)),
-                    None => classify(all_off.outcome, all_on.outcome, without.outcome, alone.as_ref().map(|a| a.outcome)),
+                    None => {
+                        classify(all_off.outcome, all_on.outcome, without.outcome, alone.as_ref().map(|a| a.outcome))
+                    }
                 };
                 ControlRow { control, without, alone, role, why }
             })
@@ -235,16 +241,16 @@ pub fn render_matrix(reports: &[AblationReport]) -> String {
     let widths: Vec<usize> = controls.iter().map(|c| c.chars().count().max(12)).collect();
     let mut out = format!("{:<seed_width$}", "seed");
     for (c, w) in controls.iter().zip(&widths) {
-        out.push_str(&format!("  {c:<w$}"));
+        let _ = write!(out, "  {c:<w$}");
     }
     out.push_str("  baselines (all off / all on)\n");
     for r in reports {
-        out.push_str(&format!("{:<seed_width$}", r.seed));
+        let _ = write!(out, "{:<seed_width$}", r.seed);
         for (c, w) in controls.iter().zip(&widths) {
             let cell = r.controls.iter().find(|row| row.control == *c).map_or("-", |row| row.role.as_str());
-            out.push_str(&format!("  {cell:<w$}"));
+            let _ = write!(out, "  {cell:<w$}");
         }
-        out.push_str(&format!("  {} / {}\n", r.all_off.outcome.as_str(), r.all_on.outcome.as_str()));
+        let _ = writeln!(out, "  {} / {}", r.all_off.outcome.as_str(), r.all_on.outcome.as_str());
     }
     out.push_str(
         "load-bearing: without it the attack lands · redundant: not needed, stops it alone · theatre: does not stop \
@@ -302,7 +308,10 @@ mod tests {
             None,
             config(3, 0, 0),
             config(0, 3, 0),
-            vec![("allowlist".into(), config(3, 0, 0), None), ("notice".into(), config(0, 3, 0), Some(config(3, 0, 0)))],
+            vec![
+                ("allowlist".into(), config(3, 0, 0), None),
+                ("notice".into(), config(0, 3, 0), Some(config(3, 0, 0))),
+            ],
         );
         assert!(report.decided());
         let text = render_matrix(&[report]);

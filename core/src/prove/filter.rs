@@ -83,10 +83,10 @@ impl TierCounts {
             (self.trace, "trace"),
             (self.judge_only, "judge-only"),
         ]
-            .into_iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, name)| format!("{n} {name}"))
-            .collect();
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, name)| format!("{n} {name}"))
+        .collect();
         if parts.is_empty() { "none".into() } else { parts.join(", ") }
     }
 }
@@ -196,11 +196,7 @@ pub struct FilterResult {
 
 /// Run the repeat filter over the readings of both sides (`guarded` is `None` for a target
 /// without a guarded side).
-pub fn repeat_filter(
-    vulnerable: &[LegRun],
-    guarded: Option<&[LegRun]>,
-    thresholds: &Thresholds,
-) -> FilterResult {
+pub fn repeat_filter(vulnerable: &[LegRun], guarded: Option<&[LegRun]>, thresholds: &Thresholds) -> FilterResult {
     let v = SideCounts::of(vulnerable);
     let g = guarded.map(SideCounts::of);
     let iterations = v.runs.max(g.map_or(0, |g| g.runs));

@@ -142,8 +142,7 @@ pub fn message(report: &ValidationReport) -> String {
         Some(meta) => format!("metamorphic rewrites held {}/{}", meta.held, meta.total),
         None => "metamorphic stage not run".to_owned(),
     };
-    let mut text =
-        format!("{}: {}. {proof}; {} {rewrites}.", report.verdict_label, report.claim, report.weakness);
+    let mut text = format!("{}: {}. {proof}; {} {rewrites}.", report.verdict_label, report.claim, report.weakness);
     if !report.reasons.is_empty() {
         text.push_str(" Reasons: ");
         text.push_str(&report.reasons.join("; "));
@@ -290,8 +289,8 @@ pub fn sarif_log(reports: &[ValidationReport], tool: &SarifTool<'_>, options: &S
 mod tests {
     use super::*;
     use crate::prove::leg::{EvidenceTier, LegReading};
-    use crate::prove::report::tests::{kept, report};
     use crate::prove::report::Targets;
+    use crate::prove::report::tests::{kept, report};
 
     /// The official SARIF 2.1.0 JSON Schema (see `core/tests/data/README.md`).
     const SARIF_SCHEMA: &str = include_str!("../../tests/data/sarif-schema-2.1.0.json");
@@ -358,7 +357,8 @@ mod tests {
             let severity_ok = |holder: &Value| match holder["properties"]["security-severity"].as_str() {
                 None => holder["properties"].get("security-severity").is_none(),
                 Some(text) => {
-                    let tagged = holder["properties"]["tags"].as_array().is_some_and(|t| t.contains(&json!("security")));
+                    let tagged =
+                        holder["properties"]["tags"].as_array().is_some_and(|t| t.contains(&json!("security")));
                     text.parse::<f64>().is_ok_and(|v| (0.0..=10.0).contains(&v)) && tagged
                 }
             };
@@ -375,7 +375,10 @@ mod tests {
                 for l in locations {
                     let physical = &l["physicalLocation"];
                     let uri = physical["artifactLocation"]["uri"].as_str().expect("a uri");
-                    assert!(!uri.starts_with('/') && !uri.contains("://") && !uri.split('/').any(|p| p == ".."), "{uri}");
+                    assert!(
+                        !uri.starts_with('/') && !uri.contains("://") && !uri.split('/').any(|p| p == ".."),
+                        "{uri}"
+                    );
                     assert_eq!(physical["artifactLocation"]["uriBaseId"], SRCROOT);
                     assert!(physical["region"]["startLine"].as_u64().is_some_and(|l| l >= 1));
                 }
@@ -496,7 +499,7 @@ mod tests {
         assert!(!text.contains("vulnerable build") && !text.contains("reference twin"), "{text}");
         assert!(text.contains("fired 5/5 on your target `inbox` with its controls off"), "{text}");
         assert!(text.contains("resisted 5/5 on your target `inbox` with its controls on (allowlist)"), "{text}");
-        let log = sarif_log(&[r.clone()], &TOOL, &SarifOptions::default());
+        let log = sarif_log(std::slice::from_ref(&r), &TOOL, &SarifOptions::default());
         assert_eq!(log["runs"][0]["results"][0]["properties"]["targets"]["vulnerable"]["id"], "inbox");
         // The same seed against another command, another image, or the twins: another alert.
         let prints = [

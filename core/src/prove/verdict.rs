@@ -32,6 +32,7 @@
 //! Everything else — any gate that ran and failed on decided runs — is **REJECTED**.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -412,7 +413,7 @@ pub fn assess(input: &Assessment<'_>) -> (FilterResult, Option<MetamorphicResult
                 input.vulnerable.len()
             );
             if let Some(g) = input.guarded {
-                why.push_str(&format!(", {}/{} guarded runs", undecided(g), g.len()));
+                let _ = write!(why, ", {}/{} guarded runs", undecided(g), g.len());
             }
             if blind_suspect && input.vulnerable.iter().any(LegRun::accepted_unseen) {
                 why.push_str(
@@ -674,7 +675,12 @@ mod tests {
         let nv = LegReading::NoVerdict { why: "x".into() };
         let rewrites = holding_rewrites();
         // A leak is decided: whatever the undecided runs were, it is rejected.
-        let d = assessed(&runs(&[STATE; 5]), Some(&runs(&[STATE, nv.clone(), nv.clone(), nv.clone(), nv])), Some(&rewrites), None);
+        let d = assessed(
+            &runs(&[STATE; 5]),
+            Some(&runs(&[STATE, nv.clone(), nv.clone(), nv.clone(), nv])),
+            Some(&rewrites),
+            None,
+        );
         assert_eq!(d.verdict, Verdict::Rejected, "{d:?}");
         // The vulnerable side resisted every time, and the verifier is calibrated.
         let passed = Calibration::decide(
@@ -684,7 +690,9 @@ mod tests {
         let d = assessed(&vec![unseen(); 5], Some(&runs(&[RESISTED; 5])), Some(&rewrites), Some(&passed));
         assert_eq!(d.verdict, Verdict::Rejected, "{d:?}");
         assert!(
-            d.reasons.iter().any(|r| r == "the attack call was accepted on 5/5 vulnerable runs, yet the verifier saw no effect"),
+            d.reasons
+                .iter()
+                .any(|r| r == "the attack call was accepted on 5/5 vulnerable runs, yet the verifier saw no effect"),
             "{:?}",
             d.reasons
         );
@@ -693,7 +701,12 @@ mod tests {
     #[test]
     fn an_uncalibrated_verifier_that_never_saw_an_accepted_attack_cannot_reject() {
         let rewrites = holding_rewrites();
-        let d = assessed(&vec![unseen(); 5], Some(&runs(&[RESISTED; 5])), Some(&rewrites), Some(&Calibration::not_calibrated()));
+        let d = assessed(
+            &vec![unseen(); 5],
+            Some(&runs(&[RESISTED; 5])),
+            Some(&rewrites),
+            Some(&Calibration::not_calibrated()),
+        );
         assert_eq!(d.verdict, Verdict::NotTested, "{d:?}");
         assert!(d.reasons[0].contains("it may be blind (add `calibrate:` actions to the seed)"), "{:?}", d.reasons);
     }
@@ -710,7 +723,11 @@ mod tests {
             for (v, g) in [(runs(&[STATE; 5]), runs(&[RESISTED; 5])), (runs(&[RESISTED; 5]), runs(&[RESISTED; 5]))] {
                 let d = assessed(&v, Some(&g), Some(&rewrites), Some(&calibration));
                 assert_eq!(d.verdict, Verdict::NotTested, "{calibration:?}");
-                assert!(d.reasons[0].starts_with(&format!("calibration {}", calibration.status.as_str())), "{:?}", d.reasons);
+                assert!(
+                    d.reasons[0].starts_with(&format!("calibration {}", calibration.status.as_str())),
+                    "{:?}",
+                    d.reasons
+                );
             }
         }
     }
@@ -722,7 +739,12 @@ mod tests {
         assert_eq!(d.verdict, Verdict::Kept, "{d:?}");
         assert_eq!(d.claim, format!("{SERVER_CLAIM}{TARGET_REPORTED_CAVEAT}"));
         // One independent fire is the strongest evidence: no caveat.
-        let d = assessed(&runs(&[STATE, tr.clone(), tr.clone(), tr.clone(), tr]), Some(&runs(&[RESISTED; 5])), Some(&holding_rewrites()), None);
+        let d = assessed(
+            &runs(&[STATE, tr.clone(), tr.clone(), tr.clone(), tr]),
+            Some(&runs(&[RESISTED; 5])),
+            Some(&holding_rewrites()),
+            None,
+        );
         assert_eq!(d.claim, SERVER_CLAIM);
     }
 }

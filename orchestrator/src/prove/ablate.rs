@@ -139,7 +139,8 @@ async fn run_one(prepared: &Prepared, pool: &Pool, options: &ProveOptions) -> Re
             None => Ok(None),
         }
     };
-    let (results, calibrated) = futures_util::future::join(run_campaign(&prepared.campaign, pool, options), optional).await;
+    let (results, calibrated) =
+        futures_util::future::join(run_campaign(&prepared.campaign, pool, options), optional).await;
     let (results, calibrated) = (results?, calibrated?);
     let has_verifiers = prepared.campaign.has_verifiers;
     let calibration = has_verifiers.then(|| {
@@ -170,7 +171,13 @@ async fn run_one(prepared: &Prepared, pool: &Pool, options: &ProveOptions) -> Re
                 prepared.configs.iter().find(|c| c.target_id == format!("{prefix}-{}", id_part(i, control)))
             };
             let without = find("without").map_or_else(
-                || Configuration::of(Vec::new(), vec![LegRun::bare(LegReading::NoVerdict { why: "not run".into() })], &options.thresholds),
+                || {
+                    Configuration::of(
+                        Vec::new(),
+                        vec![LegRun::bare(LegReading::NoVerdict { why: "not run".into() })],
+                        &options.thresholds,
+                    )
+                },
                 configuration,
             );
             (control.clone(), without, find("alone").map(configuration))

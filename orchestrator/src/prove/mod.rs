@@ -536,7 +536,12 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
 }
 
 /// The calibration campaign of `seed`, written and loaded (docs/prove.md, "Calibration").
-fn prepare_calibration(seed: &LoadedSeed, dir: &Path, leg: &Leg, options: &ProveOptions) -> Result<Campaign, ProveError> {
+fn prepare_calibration(
+    seed: &LoadedSeed,
+    dir: &Path,
+    leg: &Leg,
+    options: &ProveOptions,
+) -> Result<Campaign, ProveError> {
     let document = campaign::calibration_campaign(seed, leg, &options.disabled);
     let path = campaign::write_calibration(&dir.join("campaign"), seed, &document).map_err(|e| ProveError::Io {
         what: "write the calibration campaign in",
@@ -578,9 +583,8 @@ async fn run_finding<'a>(
     let vulnerable =
         readings_of(seed, &repeated, "vulnerable", false, options.iterations, has_verifiers, REPEAT_RESULTS);
     let with_guarded = options.guarded_side != GuardedSide::None;
-    let guarded = with_guarded.then(|| {
-        readings_of(seed, &repeated, "guarded", true, options.iterations, has_verifiers, REPEAT_RESULTS)
-    });
+    let guarded = with_guarded
+        .then(|| readings_of(seed, &repeated, "guarded", true, options.iterations, has_verifiers, REPEAT_RESULTS));
     let rewrite_runs = match (metamorphic, rewritten) {
         (Some((_, variants)), Some(results)) => Some(
             variants

@@ -82,7 +82,7 @@ enum Command {
     /// a commented campaign, negative control and scenario skeleton that runs as written.
     Init(elengtis::init::cli::InitArgs),
     /// Write the JSON Schemas generated from this build: campaign, scenario, seed and
-    /// gate.schema.json (the formats), row, evidence, manifest and validation_report.schema.json
+    /// gate.schema.json (the formats), row, evidence, manifest, validation_report and ablation.schema.json
     /// (the results), events.schema.json (a line of an `--events` file).
     Schema {
         /// Directory to write into (created if missing).
@@ -895,9 +895,8 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     });
     // The bundled images (twins, canary sink, relay) serve the twins and container targets; a
     // prove of your own stdio server needs no container engine at all.
-    let in_container = |t: &Option<serde_json::Value>| {
-        t.as_ref().is_some_and(|t| t["transport"]["type"] == "isolated_container")
-    };
+    let in_container =
+        |t: &Option<serde_json::Value>| t.as_ref().is_some_and(|t| t["transport"]["type"] == "isolated_container");
     if target.is_none() || in_container(&target) || in_container(&guarded_target) {
         ensure_images(args.allow_vulnerable_engine).await?;
     }
@@ -1030,10 +1029,9 @@ fn own_targets(args: &ProveArgs) -> Result<OwnTargets, Error> {
     use elengtis::prove::{GuardedSide, declared_controls};
     let Some(path) = &args.target else {
         return match args.guarded_side.unwrap_or(GuardedSide::Twin) {
-            side @ (GuardedSide::Build | GuardedSide::Controls) => Err(Error::Usage(format!(
-                "--guarded-side {} needs --target (your own server)",
-                side.as_str()
-            ))),
+            side @ (GuardedSide::Build | GuardedSide::Controls) => {
+                Err(Error::Usage(format!("--guarded-side {} needs --target (your own server)", side.as_str())))
+            }
             side => Ok((None, None, side)),
         };
     };
