@@ -129,6 +129,10 @@ fn the_report_shows_container_ids_hardening_sink_records_and_snapshot_hashes() {
     assert!(html.contains("<pre class=\"panel\">prove w2-note-body-direct"), "the trust panel as prove prints it");
     let legs: Vec<String> = tags_with(&html, "data-side").into_iter().map(|t| t["data-side"].clone()).collect();
     assert_eq!(legs, ["vulnerable", "guarded"]);
+    // Each run's reading with the evidence file it rests on.
+    let first = validation["legs"]["vulnerable"]["runs"][0]["evidence"].as_str().expect("an evidence link");
+    assert!(html.contains(&format!("[{first}]")), "the legs table links {first}");
+    assert!(prove.join("w2-note-body-direct").join(first).is_file(), "{first}");
     let matrix = validation["mutation"]["matrix"].as_array().expect("kill matrix");
     let shown = tags_with(&html, "data-status");
     assert_eq!(shown.len(), matrix.len(), "every seed of the catalogue in the kill matrix");

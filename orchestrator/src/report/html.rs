@@ -343,7 +343,16 @@ fn comparisons_section(analysis: Option<&Analysis>) -> String {
     out
 }
 
+/// A reading as text: `fired (state)`, `no_verdict: why`; a run of a validation report holds
+/// its reading under `reading`, with its evidence file beside it.
 fn reading_text(run: &Value) -> String {
+    if let Some(inner) = run.get("reading").filter(|r| r.is_object()) {
+        let text = reading_text(inner);
+        return match run.get("evidence").and_then(Value::as_str) {
+            Some(evidence) => format!("{text} [{evidence}]"),
+            None => text,
+        };
+    }
     let reading = str_of(run, "reading");
     match (run.get("tier").and_then(Value::as_str), run.get("why").and_then(Value::as_str)) {
         (Some(tier), _) => format!("{reading} ({tier})"),
@@ -364,6 +373,7 @@ fn validation_section(validations: &[Validation]) -> String {
         let verdict_class = match str_of(&value, "verdict") {
             "kept" => "kept",
             "stable_not_proven" => "stable",
+            "not_tested" => "untested",
             _ => "rejected",
         };
         let _ = write!(
@@ -377,7 +387,7 @@ fn validation_section(validations: &[Validation]) -> String {
             escape(&validation.path.display().to_string()),
             escape(&render_panel(report)),
         );
-        out.push_str("<h4>Legs</h4><table class=\"legs\"><thead><tr><th>side</th><th>runs</th><th>fired (state / trace / judge-only)</th><th>resisted</th><th>not tested</th><th>no verdict</th><th>each run</th></tr></thead><tbody>");
+        out.push_str("<h4>Legs</h4><table class=\"legs\"><thead><tr><th>side</th><th>runs</th><th>fired (state / target-reported / trace / judge-only)</th><th>resisted</th><th>not tested</th><th>no verdict</th><th>each run</th></tr></thead><tbody>");
         for side in ["vulnerable", "guarded"] {
             let leg = &value["legs"][side];
             if leg.is_null() {
@@ -389,9 +399,10 @@ fn validation_section(validations: &[Validation]) -> String {
                 leg["runs"].as_array().into_iter().flatten().map(|r| escape(&reading_text(r))).collect();
             let _ = write!(
                 out,
-                "<tr class=\"leg\" data-side=\"{side}\"><td>{side}</td><td class=\"num\">{}</td><td class=\"num\">{} / {} / {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"small\">{}</td></tr>",
+                "<tr class=\"leg\" data-side=\"{side}\"><td>{side}</td><td class=\"num\">{}</td><td class=\"num\">{} / {} / {} / {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"small\">{}</td></tr>",
                 num(&c["runs"]),
                 num(&c["fired"]["state"]),
+                num(&c["fired"]["target_reported"]),
                 num(&c["fired"]["trace"]),
                 num(&c["fired"]["judge_only"]),
                 num(&c["resisted"]),
