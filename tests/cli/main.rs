@@ -1,5 +1,6 @@
 mod analyze;
 mod bench;
+mod closed_stdout;
 mod crash;
 mod deadlines;
 mod engine_gate;

@@ -2,6 +2,7 @@
 //! results, map the outcome to an exit code. The engine never prints; this binary does.
 
 mod events_file;
+mod output;
 mod render;
 mod report;
 
@@ -21,11 +22,12 @@ use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 use serde_json::json;
 
+use self::output::{errln, out, outln};
 use self::render::{OutputArgs, Terminal, interactive};
 
 /// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
 #[derive(Debug, Parser)]
-#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 7 prove: rejected, 8 prove: only stable, not proven, 130 interrupted).")]
+#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 7 prove: rejected, 8 prove: only stable, not proven, 9 gate: no evidence, 130 interrupted, 141 stdout closed).")]
 struct Cli {
     /// Log filter for diagnostics on stderr (e.g. `info`, `elengtis=debug`, `warn,rmcp=warn`
     /// for the MCP library's own messages); also ELENGTIS_LOG. Default: `warn,rmcp=off`.
@@ -480,7 +482,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { exit_codes::USAGE } else { exit_codes::SUCCESS };
-            let _ = e.print();
+            // `--help` and `--version` print on stdout, which may be closed (`| head -1`).
+            let printed = e.print();
+            if printed.is_err() && !e.use_stderr() {
+                return exit(exit_codes::STDOUT_CLOSED);
+            }
             return exit(code);
         }
     };
@@ -496,14 +502,14 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: failed to start the async runtime: {e}");
+            errln!("error: failed to start the async runtime: {e}");
             return exit(exit_codes::IO);
         }
     };
     match runtime.block_on(dispatch(cli.command)) {
         Ok(code) => exit(code),
         Err(error) => {
-            eprintln!("error: {}", elengtis::error::render(&error));
+            errln!("error: {}", elengtis::error::render(&error));
             exit(error.exit_code())
         }
     }
@@ -514,8 +520,9 @@ fn exit_status(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
 }
 
+/// The process's exit: `code`, unless stdout failed ([`output::exit`]).
 fn exit(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    output::exit(code)
 }
 
 /// The default log filter: warnings, without the MCP library's own messages (a hostile
@@ -528,7 +535,7 @@ fn init_logging(filter: Option<&str>) {
         None => tracing_subscriber::EnvFilter::new(DEFAULT_LOG),
         Some(Ok(filter)) => filter,
         Some(Err(e)) => {
-            eprintln!(
+            errln!(
                 "warning: failed to parse the log filter `{}` (--log or ELENGTIS_LOG): {e}; using `{DEFAULT_LOG}`",
                 wanted.as_deref().unwrap_or_default()
             );
@@ -586,9 +593,9 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let trials = if short { 3 } else { trials };
             let report = elengtis::bench::provider(elengtis::bench::provider_requests(trials)).await?;
             if json {
-                println!("{}", json!(report));
+                outln!("{}", json!(report));
             } else {
-                print!("{}", elengtis::bench::render_provider(&report));
+                out!("{}", elengtis::bench::render_provider(&report));
             }
             let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
@@ -610,7 +617,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             };
             let engine = docker::api::connect().await?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?.warning() {
-                eprintln!("WARNING: {warning}");
+                errln!("WARNING: {warning}");
             }
             let trials = if short { 3 } else { trials };
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
@@ -623,9 +630,9 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             terminal.finish();
             let report = report?;
             if json {
-                println!("{}", json!(report));
+                outln!("{}", json!(report));
             } else {
-                print!("{}", elengtis::bench::render(&report));
+                out!("{}", elengtis::bench::render(&report));
             }
             Ok(exit_codes::SUCCESS)
         }
@@ -635,7 +642,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             match docker::relay::mux::run(addr, std::time::Duration::from_secs(probe_seconds)).await {
                 Ok(()) => Ok(exit_codes::SUCCESS),
                 Err(e) => {
-                    eprintln!("elengtis relay-mux: {e}");
+                    errln!("elengtis relay-mux: {e}");
                     Ok(exit_codes::RUN_INCOMPLETE)
                 }
             }
@@ -645,7 +652,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
 
 fn print_warnings(warnings: &[format::Diagnostic]) {
     for w in warnings {
-        eprintln!("{w}");
+        errln!("{w}");
     }
 }
 
@@ -653,7 +660,7 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
     let lists = match tools.map(elengtis_core::toolargs::read_tool_lists).transpose() {
         Ok(lists) => lists,
         Err(e) if json => {
-            println!(
+            outln!(
                 "{}",
                 json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
             );
@@ -661,7 +668,7 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
         }
         Err(e) => {
             for d in e.diagnostics() {
-                eprintln!("{d}");
+                errln!("{d}");
             }
             return Ok(exit_codes::INVALID_CONFIG);
         }
@@ -688,33 +695,33 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
                     out["tool_findings"] = json!(findings);
                     out["tools_unchecked"] = json!(unchecked);
                 }
-                println!("{out}");
+                outln!("{out}");
             } else {
                 print_warnings(&bundle.warnings);
                 for finding in &findings {
-                    eprintln!("{finding}");
+                    errln!("{finding}");
                 }
                 for id in &unchecked {
-                    eprintln!(
+                    errln!(
                         "note: {} has no tool list for target {id}; its tool calls were not checked",
                         tools.map(|p| p.display().to_string()).unwrap_or_default()
                     );
                 }
                 if !valid {
-                    eprintln!(
+                    errln!(
                         "error: {errors} problem{} with the tools the campaign calls or their arguments",
                         if errors == 1 { "" } else { "s" }
                     );
                     return Ok(exit_codes::INVALID_CONFIG);
                 }
                 for id in &trials {
-                    println!("{id}");
+                    outln!("{id}");
                 }
             }
             Ok(if valid { exit_codes::SUCCESS } else { exit_codes::INVALID_CONFIG })
         }
         Err(e) if json => {
-            println!(
+            outln!(
                 "{}",
                 json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
             );
@@ -726,7 +733,7 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
 
 fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
     if let Some(leftovers) = report.leftovers.as_ref().filter(|l| !l.is_empty() && !quiet) {
-        eprintln!(
+        errln!(
             "note: removed leftovers of an earlier attempt of this run: {} containers, {} networks, {} volumes",
             leftovers.containers.len(),
             leftovers.networks.len(),
@@ -734,7 +741,7 @@ fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
         );
     }
     if let Some((offset, bytes)) = report.recovered_tail.filter(|_| !quiet) {
-        eprintln!(
+        errln!(
             "note: cut a torn final row ({bytes} bytes at offset {offset}) left in runs.jsonl by an interrupted run; that attempt is retried"
         );
     }
@@ -750,7 +757,7 @@ fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
         ),
     };
     if json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "out": report.out, "run_id": report.run_id, "attempts": report.attempts_now,
@@ -759,13 +766,13 @@ fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
             })
         );
     } else {
-        print!("{}", report.summary);
+        out!("{}", report.summary);
         if verbose {
-            print!("{}", report.trial_lines);
+            out!("{}", report.trial_lines);
         }
-        println!("results: {}", report.out.display());
+        outln!("results: {}", report.out.display());
         if let Some(m) = message {
-            eprintln!("error: {m}");
+            errln!("error: {m}");
         }
     }
     code
@@ -875,7 +882,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     let verdict = prove::overall(&reports);
     let code = prove::exit_code(&reports);
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "out": out, "sarif": sarif, "verdict": verdict.label(), "exit_code": code,
@@ -885,9 +892,9 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         );
     } else {
         for p in &proven {
-            println!("{:<40} {}", p.report.seed, p.report.verdict_label);
+            outln!("{:<40} {}", p.report.seed, p.report.verdict_label);
         }
-        println!("sarif: {}", sarif.display());
+        outln!("sarif: {}", sarif.display());
     }
     Ok(code)
 }
@@ -937,20 +944,20 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         Status::NotProven => exit_codes::NOT_PROVEN,
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({"status": outcome.status, "exit_code": code, "recorded": outcome.recorded, "out": out,
                    "sarif": (!reports.is_empty()).then_some(&sarif), "findings": outcome.findings})
         );
     } else {
         for f in &outcome.findings {
-            println!("{:<40} {:<9} {}", f.seed, f.kind, f.status.as_str());
+            outln!("{:<40} {:<9} {}", f.seed, f.kind, f.status.as_str());
             for line in &f.details {
-                println!("    {line}");
+                outln!("    {line}");
             }
         }
         let what = if outcome.recorded { "gate --record" } else { "gate" };
-        println!("{what}: {} (exit {code}); results in {}", outcome.status.as_str(), out.display());
+        outln!("{what}: {} (exit {code}); results in {}", outcome.status.as_str(), out.display());
     }
     Ok(code)
 }
@@ -964,14 +971,14 @@ async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32
         elengtis::preflight::run(&bundle, elengtis::toolhost::mcp::Limits::default(), sandbox.as_deref()).await;
     let ok = checks.iter().all(|c| c.ok);
     if json {
-        println!("{}", json!({"ok": ok, "targets": checks}));
+        outln!("{}", json!({"ok": ok, "targets": checks}));
     } else {
         for check in &checks {
             if let Some(w) = &check.warning {
-                eprintln!("WARNING: {w}");
+                errln!("WARNING: {w}");
             }
             // The target's line, then its findings (file:line:column: argument of tool: error).
-            print!("{}", check.render());
+            out!("{}", check.render());
         }
     }
     Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
@@ -993,9 +1000,9 @@ async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error>
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
     let written = elengtis::init::run(&options, sandbox).await?;
     for warning in &written.warnings {
-        eprintln!("WARNING: {warning}");
+        errln!("WARNING: {warning}");
     }
-    print!("{}", written.summary());
+    out!("{}", written.summary());
     Ok(exit_codes::SUCCESS)
 }
 
@@ -1004,7 +1011,7 @@ fn schema(out: &Path) -> Result<i32, Error> {
     for (name, content) in elengtis_core::schema::schemas() {
         let path = out.join(name);
         elengtis::results::store::write_atomic(&path, content.as_bytes())?;
-        println!("{}", path.display());
+        outln!("{}", path.display());
     }
     Ok(exit_codes::SUCCESS)
 }
@@ -1032,7 +1039,7 @@ async fn example(
     let ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine, runtime } = flags;
     if list {
         for e in examples::EXAMPLES {
-            println!("{:<22} {}", e.name, e.description);
+            outln!("{:<22} {}", e.name, e.description);
         }
         return Ok(exit_codes::SUCCESS);
     }
@@ -1149,16 +1156,16 @@ async fn images(command: ImagesCommand) -> Result<i32, Error> {
                 ));
             };
             if let images::BinarySource::Prebuilt(dir) = &from {
-                eprintln!("importing the bundled images from the static executables in {}", dir.display());
+                errln!("importing the bundled images from the static executables in {}", dir.display());
             }
             let dir = from.binaries().await?;
             let built = images::build_bundled(&engine, &dir).await?;
             if json {
-                println!("{}", json!({"images": built}));
+                outln!("{}", json!({"images": built}));
             } else {
                 for image in &built {
                     let unchanged = if image.unchanged { ", unchanged" } else { "" };
-                    println!("{} {} ({:.1} MB{unchanged})", image.reference, image.id, image.size as f64 / 1e6);
+                    outln!("{} {} ({:.1} MB{unchanged})", image.reference, image.id, image.size as f64 / 1e6);
                 }
             }
             Ok(exit_codes::SUCCESS)
@@ -1191,7 +1198,7 @@ async fn images(command: ImagesCommand) -> Result<i32, Error> {
                 images::IMPORT_DEADLINE,
             )
             .await?;
-            println!("{tag} {id}");
+            outln!("{tag} {id}");
             Ok(exit_codes::SUCCESS)
         }
     }
@@ -1201,24 +1208,24 @@ async fn gc(run: Option<&str>, json: bool) -> Result<i32, Error> {
     let engine = docker::api::connect().await?;
     let report = docker::gc::sweep(&engine, run).await?;
     if json {
-        println!("{}", json!(report));
+        outln!("{}", json!(report));
     } else {
         for (kind, names) in
             [("container", &report.containers), ("network", &report.networks), ("volume", &report.volumes)]
         {
             for name in names {
-                println!("removed {kind} {name}");
+                outln!("removed {kind} {name}");
             }
         }
         for e in &report.errors {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
         }
         for kept in &report.kept {
             let run = kept.strip_prefix("run ").and_then(|k| k.split(':').next()).unwrap_or("ID");
-            println!("{kept}; remove them anyway with `elengtis gc --run {run}`");
+            outln!("{kept}; remove them anyway with `elengtis gc --run {run}`");
         }
         if report.is_empty() && report.kept.is_empty() {
-            println!("nothing to remove");
+            outln!("nothing to remove");
         }
     }
     Ok(if report.errors.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
@@ -1234,21 +1241,21 @@ fn gc_stdio(out: &Path, json: bool) -> Result<i32, Error> {
             Err(e) => {
                 let message = format!("kept the stdio targets of {}: {e}", out.display());
                 if json {
-                    println!("{}", json!({"stdio": [], "kept": [message]}));
+                    outln!("{}", json!({"stdio": [], "kept": [message]}));
                 } else {
-                    println!("{message}");
+                    outln!("{message}");
                 }
                 return Ok(exit_codes::SUCCESS);
             }
         }
     };
     if json {
-        println!("{}", json!({"stdio": reaped, "kept": []}));
+        outln!("{}", json!({"stdio": reaped, "kept": []}));
     } else if reaped.is_empty() {
-        println!("nothing to remove");
+        outln!("nothing to remove");
     } else {
         for r in &reaped {
-            println!("reaped stdio record {}: {}", r.record, r.detail);
+            outln!("reaped stdio record {}: {}", r.record, r.detail);
         }
     }
     Ok(exit_codes::SUCCESS)
@@ -1271,19 +1278,19 @@ fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
     if json {
         let mut value = json!(verification);
         value["ok"] = json!(verification.is_ok());
-        println!("{value}");
+        outln!("{value}");
         return Ok(code);
     }
     for note in &verification.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     if verification.is_ok() {
         let matrix =
             verification.matrix_trials.map(|n| format!(", {n} trials in the recorded matrix")).unwrap_or_default();
-        println!("{}: ok ({} rows{matrix})", dir.display(), verification.rows);
+        outln!("{}: ok ({} rows{matrix})", dir.display(), verification.rows);
     } else {
-        print!("{}", verification.render_problems());
-        eprintln!(
+        out!("{}", verification.render_problems());
+        errln!(
             "error: {}: {} problem{} (each above: file:line: what is wrong; repair: how)",
             dir.display(),
             verification.problems.len(),
@@ -1324,10 +1331,10 @@ fn analyze(inputs: &[PathBuf], out: &Path, rule: &elengtis_core::analysis::Recom
         + "\n";
     elengtis::results::store::write_atomic(&out.join("summary.json"), json_text.as_bytes())?;
     elengtis::results::store::write_atomic(&out.join("summary.md"), analysis.markdown.as_bytes())?;
-    print!("{}", analysis.markdown);
-    println!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
+    out!("{}", analysis.markdown);
+    outln!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
     if analysis.not_run > 0 {
-        eprintln!(
+        errln!(
             "error: {} trial{} of the recorded matri{} never ran (counted as not run); finish with `elengtis run --resume --out DIR`",
             analysis.not_run,
             if analysis.not_run == 1 { "" } else { "s" },

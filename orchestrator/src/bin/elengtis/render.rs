@@ -17,6 +17,7 @@ use elengtis_core::events::{Event, EventSink, Outcome, OutcomeCounts};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events_file::EventsFile;
+use crate::output::{errln, outln};
 
 /// The output flags of the commands that run trials (`run`, `prove`, `bench`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -175,8 +176,8 @@ impl Terminal {
     /// is drawn.
     pub fn print(&self, text: &str) {
         self.with_display(|display| match &display.bar {
-            Some(bar) => bar.suspend(|| println!("{text}")),
-            None => println!("{text}"),
+            Some(bar) => bar.suspend(|| outln!("{text}")),
+            None => outln!("{text}"),
         });
     }
 
@@ -190,7 +191,7 @@ impl Terminal {
             }
         });
         if let Some(failure) = self.file.as_ref().and_then(EventsFile::failure) {
-            eprintln!("WARNING: {failure}");
+            errln!("WARNING: {failure}");
         }
     }
 
