@@ -1564,11 +1564,42 @@ fn check_script(
     }
 }
 
+/// The longest file name the file systems a results directory lives on allow: `NAME_MAX` of
+/// Linux's (ext4, XFS, Btrfs, tmpfs, overlayfs: 255 bytes).
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// The file names a run makes from a trial id, longest last (the runner builds them in
+/// `orchestrator/src/run/mod.rs`, `evidence_name`, and `orchestrator/src/trial/mod.rs`):
+/// `evidence/<trial>.json`, `evidence/<trial>.retry-<n>.json` (retries up to six digits
+/// reserved) and `evidence/<trial>.<first 8 characters of the attempt id>.snapshots`.
+const TRIAL_FILE_NAMES: [&str; 3] = ["{trial}.json", "{trial}.retry-999999.json", "{trial}.12345678.snapshots"];
+
+/// The longest file name a run makes for a trial id of `trial_id_bytes` bytes.
+pub fn longest_trial_file_name(trial_id_bytes: usize) -> usize {
+    TRIAL_FILE_NAMES.iter().map(|name| name.len() - "{trial}".len() + trial_id_bytes).max().unwrap_or(0)
+}
+
 fn check_trial_ids(c: &mut Checker, campaign: &Document<Campaign>, scenarios: &[Document<Scenario>]) {
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    // The last trial index has the most digits.
+    let index_digits = campaign.value.trials.saturating_sub(1).to_string().len();
     for (t, target) in campaign.value.targets.iter().enumerate() {
         for (s, scenario) in scenarios.iter().enumerate() {
             let prefix = format!("{}--{}", target.id, scenario.value.id);
+            let longest = longest_trial_file_name(prefix.len() + 2 + index_digits);
+            if longest > MAX_FILE_NAME_BYTES {
+                c.err(
+                    campaign,
+                    &At::root().k("targets").i(t).k("id"),
+                    format!(
+                        "trial IDs `{}--N` (target `{}`, scenario `{}`) make result file names of up to {longest} bytes (`evidence/<trial id>.<attempt>.snapshots`), longer than the {MAX_FILE_NAME_BYTES} bytes a file name may have; shorten the target or scenario id by {} characters",
+                        q(&prefix),
+                        q(&target.id),
+                        q(&scenario.value.id),
+                        longest - MAX_FILE_NAME_BYTES
+                    ),
+                );
+            }
             if let Some((t0, s0)) = seen.insert(prefix.clone(), (t, s))
                 && (t0, s0) != (t, s)
             {

@@ -15,6 +15,7 @@ mod input;
 mod layering;
 mod live;
 mod malformed;
+mod names;
 mod preflight;
 mod progress;
 mod prove;
