@@ -786,7 +786,8 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         model: args.model.clone(),
         provider: args.provider,
     };
-    let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
+    let terminal = Terminal::for_command(&args.output, args.json)?;
+    let terminal = Arc::new(if args.resume { terminal.with_resume_plan() } else { terminal });
     let mut options =
         run_options(args.jobs, docker_options(args.allow_vulnerable_engine, &args.runtime), terminal.clone());
     options.prepare_ahead = args.prepare_ahead.into();
@@ -1286,8 +1287,9 @@ fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
     }
     if verification.is_ok() {
         let matrix =
-            verification.matrix_trials.map(|n| format!(", {n} trials in the recorded matrix")).unwrap_or_default();
-        outln!("{}: ok ({} rows{matrix})", dir.display(), verification.rows);
+            verification.matrix_trials.map(|n| format!(", {n} trial{} in the recorded matrix", if n == 1 { "" } else { "s" })).unwrap_or_default();
+        let plural = if verification.rows == 1 { "" } else { "s" };
+        outln!("{}: ok ({} row{plural}{matrix})", dir.display(), verification.rows);
     } else {
         out!("{}", verification.render_problems());
         errln!(
