@@ -229,6 +229,12 @@ enum Command {
         /// (without it the status is `conformance_required`).
         #[arg(long)]
         conformance_passed: bool,
+        /// Count the trials of runs of different campaigns together per model × engine ×
+        /// scenario, as the original does. Without it each campaign's cells are shown apart
+        /// (an attack run and its negative control are two rows); the runs of one experiment
+        /// are one campaign.
+        #[arg(long)]
+        pool: bool,
     },
     /// Live comparison experiments: plan a frozen, blocked, randomised bundle; run it under a
     /// spend cap (docs/experiments.md).
@@ -573,9 +579,10 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine, runtime };
             example(name, list, trials, out, flags, jobs).await
         }
-        Command::Analyze { inputs, out, practical_margin_pp, conformance_passed } => {
+        Command::Analyze { inputs, out, practical_margin_pp, conformance_passed, pool } => {
+            use elengtis_core::analysis::Campaigns;
             let rule = elengtis_core::analysis::RecommendOptions { practical_margin_pp, conformance_passed };
-            analyze(&inputs, &out, &rule)
+            analyze(&inputs, &out, &rule, if pool { Campaigns::Pooled } else { Campaigns::Apart })
         }
         Command::Experiment(command) => {
             let terminal = Arc::new(Terminal::new(interactive()));
@@ -1302,7 +1309,12 @@ fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
     Ok(code)
 }
 
-fn analyze(inputs: &[PathBuf], out: &Path, rule: &elengtis_core::analysis::RecommendOptions) -> Result<i32, Error> {
+fn analyze(
+    inputs: &[PathBuf],
+    out: &Path,
+    rule: &elengtis_core::analysis::RecommendOptions,
+    campaigns: elengtis_core::analysis::Campaigns,
+) -> Result<i32, Error> {
     use elengtis_core::analysis::{self, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
@@ -1326,7 +1338,13 @@ fn analyze(inputs: &[PathBuf], out: &Path, rule: &elengtis_core::analysis::Recom
             matrix: verification.matrix,
         });
     }
-    let analysis = analysis::analyze_with(&runs, rule)?;
+    let analysis = analysis::analyze_inputs(&runs, rule, campaigns)?;
+    if analysis.campaigns > 1 {
+        errln!(
+            "note: the inputs ran {} different campaigns; their cells are shown apart (`--pool` counts them together)",
+            analysis.campaigns
+        );
+    }
     std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
     let json_text = serde_json::to_string_pretty(&analysis.json)
         .map_err(|source| Error::Parse { path: out.join("summary.json"), source })?
