@@ -938,7 +938,10 @@ fn check_predicates(c: &mut Checker, doc: &Document<Scenario>, at: &At, predicat
                     &doc.path,
                     &doc.node,
                     &pat.k("value"),
-                    format!("`matches` needs a string pattern, found {}; this predicate never matches", q(&other.to_string())),
+                    format!(
+                        "`matches` needs a string pattern, found {}; this predicate never matches",
+                        q(&other.to_string())
+                    ),
                 ),
             }
         }
@@ -954,12 +957,20 @@ fn check_action(c: &mut Checker, doc: &Document<Scenario>, at: &At, action: &Act
         Action::McpTool(_) => {}
         Action::HttpRequest(a) => {
             if !a.url.is_string() && refs::as_reference(&a.url).is_none() {
-                c.err(doc, &at.k("url"), format!("expected a URL string or a reference, found {}", q(&a.url.to_string())));
+                c.err(
+                    doc,
+                    &at.k("url"),
+                    format!("expected a URL string or a reference, found {}", q(&a.url.to_string())),
+                );
             }
         }
         Action::ContainerSqliteQuery(a) => {
             if !a.path.starts_with('/') {
-                c.err(doc, &at.k("path"), format!("must be an absolute path inside the container, found `{}`", q(&a.path)));
+                c.err(
+                    doc,
+                    &at.k("path"),
+                    format!("must be an absolute path inside the container, found `{}`", q(&a.path)),
+                );
             }
             // The verifier's own check, so what validates is exactly what runs.
             if let Err(e) = elengtis_verifiers::check_query(&a.query, a.parameters.len()) {
@@ -1498,8 +1509,10 @@ fn check_script(
                     (RefKind::Template, Some(template)) => {
                         let where_ = cat.pointer(&found.pointer);
                         match refs::template_fields(template) {
-                            Err(e) => template_problems
-                                .push((where_, format!("template \"{}\": {}", q(template), refs::template_problem(&e)))),
+                            Err(e) => template_problems.push((
+                                where_,
+                                format!("template \"{}\": {}", q(template), refs::template_problem(&e)),
+                            )),
                             Ok(fields) => {
                                 let mut unknown: Vec<String> = fields.into_iter().filter(|n| !known(n)).collect();
                                 unknown.sort();

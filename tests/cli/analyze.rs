@@ -172,8 +172,10 @@ fn an_attack_run_and_its_control_are_shown_apart_unless_pooled() {
 
     // --pool: the original's way, one row.
     let pooled = dir.path().join("pooled");
-    let output =
-        elengtis(dir.path(), &["analyze", "--pool", "--input", s(&attack), "--input", s(&control), "--out", s(&pooled)]);
+    let output = elengtis(
+        dir.path(),
+        &["analyze", "--pool", "--input", s(&attack), "--input", s(&control), "--out", s(&pooled)],
+    );
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     let summary = read_json(&pooled.join("summary.json"));
     assert_eq!(proposed_by_campaign(&summary), [("<pooled>".to_owned(), "3/4".to_owned())]);
@@ -181,7 +183,10 @@ fn an_attack_run_and_its_control_are_shown_apart_unless_pooled() {
 
     // Two runs of one campaign are one campaign: counted together without --pool.
     let again = dir.path().join("results-again");
-    let output = elengtis(dir.path(), &["run", "--config", s(&attack.join("example/campaign.yaml")), "--out", s(&again), "--trials", "3"]);
+    let output = elengtis(
+        dir.path(),
+        &["run", "--config", s(&attack.join("example/campaign.yaml")), "--out", s(&again), "--trials", "3"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     let both = dir.path().join("both");
     let output = elengtis(dir.path(), &["analyze", "--input", s(&attack), "--input", s(&again), "--out", s(&both)]);

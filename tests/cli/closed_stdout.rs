@@ -15,11 +15,7 @@ const STDOUT_CLOSED: i32 = 141;
 fn with_closed_stdout(cwd: &Path, args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    elengtis_cmd(cwd, args)
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::piped())
-        .output()
-        .expect("failed to run elengtis")
+    elengtis_cmd(cwd, args).stdout(Stdio::from(writer)).stderr(Stdio::piped()).output().expect("failed to run elengtis")
 }
 
 fn assert_quiet(what: &str, output: &Output) {

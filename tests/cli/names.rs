@@ -40,9 +40,9 @@ fn the_longest_accepted_id_runs_and_one_more_character_is_refused_before_anythin
         let err = stderr(&validate);
         let longest = id.len() + "--support-note--0".len() + ".12345678.snapshots".len();
         assert!(
-            err.contains(&format!(":8:9: targets[0].id: trial IDs `")) &&
-            err.contains(&format!("make result file names of up to {longest} bytes")) &&
-            err.contains(&format!("shorten the target or scenario id by {} characters", longest - 255)),
+            err.contains(":8:9: targets[0].id: trial IDs `")
+                && err.contains(&format!("make result file names of up to {longest} bytes"))
+                && err.contains(&format!("shorten the target or scenario id by {} characters", longest - 255)),
             "{err}"
         );
         assert!(err.len() < 2048, "the id is quoted as an excerpt: {err}");

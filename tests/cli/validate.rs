@@ -2050,18 +2050,21 @@ fn type_errors_are_worded_for_people() {
 /// An unknown field or name close to a known one gets a suggestion.
 #[test]
 fn unknown_names_get_a_did_you_mean() {
-    Case::new()
-        .c("engine: reference", "engnie: reference")
-        .rejected()
-        .error("campaign.yaml:4:1", "engnie", "did you mean `engine`?");
-    Case::new()
-        .c("type: stdio", "type: stdoi")
-        .rejected()
-        .error("campaign.yaml:8:13", "targets[0].transport.type", "did you mean `stdio`?");
-    Case::new()
-        .c("engine: reference", "engine: refrence")
-        .rejected()
-        .error("campaign.yaml:4:9", "engine", "did you mean `reference`?");
+    Case::new().c("engine: reference", "engnie: reference").rejected().error(
+        "campaign.yaml:4:1",
+        "engnie",
+        "did you mean `engine`?",
+    );
+    Case::new().c("type: stdio", "type: stdoi").rejected().error(
+        "campaign.yaml:8:13",
+        "targets[0].transport.type",
+        "did you mean `stdio`?",
+    );
+    Case::new().c("engine: reference", "engine: refrence").rejected().error(
+        "campaign.yaml:4:9",
+        "engine",
+        "did you mean `reference`?",
+    );
     // Nothing close: no suggestion.
     let run = Case::new().c("engine: reference", "zzzzzz: reference").rejected();
     assert!(!run.stderr().contains("did you mean"), "{}", run.stderr());
@@ -2070,9 +2073,7 @@ fn unknown_names_get_a_did_you_mean() {
 /// An unresolvable `{runner: …}` lists the runner values there are, and the nearest.
 #[test]
 fn an_unknown_runner_value_lists_the_valid_names() {
-    let run = Case::new()
-        .c("--credential, {runner: canary}]", "--credential, {runner: canry}]")
-        .rejected();
+    let run = Case::new().c("--credential, {runner: canary}]", "--credential, {runner: canry}]").rejected();
     run.error(
         "campaign.yaml:10:62",
         "targets[0].transport.args[3]",
@@ -2086,7 +2087,7 @@ fn an_unknown_runner_value_lists_the_valid_names() {
 fn diagnostics_quote_excerpts_of_large_values() {
     const BIG: usize = 7_000_000;
     let big = "A".repeat(BIG);
-    let aliases = vec!["*a"; 8].join(", ");
+    let aliases = ["*a"; 8].join(", ");
     let campaign = format!(
         "schema_version: 1\ntrials: 1\nstep_budget: &a \"{big}\"\ntargets: [{aliases}]\nscenarios: [support-note.yaml]\n"
     );

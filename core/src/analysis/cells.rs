@@ -77,7 +77,8 @@ pub(super) fn build(finals: &[FinalTrial<'_>], not_run: &[CellKey]) -> BTreeMap<
     }
     for trial in finals {
         let row = trial.row;
-        let key = (trial.campaign.clone(), trial.model_id.clone(), row.engine.as_str().to_owned(), row.scenario.clone());
+        let key =
+            (trial.campaign.clone(), trial.model_id.clone(), row.engine.as_str().to_owned(), row.scenario.clone());
         let cell = cells.entry(key).or_default();
         cell.trials += 1;
         cell.retries = cell.retries.saturating_add(trial.attempts.saturating_sub(1));

@@ -169,7 +169,8 @@ pub(super) fn render(
              | 95% bootstrap |",
             if apart { "| Campaign " } else { "" }
         );
-        let _ = writeln!(out, "{}| --- | --- | --- | --- | --- | ---: | ---: | --- |", if apart { "| --- " } else { "" });
+        let _ =
+            writeln!(out, "{}| --- | --- | --- | --- | --- | ---: | ---: | --- |", if apart { "| --- " } else { "" });
         for item in comparisons {
             let _ = writeln!(
                 out,

@@ -372,9 +372,10 @@ pub fn analyze_inputs(
     for run in &mut runs {
         run.campaign = match campaigns {
             Campaigns::Pooled => (0, String::new()),
-            Campaigns::Apart => {
-                (campaign_inputs.iter().position(|(key, _)| *key == run.campaign.1).unwrap_or(0), run.campaign.1.clone())
-            }
+            Campaigns::Apart => (
+                campaign_inputs.iter().position(|(key, _)| *key == run.campaign.1).unwrap_or(0),
+                run.campaign.1.clone(),
+            ),
         };
     }
     let labels: BTreeMap<String, String> =

@@ -705,7 +705,11 @@ fn runs_of_different_campaigns_are_shown_apart_unless_pooled() {
         manifest_of_campaign("r1", "aaa"),
         (0..3).map(|i| row("r1", &format!("t--s--{i}"), "reference", "s")).collect(),
     );
-    let control = input("results-control", manifest_of_campaign("r2", "bbb"), vec![refused(row("r2", "t--s--0", "reference", "s"))]);
+    let control = input(
+        "results-control",
+        manifest_of_campaign("r2", "bbb"),
+        vec![refused(row("r2", "t--s--0", "reference", "s"))],
+    );
     let inputs = [attack.clone(), control.clone()];
     let apart = analyze(&inputs).expect("analysis");
     assert_eq!(
@@ -748,7 +752,8 @@ fn runs_of_different_campaigns_are_shown_apart_unless_pooled() {
     ])
     .expect("ok");
     assert_eq!(cell_keys(&experiment), [(json!("experiment exp-1"), "2/2".to_owned())]);
-    let bare = analyze(&[input("bare", json!({"run_id": "r9"}), vec![row("r9", "t--s--0", "reference", "s")])]).expect("ok");
+    let bare =
+        analyze(&[input("bare", json!({"run_id": "r9"}), vec![row("r9", "t--s--0", "reference", "s")])]).expect("ok");
     assert_eq!(cell_keys(&bare), [(json!("run r9"), "1/1".to_owned())]);
     // The original's manifests record the campaign file's hash.
     let original = original_example();

@@ -1025,14 +1025,26 @@ targets:
     #[test]
     fn wrong_types() {
         let e = fail::<Campaign>(&edit("uid: 1000", "uid: 'root'"));
-        check(&e, "targets[1].transport.uid", 13, 64, "expected a whole number from 0 to 4294967295, found the string \"root\"");
+        check(
+            &e,
+            "targets[1].transport.uid",
+            13,
+            64,
+            "expected a whole number from 0 to 4294967295, found the string \"root\"",
+        );
         let e = fail::<Campaign>(&edit("id: notes", "id: 123"));
         assert_eq!(e.message, "expected a string, found `123`");
         check(&e, "targets[0].id", 3, 9, "");
         let e = fail::<Campaign>(&edit("uid: 1000", "uid: -1"));
         check(&e, "targets[1].transport.uid", 13, 64, "expected a whole number from 0 to 4294967295, found `-1`");
         let e = fail::<Campaign>(&edit("uid: 1000", "uid: 4294967296"));
-        check(&e, "targets[1].transport.uid", 13, 64, "expected a whole number from 0 to 4294967295, found `4294967296`");
+        check(
+            &e,
+            "targets[1].transport.uid",
+            13,
+            64,
+            "expected a whole number from 0 to 4294967295, found `4294967296`",
+        );
         let e = fail::<Campaign>(&edit("uid: 1000", "uid: 1.5"));
         check(&e, "targets[1].transport.uid", 13, 64, "expected a whole number from 0 to 4294967295, found `1.5`");
         let e = fail::<Campaign>(&edit("schema_version: 1", "schema_version: '0x10'"));
@@ -1165,7 +1177,13 @@ targets:
         assert!(matches!(c.targets[1].transport, Transport::IsolatedContainer(_)));
         // Content errors in a variant point into the mapping.
         let e = fail::<Campaign>(&edit("uid: 1000", "uid: x"));
-        check(&e, "targets[1].transport.uid", 13, 64, "expected a whole number from 0 to 4294967295, found the string \"x\"");
+        check(
+            &e,
+            "targets[1].transport.uid",
+            13,
+            64,
+            "expected a whole number from 0 to 4294967295, found the string \"x\"",
+        );
         let e = fail::<Campaign>(&edit(", uid: 1000}", "}"));
         check(&e, "targets[1].transport", 13, 16, "missing field `uid`");
         // A newtype variant cannot be written as a bare string.

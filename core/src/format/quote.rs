@@ -32,12 +32,7 @@ pub fn bounded(message: String) -> String {
     }
     let head_end = floor_char_boundary(&message, MAX_MESSAGE_BYTES * 3 / 4);
     let tail_start = ceil_char_boundary(&message, message.len() - MAX_MESSAGE_BYTES / 4);
-    format!(
-        "{} …[{} bytes cut]… {}",
-        &message[..head_end],
-        tail_start - head_end,
-        &message[tail_start..]
-    )
+    format!("{} …[{} bytes cut]… {}", &message[..head_end], tail_start - head_end, &message[tail_start..])
 }
 
 fn floor_char_boundary(text: &str, mut at: usize) -> usize {

@@ -547,6 +547,7 @@ mod tests {
             markdown: String::new(),
             not_run: 0,
             trials: Vec::new(),
+            campaigns: 1,
         };
         let overview = overview_section(Some(&analysis));
         assert!(overview.contains("data-model=\"&lt;b&gt;m&lt;/b&gt;\""), "{overview}");

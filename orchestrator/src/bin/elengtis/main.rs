@@ -667,10 +667,7 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
     let lists = match tools.map(elengtis_core::toolargs::read_tool_lists).transpose() {
         Ok(lists) => lists,
         Err(e) if json => {
-            outln!(
-                "{}",
-                json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
-            );
+            outln!("{}", json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()}));
             return Ok(exit_codes::INVALID_CONFIG);
         }
         Err(e) => {
@@ -728,10 +725,7 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
             Ok(if valid { exit_codes::SUCCESS } else { exit_codes::INVALID_CONFIG })
         }
         Err(e) if json => {
-            outln!(
-                "{}",
-                json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
-            );
+            outln!("{}", json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()}));
             Ok(exit_codes::INVALID_CONFIG)
         }
         Err(e) => Err(e.into()),
@@ -1293,8 +1287,10 @@ fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
         errln!("note: {note}");
     }
     if verification.is_ok() {
-        let matrix =
-            verification.matrix_trials.map(|n| format!(", {n} trial{} in the recorded matrix", if n == 1 { "" } else { "s" })).unwrap_or_default();
+        let matrix = verification
+            .matrix_trials
+            .map(|n| format!(", {n} trial{} in the recorded matrix", if n == 1 { "" } else { "s" }))
+            .unwrap_or_default();
         let plural = if verification.rows == 1 { "" } else { "s" };
         outln!("{}: ok ({} row{plural}{matrix})", dir.display(), verification.rows);
     } else {

@@ -87,7 +87,9 @@ pub(crate) use {errln, out, outln};
 /// documentation.
 pub fn exit(code: i32) -> ExitCode {
     match stdout_failure() {
-        Some(Failure::Closed) if code == exit_codes::SUCCESS => ExitCode::from(exit_code_byte(exit_codes::STDOUT_CLOSED)),
+        Some(Failure::Closed) if code == exit_codes::SUCCESS => {
+            ExitCode::from(exit_code_byte(exit_codes::STDOUT_CLOSED))
+        }
         Some(Failure::Failed(kind)) if code == exit_codes::SUCCESS => {
             errln!("error: failed to write to stdout: {kind}");
             ExitCode::from(exit_code_byte(exit_codes::IO))
