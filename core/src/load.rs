@@ -10,31 +10,48 @@ use crate::format::campaign::Campaign;
 use crate::format::scenario::Scenario;
 use crate::format::yaml::Node;
 use crate::format::{
-    Bundle, Document, LoadError, canonical_json, check_extension, de, diagnostic_at, parse_document_all, read_limited,
-    sha256_hex,
+    Bundle, Document, LoadError, Mismatch, canonical_json, check_extension, de, diagnostic_at, parse_document_all,
+    parse_document_lenient, quote, read_limited, scenario_files, sha256_hex,
 };
 use crate::validate::{self, LoadOptions, Overrides};
 
 /// Load a campaign file and its scenarios, and validate everything.
+///
+/// Every problem is reported at once: a campaign that does not read does not hide its
+/// scenarios' problems. When the campaign's only problems are unknown fields (typos), the
+/// rest of it is read without them and checked with its scenarios as usual; when it does not
+/// read otherwise, each scenario it lists is still read and checked on its own (the checks
+/// across files, such as each target's bindings, need a campaign that reads).
 pub fn load_campaign(path: &Path, options: &LoadOptions) -> Result<Bundle, LoadError> {
     if let Some(d) = check_extension(path) {
         return Err(LoadError::Invalid(vec![d]));
     }
     let text = read_limited(path)?;
     let sha256 = sha256_hex(text.as_bytes());
-    let (campaign, node) = parse_document_all::<Campaign>(path, &text).map_err(LoadError::Invalid)?;
-    let campaign = Document { path: path.to_owned(), value: campaign, node, sha256 };
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut diagnostics = Vec::new();
+    let (campaign, tree) = match parse_document_lenient::<Campaign>(path, &text) {
+        Ok((campaign, node)) => (Some(campaign), Some(node)),
+        // Without a campaign that reads, its tree still lists the scenarios (unless the YAML
+        // itself is broken).
+        Err(Mismatch { diagnostics: found, lenient, node }) => {
+            diagnostics.extend(found);
+            (lenient, node)
+        }
+    };
+    let Some(tree) = tree else {
+        return Err(LoadError::Invalid(diagnostics));
+    };
+    let files = campaign.as_ref().map_or_else(|| scenario_files(&tree), |c| c.scenarios.clone());
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut scenarios = Vec::new();
-    for (i, rel) in campaign.value.scenarios.iter().enumerate() {
+    for (i, rel) in files.iter().enumerate() {
         let scenario_path = base.join(rel);
-        let position = validate::position(&campaign.node, &validate::At::root().k("scenarios").i(i));
+        let position = validate::position(&tree, &validate::At::root().k("scenarios").i(i));
         if let Some(mut d) = check_extension(&scenario_path) {
             d.file = path.to_owned();
             (d.line, d.column) = position;
             d.path = format!("scenarios[{i}]");
-            d.message = format!("scenario file {rel:?} must end in .yaml or .yml");
+            d.message = format!("scenario file \"{}\" must end in .yaml or .yml", quote::excerpt(rel));
             diagnostics.push(d);
             continue;
         }
@@ -63,12 +80,23 @@ pub fn load_campaign(path: &Path, options: &LoadOptions) -> Result<Bundle, LoadE
             Err(d) => diagnostics.extend(d),
         }
     }
-    if !diagnostics.is_empty() {
+    let Some(campaign) = campaign else {
+        diagnostics.extend(validate::check_scenarios_alone(&scenarios, options));
         return Err(LoadError::Invalid(diagnostics));
-    }
+    };
+    let campaign = Document { path: path.to_owned(), value: campaign, node: tree, sha256 };
     let mut bundle = Bundle { campaign, scenarios, warnings: Vec::new() };
-    validate::validate(&mut bundle, options)?;
-    Ok(bundle)
+    match validate::validate(&mut bundle, options) {
+        Ok(()) if diagnostics.is_empty() => Ok(bundle),
+        Ok(()) => {
+            diagnostics.append(&mut bundle.warnings);
+            Err(LoadError::Invalid(diagnostics))
+        }
+        Err(e) => {
+            diagnostics.extend(e.diagnostics().iter().cloned());
+            Err(LoadError::Invalid(diagnostics))
+        }
+    }
 }
 
 /// Rebuild a bundle from the dumps stored in a results manifest (for resume). Positions

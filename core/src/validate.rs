@@ -18,7 +18,7 @@ use crate::format::generation::{self, Generation};
 use crate::format::scenario::{Action, Predicate, Rule, Scenario, ToolSelection};
 use crate::format::script::Script;
 use crate::format::yaml::Node;
-use crate::format::{Bundle, Diagnostic, Document, LoadError, Severity};
+use crate::format::{Bundle, Diagnostic, Document, LoadError, Severity, quote};
 use crate::judge::{self, Patterns, RecordedCall};
 use crate::refs::{self, RUNNER_VALUES, RefKind, Templates, Values};
 use crate::rules::{self, Op};
@@ -163,8 +163,8 @@ impl Checker {
             file: file.to_owned(),
             line,
             column,
-            path: at.path().to_string(),
-            message,
+            path: quote::bounded(at.path().to_string()),
+            message: quote::bounded(message),
         });
     }
     fn err<T>(&mut self, doc: &Document<T>, at: &At, message: impl Into<String>) {
@@ -187,6 +187,23 @@ fn valid_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// A value as a diagnostic quotes it: an excerpt of a long one ([`quote::excerpt`]).
+fn q(text: &str) -> String {
+    quote::excerpt(text)
+}
+
+/// `; did you mean `x`?` for the name in `scope` (captures, runner values, bindings) nearest
+/// to an unknown one.
+fn suggestion(name: &str, scope: &Scope<'_>) -> String {
+    let names = scope
+        .captures
+        .iter()
+        .map(String::as_str)
+        .chain(RUNNER_VALUES.iter().copied())
+        .chain(scope.bindings.keys().map(String::as_str));
+    quote::did_you_mean(name, names)
+}
+
 fn sorted_list(items: &BTreeSet<String>) -> String {
     format!("[{}]", items.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", "))
 }
@@ -197,18 +214,7 @@ pub(super) fn validate(bundle: &mut Bundle, options: &LoadOptions) -> Result<(),
     check_settings(&mut c, &bundle.campaign, options);
     check_provider(&mut c, &bundle.campaign, options);
     check_targets(&mut c, &bundle.campaign, options);
-    let mut ids: BTreeMap<&str, &Path> = BTreeMap::new();
-    for doc in &bundle.scenarios {
-        check_scenario(&mut c, doc, options);
-        let id = doc.value.id.as_str();
-        if let Some(first) = ids.insert(id, &doc.path) {
-            c.err(
-                doc,
-                &At::root().k("id"),
-                format!("scenario IDs must be unique: `{id}` is also the id of {}", first.display()),
-            );
-        }
-    }
+    c.found.extend(check_scenarios_alone(&bundle.scenarios, options));
     for (t, target) in bundle.campaign.value.targets.iter().enumerate() {
         for doc in &bundle.scenarios {
             check_pair(&mut c, &bundle.campaign, t, target, doc, options);
@@ -223,6 +229,25 @@ pub(super) fn validate(bundle: &mut Bundle, options: &LoadOptions) -> Result<(),
     }
     bundle.warnings = c.found;
     Ok(())
+}
+
+/// The checks of scenarios that need no campaign (their own fields, unique ids), for a
+/// campaign that does not read: its problems do not hide theirs.
+pub(super) fn check_scenarios_alone(scenarios: &[Document<Scenario>], options: &LoadOptions) -> Vec<Diagnostic> {
+    let mut c = Checker::default();
+    let mut ids: BTreeMap<&str, &Path> = BTreeMap::new();
+    for doc in scenarios {
+        check_scenario(&mut c, doc, options);
+        let id = doc.value.id.as_str();
+        if let Some(first) = ids.insert(id, &doc.path) {
+            c.err(
+                doc,
+                &At::root().k("id"),
+                format!("scenario IDs must be unique: `{}` is also the id of {}", q(id), first.display()),
+            );
+        }
+    }
+    c.found
 }
 
 /// Campaigns and scenarios: 1 (the original's format) or 2 (1 plus string templates in
@@ -342,7 +367,7 @@ fn check_provider(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptio
         if let Some(url) = base_url {
             let ok = url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
             if !ok {
-                c.err(doc, &at.k("base_url"), format!("must be an http or https URL, found `{url}`"));
+                c.err(doc, &at.k("base_url"), format!("must be an http or https URL, found `{}`", q(url)));
             }
         }
         if let Some(key) = api_key {
@@ -425,7 +450,7 @@ fn check_control_shim(c: &mut Checker, doc: &Document<Campaign>, at: &At, shim: 
             c.err(
                 doc,
                 &at.k("description_pins").k(tool),
-                format!("expected the SHA-256 of the raw description as 64 hex digits, found `{pin}`"),
+                format!("expected the SHA-256 of the raw description as 64 hex digits, found `{}`", q(pin)),
             );
         }
     }
@@ -440,7 +465,7 @@ fn check_control_shim(c: &mut Checker, doc: &Document<Campaign>, at: &At, shim: 
             c.err(
                 doc,
                 &at.k("fetch_allowlist").i(i),
-                format!("expected a plain host name or address as a URL parser writes it, found `{host}`"),
+                format!("expected a plain host name or address as a URL parser writes it, found `{}`", q(host)),
             );
         }
     }
@@ -474,7 +499,7 @@ fn check_egress_proxy(
                 c.err(
                     doc,
                     &at.k(key).i(i),
-                    format!("expected a plain host name or address as a URL parser writes it, found `{host}`"),
+                    format!("expected a plain host name or address as a URL parser writes it, found `{}`", q(host)),
                 );
             }
         }
@@ -531,7 +556,7 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
     for (i, target) in doc.value.targets.iter().enumerate() {
         let at = At::root().k("targets").i(i);
         if !valid_id(&target.id) {
-            c.err(doc, &at.k("id"), format!("target IDs must match ^[a-z0-9][a-z0-9_-]*$, found `{}`", target.id));
+            c.err(doc, &at.k("id"), format!("target IDs must match ^[a-z0-9][a-z0-9_-]*$, found `{}`", q(&target.id)));
         } else if !seen.insert(&target.id) {
             c.err(doc, &at.k("id"), format!("target IDs must be unique: `{}` appears twice", target.id));
         }
@@ -610,7 +635,7 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                     }
                 }
                 if !k.path.starts_with('/') {
-                    c.err(doc, &t.k("path"), format!("must start with `/`, found `{}`", k.path));
+                    c.err(doc, &t.k("path"), format!("must start with `/`, found `{}`", q(&k.path)));
                 }
                 range(c, doc, &t.k("startup_timeout_seconds"), k.startup_timeout_seconds.into(), 1, 300);
                 check_env_map(c, doc, &t.k("env"), &k.env, options, "env");
@@ -620,7 +645,7 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                         c.err(
                             doc,
                             &t.k("volumes").i(i),
-                            format!("must be an absolute path other than / and /tmp, found `{v}`"),
+                            format!("must be an absolute path other than / and /tmp, found `{}`", q(v)),
                         );
                     } else if !seen_volumes.insert(v.as_str()) {
                         c.err(doc, &t.k("volumes").i(i), format!("`{v}` is listed twice"));
@@ -633,7 +658,8 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                         doc,
                         &t.k("runtime"),
                         format!(
-                            "must name a runtime registered with the engine (letters, digits, `.`, `_`, `-`; at most 64), found `{runtime}`"
+                            "must name a runtime registered with the engine (letters, digits, `.`, `_`, `-`; at most 64), found `{}`",
+                            q(runtime)
                         ),
                     );
                 }
@@ -645,7 +671,8 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                             doc,
                             &t.k("command").i(i),
                             format!(
-                                "expected a string, a reference or a non-empty list of them (joined into one argument), found {item}"
+                                "expected a string, a reference or a non-empty list of them (joined into one argument), found {}",
+                                q(&item.to_string())
                             ),
                         );
                     }
@@ -767,7 +794,7 @@ fn check_template<T>(
                 &doc.path,
                 &doc.node,
                 where_,
-                format!("template {template:?}: {} ({consequence})", refs::template_problem(&e)),
+                format!("template \"{}\": {} ({consequence})", q(template), refs::template_problem(&e)),
             );
             return;
         }
@@ -784,8 +811,11 @@ fn check_template<T>(
                 &doc.node,
                 where_,
                 format!(
-                    "template {template:?}: unknown value `{name}` for target {}: {consequence} (bindings, runner values and captures taken before this point can be named; write `{{{{` and `}}}}` for literal braces)",
-                    scope.target
+                    "template \"{}\": unknown value `{}` for target {}: {consequence} (bindings, runner values and captures taken before this point can be named; write `{{{{` and `}}}}` for literal braces){}",
+                    q(template),
+                    q(&name),
+                    scope.target,
+                    suggestion(&name, scope)
                 ),
             ),
             Some(RefKind::Binding) if !scope.declared.contains(&name) => c.push(
@@ -875,8 +905,10 @@ fn check_value_refs<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: &Valu
                 }
             }
             _ => {
-                let shown = name
-                    .map_or_else(|| format!("{{{key}: …}} (the name must be a string)"), |n| format!("{{{key}: {n}}}"));
+                let shown = name.map_or_else(
+                    || format!("{{{key}: …}} (the name must be a string)"),
+                    |n| format!("{{{key}: {}}}", q(n)),
+                );
                 let Some((severity, consequence)) = unresolved_consequence(reach, scope) else { continue };
                 let known = if let Some(n) = name
                     && !scope.declared.contains(n)
@@ -886,13 +918,23 @@ fn check_value_refs<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: &Valu
                 } else {
                     String::new()
                 };
+                // A runner value is one of a fixed set: say which, and the nearest.
+                let runner_values = if found.kind == RefKind::Runner {
+                    format!(
+                        "; the runner values are {}",
+                        RUNNER_VALUES.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
+                    )
+                } else {
+                    String::new()
+                };
+                let nearest = name.map(|n| suggestion(n, scope)).unwrap_or_default();
                 c.push(
                     severity,
                     &doc.path,
                     &doc.node,
                     &where_,
                     format!(
-                        "unknown value reference {shown} for target {}: {consequence} (bindings, runner values and captures taken before this point can be named{known})",
+                        "unknown value reference {shown} for target {}: {consequence} (bindings, runner values and captures taken before this point can be named{known}){runner_values}{nearest}",
                         scope.target
                     ),
                 );
@@ -906,7 +948,7 @@ fn check_pointer<T>(c: &mut Checker, doc: &Document<T>, at: &At, pointer: &str, 
         c.err(
             doc,
             at,
-            format!("{what} must be an RFC 6901 JSON Pointer (\"\" or starting with `/`), found {pointer:?}"),
+            format!("{what} must be an RFC 6901 JSON Pointer (\"\" or starting with `/`), found \"{}\"", q(pointer)),
         );
     }
 }
@@ -923,8 +965,8 @@ fn check_predicates(c: &mut Checker, doc: &Document<Scenario>, at: &At, predicat
                 &doc.node,
                 &pat.k("path"),
                 format!(
-                    "predicate path {:?} is not an RFC 6901 JSON Pointer (`~` must be followed by 0 or 1), so it never resolves and the predicate never matches",
-                    predicate.path
+                    "predicate path \"{}\" is not an RFC 6901 JSON Pointer (`~` must be followed by 0 or 1), so it never resolves and the predicate never matches",
+                    q(&predicate.path)
                 ),
             );
         } else {
@@ -942,7 +984,10 @@ fn check_predicates(c: &mut Checker, doc: &Document<Scenario>, at: &At, predicat
                     &doc.path,
                     &doc.node,
                     &pat.k("value"),
-                    format!("`matches` needs a string pattern, found {other}; this predicate never matches"),
+                    format!(
+                        "`matches` needs a string pattern, found {}; this predicate never matches",
+                        q(&other.to_string())
+                    ),
                 ),
             }
         }
@@ -958,12 +1003,20 @@ fn check_action(c: &mut Checker, doc: &Document<Scenario>, at: &At, action: &Act
         Action::McpTool(_) => {}
         Action::HttpRequest(a) => {
             if !a.url.is_string() && refs::as_reference(&a.url).is_none() {
-                c.err(doc, &at.k("url"), format!("expected a URL string or a reference, found {}", a.url));
+                c.err(
+                    doc,
+                    &at.k("url"),
+                    format!("expected a URL string or a reference, found {}", q(&a.url.to_string())),
+                );
             }
         }
         Action::ContainerSqliteQuery(a) => {
             if !a.path.starts_with('/') {
-                c.err(doc, &at.k("path"), format!("must be an absolute path inside the container, found `{}`", a.path));
+                c.err(
+                    doc,
+                    &at.k("path"),
+                    format!("must be an absolute path inside the container, found `{}`", q(&a.path)),
+                );
             }
             // The verifier's own check, so what validates is exactly what runs.
             if let Err(e) = elengtis_verifiers::check_query(&a.query, a.parameters.len()) {
@@ -1045,7 +1098,7 @@ fn check_scenario(c: &mut Checker, doc: &Document<Scenario>, options: &LoadOptio
     let root = At::root();
     check_schema_version(c, doc, s.schema_version);
     if !valid_id(&s.id) {
-        c.err(doc, &root.k("id"), format!("scenario IDs must match ^[a-z0-9][a-z0-9_-]*$, found `{}`", s.id));
+        c.err(doc, &root.k("id"), format!("scenario IDs must match ^[a-z0-9][a-z0-9_-]*$, found `{}`", q(&s.id)));
     }
     for (phase, actions) in [("setup", &s.setup), ("cleanup", &s.cleanup)] {
         for (i, action) in actions.iter().enumerate() {
@@ -1502,15 +1555,17 @@ fn check_script(
                     (RefKind::Template, Some(template)) => {
                         let where_ = cat.pointer(&found.pointer);
                         match refs::template_fields(template) {
-                            Err(e) => template_problems
-                                .push((where_, format!("template {template:?}: {}", refs::template_problem(&e)))),
+                            Err(e) => template_problems.push((
+                                where_,
+                                format!("template \"{}\": {}", q(template), refs::template_problem(&e)),
+                            )),
                             Ok(fields) => {
                                 let mut unknown: Vec<String> = fields.into_iter().filter(|n| !known(n)).collect();
                                 unknown.sort();
                                 unknown.dedup();
                                 for name in unknown {
                                     template_problems.push((where_.clone(), format!(
-                                        "template {template:?}: unknown value `{name}` (bindings, runner values and setup captures can be named; write `{{{{` and `}}}}` for literal braces)"
+                                        "template \"{}\": unknown value `{}` (bindings, runner values and setup captures can be named; write `{{{{` and `}}}}` for literal braces)", q(template), q(&name)
                                     )));
                                 }
                             }
@@ -1568,11 +1623,42 @@ fn check_script(
     }
 }
 
+/// The longest file name the file systems a results directory lives on allow: `NAME_MAX` of
+/// Linux's (ext4, XFS, Btrfs, tmpfs, overlayfs: 255 bytes).
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// The file names a run makes from a trial id, longest last (the runner builds them in
+/// `orchestrator/src/run/mod.rs`, `evidence_name`, and `orchestrator/src/trial/mod.rs`):
+/// `evidence/<trial>.json`, `evidence/<trial>.retry-<n>.json` (retries up to six digits
+/// reserved) and `evidence/<trial>.<first 8 characters of the attempt id>.snapshots`.
+const TRIAL_FILE_NAMES: [&str; 3] = ["{trial}.json", "{trial}.retry-999999.json", "{trial}.12345678.snapshots"];
+
+/// The longest file name a run makes for a trial id of `trial_id_bytes` bytes.
+pub fn longest_trial_file_name(trial_id_bytes: usize) -> usize {
+    TRIAL_FILE_NAMES.iter().map(|name| name.len() - "{trial}".len() + trial_id_bytes).max().unwrap_or(0)
+}
+
 fn check_trial_ids(c: &mut Checker, campaign: &Document<Campaign>, scenarios: &[Document<Scenario>]) {
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    // The last trial index has the most digits.
+    let index_digits = campaign.value.trials.saturating_sub(1).to_string().len();
     for (t, target) in campaign.value.targets.iter().enumerate() {
         for (s, scenario) in scenarios.iter().enumerate() {
             let prefix = format!("{}--{}", target.id, scenario.value.id);
+            let longest = longest_trial_file_name(prefix.len() + 2 + index_digits);
+            if longest > MAX_FILE_NAME_BYTES {
+                c.err(
+                    campaign,
+                    &At::root().k("targets").i(t).k("id"),
+                    format!(
+                        "trial IDs `{}--N` (target `{}`, scenario `{}`) make result file names of up to {longest} bytes (`evidence/<trial id>.<attempt>.snapshots`), longer than the {MAX_FILE_NAME_BYTES} bytes a file name may have; shorten the target or scenario id by {} characters",
+                        q(&prefix),
+                        q(&target.id),
+                        q(&scenario.value.id),
+                        longest - MAX_FILE_NAME_BYTES
+                    ),
+                );
+            }
             if let Some((t0, s0)) = seen.insert(prefix.clone(), (t, s))
                 && (t0, s0) != (t, s)
             {

@@ -160,7 +160,7 @@ fn run_error_code(e: &RunError) -> i32 {
     match e {
         RunError::Load(_) => exit_codes::INVALID_CONFIG,
         RunError::Unavailable(_) | RunError::Sandbox(_) => exit_codes::UNAVAILABLE,
-        RunError::Store(s) if s.is_disk_full() => exit_codes::IO,
+        RunError::Store(s) if s.is_disk_full() || refused_write(s) => exit_codes::IO,
         RunError::Exists(_)
         | RunError::NotADirectory(_)
         | RunError::Unusable { .. }
@@ -173,6 +173,14 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::Unverified { .. } => exit_codes::RESULTS_DIR,
         RunError::Verify(e) => verify_error_code(e),
     }
+}
+
+/// A write the file system refused for what was written, not for the directory: a file name
+/// longer than it allows (ENAMETOOLONG, also a path past PATH_MAX) or a file larger than it
+/// allows (EFBIG). Like a full disk, exit 6.
+fn refused_write(e: &crate::results::store::StoreError) -> bool {
+    use crate::results::store::StoreErrorKind;
+    matches!(&e.kind, StoreErrorKind::Io(io) if matches!(io.kind(), std::io::ErrorKind::InvalidFilename | std::io::ErrorKind::FileTooLarge))
 }
 
 fn report_error_code(e: &crate::report::ReportError) -> i32 {

@@ -34,3 +34,8 @@ pub const NOT_PROVEN: i32 = 8;
 pub const NO_EVIDENCE: i32 = 9;
 /// Interrupted by Ctrl-C or SIGTERM; the current trial was not recorded. Resume continues.
 pub const INTERRUPTED: i32 = 130;
+/// The command did what it was asked, but its stdout was closed before it printed everything
+/// (the reader of a pipe went away: `elengtis … | head -1`): the status a shell shows for a
+/// filter killed by SIGPIPE (128 + 13). Everything it writes to files is written. A command
+/// that failed for its own reason keeps its own code.
+pub const STDOUT_CLOSED: i32 = 141;

@@ -86,7 +86,10 @@ fn analyze_reads_the_original_tools_results_with_ours() {
     let original = workspace().join("tests/fixtures/original-0.1.0");
     let (example, mixed) = (original.join("example"), original.join("mixed"));
     let out = dir.path().join("analysis");
-    let args = ["analyze", "--input", s(&example), "--input", s(&mixed), "--input", s(&ours), "--out", s(&out)];
+    // The original's runs and ours of the same example are different campaigns to the
+    // manifests (each tool hashes its own way): counted together, as the original would.
+    let args =
+        ["analyze", "--pool", "--input", s(&example), "--input", s(&mixed), "--input", s(&ours), "--out", s(&out)];
     let output = elengtis(dir.path(), &args);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
 
@@ -113,4 +116,107 @@ fn analyze_reads_the_original_tools_results_with_ours() {
         markdown.contains("| scripted-comply | reference | support-note | 4 | 2 | 0 | infrastructure_error: 2 |"),
         "{markdown}"
     );
+}
+
+/// The cells of `summary.json` as (campaign label, proposed successes/known).
+fn proposed_by_campaign(summary: &serde_json::Value) -> Vec<(String, String)> {
+    let labels = summary["campaigns"].as_array().expect("campaigns");
+    summary["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|cell| {
+            let label = labels
+                .iter()
+                .find(|c| c["campaign"] == cell["campaign"])
+                .map_or("<pooled>".to_owned(), |c| c["label"].as_str().expect("label").to_owned());
+            (label, format!("{}/{}", cell["proposed"]["successes"], cell["proposed"]["known"]))
+        })
+        .collect()
+}
+
+/// An attack run and its own negative control (issue 29, item 3): analysed together they are
+/// two rows, `proposed 3/3` and `0/1`, never one `proposed 3/4`; `--pool` counts them together.
+#[test]
+fn an_attack_run_and_its_control_are_shown_apart_unless_pooled() {
+    let dir = scratch();
+    let attack = dir.path().join("results");
+    let control = dir.path().join("results-control");
+    for (out, extra) in [(&attack, &["--trials", "3"][..]), (&control, &["--control"][..])] {
+        let mut args = vec!["example", "support-note", "--out", s(out)];
+        args.extend(extra);
+        let output = elengtis(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    }
+    let out = dir.path().join("analysis");
+    let output = elengtis(dir.path(), &["analyze", "--input", s(&attack), "--input", s(&control), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert!(stderr(&output).contains("the inputs ran 2 different campaigns"), "{}", stderr(&output));
+    let summary = read_json(&out.join("summary.json"));
+    let mut shown = proposed_by_campaign(&summary);
+    shown.sort();
+    assert_eq!(shown, [(s(&attack).to_owned(), "3/3".to_owned()), (s(&control).to_owned(), "0/1".to_owned())]);
+    assert_eq!(summary["pooled"], false);
+    let markdown = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
+    assert!(markdown.contains("| Campaign | Model | Engine | Scenario |"), "{markdown}");
+    assert!(markdown.contains(&format!("| {} | scripted | reference | support-note | 3 |", s(&attack))), "{markdown}");
+    assert!(markdown.contains(&format!("| {} | scripted | reference | support-note | 1 |", s(&control))), "{markdown}");
+    // The report shows them apart too.
+    let report = dir.path().join("report.html");
+    let made = elengtis(dir.path(), &["report", "--input", s(&attack), "--input", s(&control), "--out", s(&report)]);
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    let html = std::fs::read_to_string(&report).expect("report");
+    for dir in [&attack, &control] {
+        assert!(html.contains(&format!("data-campaign=\"{}\"", s(dir))), "{} not named in the report", s(dir));
+    }
+
+    // --pool: the original's way, one row.
+    let pooled = dir.path().join("pooled");
+    let output = elengtis(
+        dir.path(),
+        &["analyze", "--pool", "--input", s(&attack), "--input", s(&control), "--out", s(&pooled)],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let summary = read_json(&pooled.join("summary.json"));
+    assert_eq!(proposed_by_campaign(&summary), [("<pooled>".to_owned(), "3/4".to_owned())]);
+    assert_eq!(summary["pooled"], true);
+
+    // Two runs of one campaign are one campaign: counted together without --pool.
+    let again = dir.path().join("results-again");
+    let output = elengtis(
+        dir.path(),
+        &["run", "--config", s(&attack.join("example/campaign.yaml")), "--out", s(&again), "--trials", "3"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let both = dir.path().join("both");
+    let output = elengtis(dir.path(), &["analyze", "--input", s(&attack), "--input", s(&again), "--out", s(&both)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let summary = read_json(&both.join("summary.json"));
+    assert_eq!(summary["cells"].as_array().map(Vec::len), Some(1), "{summary}");
+    assert_eq!(summary["cells"][0]["proposed"]["successes"], 6, "{summary}");
+}
+
+/// The lines `init` prints, run as printed, end with an analysis that shows the attack and
+/// its control apart.
+#[test]
+fn the_analysis_init_prints_shows_the_attack_and_its_control_apart() {
+    let dir = scratch();
+    let db = dir.path().join("notes.db");
+    let skeleton = dir.path().join("audit");
+    let init = elengtis(dir.path(), &["init", "--out", s(&skeleton), "--", "elengtis-notes", "--db", s(&db)]);
+    assert_eq!(init.status.code(), Some(0), "{}{}", stdout(&init), stderr(&init));
+    let text = stdout(&init);
+    let next: Vec<&str> = text.split("Next:\n").nth(1).expect("a Next: section").lines().collect();
+    assert!(next.iter().any(|l| l.trim_start().starts_with("elengtis analyze")), "{text}");
+    for line in next {
+        let command = line.split("   #").next().unwrap_or_default().trim();
+        let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let output = elengtis(dir.path(), &words);
+        assert_eq!(output.status.code(), Some(0), "{command}: {}{}", stdout(&output), stderr(&output));
+    }
+    let summary = read_json(&skeleton.join("analysis/summary.json"));
+    let mut shown = proposed_by_campaign(&summary);
+    shown.sort();
+    let results = |name: &str| s(&skeleton.join(name)).to_owned();
+    assert_eq!(shown, [(results("results"), "1/1".to_owned()), (results("results-control"), "0/1".to_owned())]);
 }

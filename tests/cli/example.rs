@@ -16,7 +16,7 @@ fn support_note_example_runs_end_to_end() {
     assert_eq!(output.status.code(), Some(0), "stdout:\n{text}\nstderr:\n{}", stderr(&output));
     assert!(text.contains("completed: 1/1"), "{text}");
     assert!(text.contains("proposed: 1/1"), "{text}");
-    assert!(text.contains("local-demo × support-note: 1 trials, 1 complete, proposed 1/1, completed 1/1\n"), "{text}");
+    assert!(text.contains("local-demo × support-note: 1 trial, 1 complete, proposed 1/1, completed 1/1\n"), "{text}");
     assert!(text.contains(&format!("{TRIAL0}: model_stop")), "--verbose prints every trial: {text}");
 
     // The four kinds of result files.

@@ -81,10 +81,21 @@ fn validate_reports_every_type_error_with_file_line_and_path() {
     let output = elengtis(dir.path(), &["validate", s(&config)]);
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let err = stderr(&output);
-    assert!(err.contains("failed to load the campaign: 3 problems"), "{err}");
-    assert!(err.contains(":4:9: trials: invalid type: string \"many\""), "{err}");
-    assert!(err.contains(":5:14: step_budget: invalid type: sequence"), "{err}");
+    // The campaign's three problems and, in the same run, the scenario's two.
+    assert!(err.contains("failed to load the campaign: 5 problems"), "{err}");
+    assert!(
+        err.contains(":4:9: trials: expected a whole number from 0 to 4294967295, found the string \"many\""),
+        "{err}"
+    );
+    assert!(
+        err.contains(":5:14: step_budget: expected a whole number from 0 to 4294967295, found a sequence"),
+        "{err}"
+    );
     assert!(err.contains(":7:1: bogus: unknown field `bogus`"), "{err}");
+    assert!(
+        err.contains("unknown_a: unknown field `unknown_a`") && err.contains("unknown_b: unknown field `unknown_b`"),
+        "{err}"
+    );
 
     // Once the campaign reads, both problems of the scenario are reported.
     let campaign = std::fs::read_to_string(&config).expect("read");

@@ -1,5 +1,6 @@
 mod analyze;
 mod bench;
+mod closed_stdout;
 mod crash;
 mod deadlines;
 mod engine_gate;
@@ -14,6 +15,7 @@ mod input;
 mod layering;
 mod live;
 mod malformed;
+mod names;
 mod preflight;
 mod progress;
 mod prove;

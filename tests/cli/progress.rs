@@ -265,7 +265,7 @@ fn session_command(dir: &Path, args: &[&str]) -> String {
 fn progress_lines(pane: &str) -> Vec<(u32, u32, String)> {
     pane.lines()
         .filter_map(|line| {
-            let (before, after) = line.split_once(" trials · ")?;
+            let (before, after) = line.split_once(" trials · ").or_else(|| line.split_once(" trial · "))?;
             let fraction = before.rsplit(' ').next()?;
             let (done, total) = fraction.split_once('/')?;
             (after.contains("running") && after.contains("ETA "))
@@ -424,4 +424,65 @@ fn an_interrupted_run_reports_its_stop_and_leaves_the_cut_attempt_unfinished() {
         .filter(|e| e["event"] == "trial_started" && !recorded.contains(&e["attempt_id"].as_str().unwrap_or_default()))
         .collect();
     assert_eq!(cut.len(), 1, "the attempt in flight started and was never finished: {cut:?}");
+}
+
+/// Before any trial is done the display has nothing to estimate from: no `ETA 0s`, and one
+/// trial is `1 trial`, not `1 trials` (issue 29, item 8).
+#[test]
+fn the_display_has_no_eta_before_a_trial_is_done_and_counts_one_trial_in_the_singular() {
+    let test = "eta";
+    let dir = scratch();
+    let config = slow_campaign(dir.path(), 1, "3");
+    let out = dir.path().join("out");
+    let Some(tmux) =
+        Tmux::start(test, &session_command(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]))
+    else {
+        return;
+    };
+    let mut first = None;
+    let seen = wait_until(Duration::from_secs(60), || {
+        let pane = tmux.capture();
+        first = first.take().or_else(|| progress_line(&pane));
+        first.is_some() || pane.contains("exit=")
+    });
+    let (done, total, line) = first.unwrap_or_else(|| panic!("no progress line (seen: {seen}):\n{}", tmux.capture()));
+    assert_eq!((done, total), (0, 1), "{line}");
+    assert!(line.contains("0/1 trial · ") && !line.contains("trials"), "one trial, in the singular: {line}");
+    assert!(line.contains("ETA –") && !line.contains("ETA 0s"), "no estimate from nothing: {line}");
+    assert!(wait_until(Duration::from_secs(60), || tmux.capture().contains("exit=")), "{}", tmux.capture());
+    let pane = tmux.capture();
+    assert!(pane.contains("exit=0") && pane.contains("1 trial, 1 complete"), "{pane}");
+}
+
+/// `run --resume` says what it found and what it does now before it starts.
+#[test]
+fn a_resume_says_how_many_trials_are_complete_and_how_many_it_runs() {
+    let dir = scratch();
+    // The target starts once (the first trial), then fails: 1 complete, 3 incomplete.
+    let script = dir.path().join("once-fixture");
+    let flag = dir.path().join("start-once");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ -e '{flag}' ]; then rm -f '{flag}'; exec '{}' \"$@\"; fi\nexit 1\n",
+            s(&bin("elengtis-fixture")),
+            flag = s(&flag)
+        ),
+    )
+    .expect("write the wrapper");
+    let mut perms = std::fs::metadata(&script).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).expect("chmod the wrapper");
+    let config = campaign(dir.path(), 4, s(&script));
+    std::fs::write(&flag, "").expect("flag");
+    let out = dir.path().join("out");
+    let first = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    assert!(!stderr(&first).contains("resuming run"), "a new run has no plan to announce: {}", stderr(&first));
+    let resumed = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
+    let run_id = read_json(&out.join("manifest.json"))["run_id"].as_str().expect("run id").to_owned();
+    let err = stderr(&resumed);
+    assert!(err.starts_with(&format!("resuming run {run_id}: 1 of 4 trials complete, 3 to run\n")), "{err}");
+    let quiet = elengtis(dir.path(), &["run", "--resume", "--out", s(&out), "--quiet"]);
+    assert!(!stderr(&quiet).contains("resuming run"), "--quiet drops the note: {}", stderr(&quiet));
 }

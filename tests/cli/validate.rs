@@ -590,7 +590,7 @@ fn wrong_type_in_campaign() {
     Case::new().c("trials: 2", "trials: two").rejected().error(
         "campaign.yaml:2:9",
         "trials",
-        "invalid type: string \"two\", expected u32",
+        "expected a whole number from 0 to 4294967295, found the string \"two\"",
     );
 }
 
@@ -599,7 +599,7 @@ fn wrong_type_quoted_boolean() {
     Case::new().c("engine: reference\n", "engine: reference\nmodel_free: 'maybe'\n").rejected().error(
         "campaign.yaml:5:13",
         "model_free",
-        "invalid type: string \"maybe\", expected a boolean",
+        "expected a boolean (true or false), found the string \"maybe\"",
     );
 }
 
@@ -625,7 +625,7 @@ fn wrong_type_in_scenario() {
     Case::new()
         .s("bindings: [read_note, read_credential, submit_credential, verify_collector]", "bindings: read_note")
         .rejected()
-        .error("support-note.yaml:5:11", "bindings", "invalid type: string \"read_note\", expected a sequence");
+        .error("support-note.yaml:5:11", "bindings", "expected a sequence, found the string \"read_note\"");
 }
 
 #[test]
@@ -633,7 +633,7 @@ fn wrong_type_of_example_arguments() {
     Case::new().s("          arguments: {credential: a-guess}\n", "          arguments: [a-guess]\n").rejected().error(
         "support-note.yaml:32:22",
         "proposal_rules[0].examples.negative[0].arguments",
-        "invalid type: sequence, expected a map",
+        "expected a mapping, found a sequence",
     );
 }
 
@@ -905,7 +905,7 @@ fn trials_out_of_range() {
     Case::new().c("trials: 2", "trials: -1").rejected().error(
         "campaign.yaml:2:9",
         "trials",
-        "invalid value: integer `-1`, expected u32",
+        "expected a whole number from 0 to 4294967295, found `-1`",
     );
 }
 
@@ -1984,4 +1984,129 @@ fn a_template_url_is_rendered_in_any_schema_version() {
         .run();
     run.code(0);
     assert!(!run.stderr().contains("template"), "{}", run.stderr());
+}
+
+// ---------------------------------------------------------------------------------------
+// The first hour: every problem at once, in words a person reads (issue 29, item 7), and
+// diagnostics that never amplify their input (issue 28, item 8)
+// ---------------------------------------------------------------------------------------
+
+/// A campaign with an error no longer hides the scenarios' errors: one run of `validate`
+/// reports both files' problems.
+#[test]
+fn campaign_and_scenario_errors_are_reported_in_one_run() {
+    // An unknown campaign field (a typo) and an error in the scenario: the typo is left out
+    // and everything else is checked, the references for each target included.
+    let run = Case::new()
+        .c("engine: reference", "engnie: reference")
+        .s("        value: {runner: canary}\n    examples:", "        value: {runner: canry}\n    examples:")
+        .rejected();
+    run.error("campaign.yaml:4:1", "engnie", "unknown field `engnie`")
+        .error("support-note.yaml:20:5", "proposal_rules[0]", "unknown value reference {runner: canry}")
+        .problems(2);
+    // A wrong type in the campaign: the scenario's own problems are still reported.
+    let run = Case::new()
+        .c("trials: 2", "trials: two")
+        .s("      note: /content/0/text\n", "      note: content/0/text\n")
+        .s("id: support-note\n", "id: Support-Note\n")
+        .rejected();
+    run.error("campaign.yaml:2:9", "trials", "found the string \"two\"")
+        .error("support-note.yaml:11:13", "setup[0].capture.note", "capture must be an RFC 6901 JSON Pointer")
+        .error("support-note.yaml:2:5", "id", "Support-Note")
+        .problems(3);
+    // A scenario that does not parse: the campaign's own problems are still reported.
+    let run = Case::new()
+        .c("trials: 2", "trials: 0")
+        .s("bindings: [read_note, read_credential, submit_credential, verify_collector]", "bindings: read_note")
+        .rejected();
+    run.error("campaign.yaml:2:9", "trials", "must be between 1 and 100, found 0")
+        .error("support-note.yaml:5:11", "bindings", "expected a sequence")
+        .problems(2);
+}
+
+/// Type errors say what was expected in words, not Rust type names.
+#[test]
+fn type_errors_are_worded_for_people() {
+    let run = Case::new().c("trials: 2", "trials: -1").rejected();
+    run.error("campaign.yaml:2:9", "trials", "expected a whole number from 0 to 4294967295, found `-1`");
+    assert!(!run.stderr().contains("u32"), "{}", run.stderr());
+    Case::new().c("trials: 2", "trials: 2.5").rejected().error(
+        "campaign.yaml:2:9",
+        "trials",
+        "expected a whole number from 0 to 4294967295, found `2.5`",
+    );
+    Case::new().c("engine: reference\n", "engine: reference\nmodel_free: 'maybe'\n").rejected().error(
+        "campaign.yaml:5:13",
+        "model_free",
+        "expected a boolean (true or false), found the string \"maybe\"",
+    );
+    Case::new().s("title: Support note asks the assistant to submit a credential", "title: [a, b]").rejected().error(
+        "support-note.yaml:3:8",
+        "title",
+        "expected a string, found a sequence",
+    );
+}
+
+/// An unknown field or name close to a known one gets a suggestion.
+#[test]
+fn unknown_names_get_a_did_you_mean() {
+    Case::new().c("engine: reference", "engnie: reference").rejected().error(
+        "campaign.yaml:4:1",
+        "engnie",
+        "did you mean `engine`?",
+    );
+    Case::new().c("type: stdio", "type: stdoi").rejected().error(
+        "campaign.yaml:8:13",
+        "targets[0].transport.type",
+        "did you mean `stdio`?",
+    );
+    Case::new().c("engine: reference", "engine: refrence").rejected().error(
+        "campaign.yaml:4:9",
+        "engine",
+        "did you mean `reference`?",
+    );
+    // Nothing close: no suggestion.
+    let run = Case::new().c("engine: reference", "zzzzzz: reference").rejected();
+    assert!(!run.stderr().contains("did you mean"), "{}", run.stderr());
+}
+
+/// An unresolvable `{runner: …}` lists the runner values there are, and the nearest.
+#[test]
+fn an_unknown_runner_value_lists_the_valid_names() {
+    let run = Case::new().c("--credential, {runner: canary}]", "--credential, {runner: canry}]").rejected();
+    run.error(
+        "campaign.yaml:10:62",
+        "targets[0].transport.args[3]",
+        "; the runner values are `canary`, `trial_dir`, `collector`, `evidence_dir`, `trial_id`, `attempt_id`, `sink_url`, `sink_direct_url`, `sink_requests`, `network_gateway`; did you mean `canary`?",
+    );
+}
+
+/// Diagnostics quote a short excerpt of a value, never the value: a 7 MB string copied by
+/// aliases into many wrong-typed places yields a few kilobytes of messages.
+#[test]
+fn diagnostics_quote_excerpts_of_large_values() {
+    const BIG: usize = 7_000_000;
+    let big = "A".repeat(BIG);
+    let aliases = ["*a"; 8].join(", ");
+    let campaign = format!(
+        "schema_version: 1\ntrials: 1\nstep_budget: &a \"{big}\"\ntargets: [{aliases}]\nscenarios: [support-note.yaml]\n"
+    );
+    let mut case = Case::new();
+    case.campaign = campaign;
+    let run = case.rejected();
+    let err = run.stderr();
+    assert!(err.len() < 16 * 1024, "{} bytes of diagnostics for a {BIG}-byte value", err.len());
+    run.error("campaign.yaml:3:14", "step_budget", "found the string \"AAAAAAAAAA").error(
+        "campaign.yaml:4:11",
+        "targets[0]",
+        &format!("… ({BIG} characters)"),
+    );
+    let json = case.run_with(&["--json"]);
+    json.code(INVALID);
+    assert!(json.stdout().len() < 32 * 1024, "{} bytes of JSON", json.stdout().len());
+    // An unknown key and an id are quoted as excerpts too.
+    let long_key = "k".repeat(100_000);
+    let run = Case::new().c("engine: reference", &format!("? {long_key}\n: reference")).rejected();
+    assert!(run.stderr().len() < 4096, "{}", run.stderr().len());
+    assert!(run.stderr().contains("kkkkkkkkkk… (100000 characters)"), "{}", run.stderr());
 }

@@ -47,7 +47,13 @@ fn analyze(runs: &Runs, tool: Tool, inputs: &[&PathBuf], out: &Path) -> Result<C
     args.push("--out".into());
     args.push(out.display().to_string());
     let output = match tool {
-        Tool::Ours => elengtis_cmd(Path::new("/"), &args.iter().map(String::as_str).collect::<Vec<_>>()).output(),
+        // The inputs are runs of several campaigns: ours keeps campaigns apart unless `--pool`,
+        // the original pools them; compared here is the pooled count.
+        Tool::Ours => {
+            let mut ours = args.clone();
+            ours.insert(1, "--pool".into());
+            elengtis_cmd(Path::new("/"), &ours.iter().map(String::as_str).collect::<Vec<_>>()).output()
+        }
         Tool::Theirs => runs.original.cli().args(&args).output(),
     }
     .map_err(|e| e.to_string())?;

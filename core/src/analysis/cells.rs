@@ -1,11 +1,11 @@
-//! Cells: final trials grouped by (model id, engine, scenario), with their counts, rates,
+//! Cells: final trials grouped by (campaign, model id, engine, scenario), with their counts, rates,
 //! means, diagnostics and usage, and each cell's `summary.json` object.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::inputs::{FinalTrial, UsageTotals};
+use super::inputs::{CampaignKey, FinalTrial, UsageTotals};
 use super::{MEAN_METRICS, RATE_METRICS};
 use crate::stats::wilson_95;
 
@@ -42,8 +42,8 @@ impl MeanAccumulator {
     }
 }
 
-/// (model id, engine, scenario).
-pub(super) type CellKey = (String, String, String);
+/// (campaign, model id, engine, scenario); the campaign is empty when the inputs are pooled.
+pub(super) type CellKey = (CampaignKey, String, String, String);
 
 /// One (model id, engine, scenario) cell.
 #[derive(Debug, Default)]
@@ -77,7 +77,8 @@ pub(super) fn build(finals: &[FinalTrial<'_>], not_run: &[CellKey]) -> BTreeMap<
     }
     for trial in finals {
         let row = trial.row;
-        let key = (trial.model_id.clone(), row.engine.as_str().to_owned(), row.scenario.clone());
+        let key =
+            (trial.campaign.clone(), trial.model_id.clone(), row.engine.as_str().to_owned(), row.scenario.clone());
         let cell = cells.entry(key).or_default();
         cell.trials += 1;
         cell.retries = cell.retries.saturating_add(trial.attempts.saturating_sub(1));
@@ -117,8 +118,9 @@ fn interval_json(interval: Option<(f64, f64)>) -> Value {
 }
 
 /// The cell's object in `summary.json`.
-pub(super) fn to_json((model_id, engine, scenario): &CellKey, cell: &Cell) -> Value {
+pub(super) fn to_json(((_, campaign), model_id, engine, scenario): &CellKey, cell: &Cell) -> Value {
     let mut object = Map::new();
+    object.insert("campaign".into(), if campaign.is_empty() { Value::Null } else { json!(campaign) });
     object.insert("model_id".into(), json!(model_id));
     object.insert("engine".into(), json!(engine));
     object.insert("scenario".into(), json!(scenario));

@@ -1,18 +1,20 @@
 //! Pairwise engine comparisons: within-block differences of the pairwise metrics between
-//! every two engines of a (model id, scenario), with a reproducible bootstrap interval.
+//! every two engines of a (campaign, model id, scenario), with a reproducible bootstrap interval.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use super::cells::Rate;
-use super::inputs::FinalTrial;
+use super::inputs::{CampaignKey, FinalTrial};
 use super::{PAIRWISE_METRIC_COUNT, RATE_METRICS};
 use crate::stats::{bootstrap_95, fnv1a_64, mean};
 
 /// One engine-pair difference for one metric.
 #[derive(Debug)]
 pub(super) struct Comparison {
+    /// The campaign (`(0, "")` when the inputs are pooled).
+    pub(super) campaign: CampaignKey,
     pub(super) model_id: String,
     pub(super) scenario: String,
     pub(super) left: String,
@@ -27,6 +29,7 @@ impl Comparison {
     /// The comparison's object in `summary.json`.
     pub(super) fn to_json(&self) -> Value {
         json!({
+            "campaign": if self.campaign.1.is_empty() { Value::Null } else { json!(self.campaign.1) },
             "model_id": self.model_id,
             "scenario": self.scenario,
             "left": self.left,
@@ -44,14 +47,14 @@ type BlockRates = BTreeMap<u64, [Rate; PAIRWISE_METRIC_COUNT]>;
 
 /// Every comparison, sorted by (model id, scenario), then engine pair, then metric.
 pub(super) fn build(finals: &[FinalTrial<'_>]) -> Vec<Comparison> {
-    // (model id, scenario) → engine → block → rates.
-    let mut groups: BTreeMap<(String, String), BTreeMap<String, BlockRates>> = BTreeMap::new();
+    // (campaign, model id, scenario) → engine → block → rates.
+    let mut groups: BTreeMap<(CampaignKey, String, String), BTreeMap<String, BlockRates>> = BTreeMap::new();
     for trial in finals {
         let (Some(block), true) = (trial.block, trial.row.is_complete()) else {
             continue;
         };
         let rates = groups
-            .entry((trial.model_id.clone(), trial.row.scenario.clone()))
+            .entry((trial.campaign.clone(), trial.model_id.clone(), trial.row.scenario.clone()))
             .or_default()
             .entry(trial.row.engine.as_str().to_owned())
             .or_default()
@@ -63,7 +66,7 @@ pub(super) fn build(finals: &[FinalTrial<'_>]) -> Vec<Comparison> {
     }
 
     let mut comparisons = Vec::new();
-    for ((model_id, scenario), engines) in &groups {
+    for ((campaign, model_id, scenario), engines) in &groups {
         let engines: Vec<(&String, &BlockRates)> = engines.iter().collect();
         for (position, &(left, left_blocks)) in engines.iter().enumerate() {
             for &(right, right_blocks) in &engines[position + 1..] {
@@ -83,6 +86,7 @@ pub(super) fn build(finals: &[FinalTrial<'_>]) -> Vec<Comparison> {
                     let seed = fnv1a_64(format!("{model_id}:{scenario}:{left}:{right}:{metric}").as_bytes());
                     let (low, high) = bootstrap_95(&differences, seed);
                     comparisons.push(Comparison {
+                        campaign: campaign.clone(),
                         model_id: model_id.clone(),
                         scenario: scenario.clone(),
                         left: left.clone(),

@@ -26,11 +26,29 @@ pub struct AnalysisManifest {
     /// ([`original::is_original_environment`]).
     #[serde(default)]
     pub environment: Option<Map<String, Value>>,
+    /// Hashes of what ran: runs of different campaigns are kept apart ([`Self::campaign`]).
+    #[serde(default)]
+    pub configuration: Option<CampaignHashes>,
+}
+
+/// The campaign hashes a manifest records (this tool's and the original's).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+pub struct CampaignHashes {
+    /// SHA-256 of the campaign as recorded in the manifest, overrides applied (this tool's
+    /// manifests of schema 2).
+    #[serde(default)]
+    pub recorded_campaign_sha256: Option<String>,
+    /// SHA-256 of the campaign file's bytes (both tools).
+    #[serde(default)]
+    pub campaign_sha256: Option<String>,
 }
 
 /// The experiment labels analysis groups and pairs by.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 pub struct ExperimentLabels {
+    /// The experiment: its runs (one per cell and block) are one design, pooled by analysis.
+    #[serde(default)]
+    pub id: Option<String>,
     /// Block of a blocked design: rows of runs with a block are compared pairwise.
     #[serde(default)]
     pub block: Option<u64>,
@@ -48,6 +66,28 @@ impl AnalysisManifest {
         match &self.environment {
             Some(environment) if original::is_original_environment(environment) => Producer::Original,
             _ => Producer::ThisTool,
+        }
+    }
+
+    /// The campaign the run belongs to, as analysis keeps campaigns apart: the experiment
+    /// (`experiment <id>`: an experiment's runs are one design, its cells and blocks meant to
+    /// be counted together), else the campaign as recorded (`sha256:<hash>`, overrides
+    /// applied), else the campaign file (`sha256:<hash>`, the original's manifests and this
+    /// tool's of schema 1), else the run itself (`run <id>`: nothing recorded says which
+    /// campaign it ran).
+    pub fn campaign(&self) -> String {
+        let experiment = self.experiment.as_ref().and_then(|e| e.id.as_deref()).filter(|id| !id.is_empty());
+        if let Some(id) = experiment {
+            return format!("experiment {id}");
+        }
+        let hashes = self.configuration.as_ref();
+        let hash = hashes
+            .and_then(|c| c.recorded_campaign_sha256.as_deref())
+            .or_else(|| hashes.and_then(|c| c.campaign_sha256.as_deref()))
+            .filter(|h| !h.is_empty());
+        match hash {
+            Some(hash) => format!("sha256:{hash}"),
+            None => format!("run {}", self.run_id),
         }
     }
 
@@ -86,11 +126,18 @@ impl Producer {
     }
 }
 
+/// A campaign as cells are keyed by it: its position among the inputs' campaigns (so that
+/// campaigns are shown in the order given) and [`AnalysisManifest::campaign`]; `(0, "")` for
+/// every input when they are pooled.
+pub(super) type CampaignKey = (usize, String);
+
 /// One validated input.
 #[derive(Debug)]
 pub(super) struct Run<'a> {
     pub(super) label: &'a str,
     pub(super) manifest: AnalysisManifest,
+    /// The campaign its cells belong to.
+    pub(super) campaign: CampaignKey,
     /// Every attempt, in order.
     pub(super) rows: Vec<Row>,
     /// Attempt indexes per trial, trials in order of first appearance.
@@ -154,7 +201,8 @@ impl<'a> Run<'a> {
             }
             rows.push(row);
         }
-        Ok(Run { label, manifest, rows, trials, matrix: input.matrix.as_deref() })
+        let campaign = (0, manifest.campaign());
+        Ok(Run { label, manifest, campaign, rows, trials, matrix: input.matrix.as_deref() })
     }
 
     /// The cell of each trial of the recorded matrix that has no row, in matrix order.
@@ -176,7 +224,7 @@ impl<'a> Run<'a> {
                     .or_else(|| planned.model_id.as_deref().filter(|id| !id.is_empty()))
                     .unwrap_or(SCRIPTED_MODEL_ID)
                     .to_owned();
-                ((model_id, planned.engine.clone(), planned.scenario.clone()), planned)
+                ((self.campaign.clone(), model_id, planned.engine.clone(), planned.scenario.clone()), planned)
             })
             .collect()
     }
@@ -204,6 +252,7 @@ impl<'a> Run<'a> {
                 .unwrap_or(SCRIPTED_MODEL_ID)
                 .to_owned();
             finals.push(FinalTrial {
+                campaign: self.campaign.clone(),
                 row,
                 indexes,
                 final_index,
@@ -313,6 +362,8 @@ impl UsageTotals {
 /// A trial reduced to its final row.
 #[derive(Debug)]
 pub(super) struct FinalTrial<'a> {
+    /// The campaign of its run.
+    pub(super) campaign: CampaignKey,
     pub(super) row: &'a Row,
     /// Indexes of the trial's attempts in the input's rows, in order.
     pub(super) indexes: &'a [usize],

@@ -99,26 +99,48 @@ fn cost_cell(usage: &UsageTotals) -> String {
     shown
 }
 
-/// The whole of `summary.md`, ending with a newline.
+/// The whole of `summary.md`, ending with a newline. With cells of more than one campaign,
+/// the tables start with a Campaign column (each campaign named by `labels`: the inputs that
+/// ran it) and a list of the campaigns follows the title.
 pub(super) fn render(
     cells: &BTreeMap<CellKey, Cell>,
     comparisons: &[Comparison],
     recommendation: &Recommendation,
+    labels: &BTreeMap<String, String>,
 ) -> String {
+    let campaigns: std::collections::BTreeSet<&(usize, String)> = cells.keys().map(|key| &key.0).collect();
+    let apart = campaigns.len() > 1;
+    let label = |key: &str| escape_cell(labels.get(key).map_or(key, String::as_str));
+    let campaign_cell = |(_, key): &(usize, String)| if apart { format!("| {} ", label(key)) } else { String::new() };
     let mut out = String::from("# Campaign summary\n\n");
-    out.push_str(
-        "| Model | Engine | Scenario | Trials | Complete | Retries | Failures | Tool errors | Invalid calls \
+    if apart {
+        out.push_str(
+            "The inputs ran different campaigns: each is shown apart (`--pool` counts them together).\n\n\
+             | Campaign | Recorded as |\n| --- | --- |\n",
+        );
+        for (_, key) in &campaigns {
+            let _ = writeln!(out, "| {} | `{}` |", label(key), escape_cell(key));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "{}| Model | Engine | Scenario | Trials | Complete | Retries | Failures | Tool errors | Invalid calls \
          | First finish reasons | Cost | Proposed | Completed | Proposed-not-completed \
-         | Safety pass | Safe completed | Recovered | Tool sequences |\n",
+         | Safety pass | Safe completed | Recovered | Tool sequences |",
+        if apart { "| Campaign " } else { "" }
     );
-    out.push_str(
-        "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | --- | --- | --- | --- | --- \
-         | --- | --- |\n",
+    let _ = writeln!(
+        out,
+        "{}| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | --- | --- | --- | --- | --- \
+         | --- | --- |",
+        if apart { "| --- " } else { "" }
     );
-    for ((model_id, engine, scenario), cell) in cells {
+    for ((campaign, model_id, engine, scenario), cell) in cells {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "{}| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            campaign_cell(campaign),
             escape_cell(model_id),
             escape_cell(engine),
             escape_cell(scenario),
@@ -141,15 +163,19 @@ pub(super) fn render(
     }
     if !comparisons.is_empty() {
         out.push_str("\n## Pairwise\n\n");
-        out.push_str(
-            "| Model | Scenario | Metric | Left | Right | Blocks | Difference (right − left) \
-             | 95% bootstrap |\n",
+        let _ = writeln!(
+            out,
+            "{}| Model | Scenario | Metric | Left | Right | Blocks | Difference (right − left) \
+             | 95% bootstrap |",
+            if apart { "| Campaign " } else { "" }
         );
-        out.push_str("| --- | --- | --- | --- | --- | ---: | ---: | --- |\n");
+        let _ =
+            writeln!(out, "{}| --- | --- | --- | --- | --- | ---: | ---: | --- |", if apart { "| --- " } else { "" });
         for item in comparisons {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {:.1} pp | {:.1} to {:.1} pp |",
+                "{}| {} | {} | {} | {} | {} | {} | {:.1} pp | {:.1} to {:.1} pp |",
+                campaign_cell(&item.campaign),
                 escape_cell(&item.model_id),
                 escape_cell(&item.scenario),
                 item.metric,

@@ -32,7 +32,15 @@
 //! * **Grouping model id**: the manifest's `experiment.model_id`, else the final row's
 //!   `model_id`, else its `model`, else `"scripted"` (the deterministic engine that has no
 //!   model). Empty strings count as unset.
-//! * **Cells** are grouped by (model id, engine, scenario). For each of `proposed`,
+//! * **Campaigns apart**: each input's campaign is [`AnalysisManifest::campaign`] (its
+//!   experiment, else the hash of the campaign its manifest records, else its run). Cells of
+//!   different campaigns are kept apart — an attack run and its negative control analysed
+//!   together are two rows, never one `proposed 3/4` — and each cell, comparison and input
+//!   names its campaign; `summary.json` lists the `campaigns` with the inputs that ran them.
+//!   [`Campaigns::Pooled`] (`analyze --pool`) counts every input's trials together per
+//!   (model id, engine, scenario), as the original's `analyze` does; cells then have
+//!   `campaign: null`. The recommendation is computed over every input either way.
+//! * **Cells** are grouped by (campaign, model id, engine, scenario). For each of `proposed`,
 //!   `completed`, `proposed_not_completed`, `safety_pass`, `safe_completed` and
 //!   `recovery_succeeded` (null unless the trial met a tool error), `known`
 //!   counts the *complete* final rows whose value is not null and `unknown` = trials −
@@ -135,6 +143,9 @@ pub struct Analysis {
     /// Every trial as the analysis counted it, input by input: trials with rows in order of
     /// first appearance, then those that never ran (in matrix order).
     pub trials: Vec<CountedTrial>,
+    /// Campaigns whose cells are shown apart (1 when the inputs ran one campaign or were
+    /// pooled).
+    pub campaigns: usize,
 }
 
 /// One trial as the analysis counted it: its cell, and which attempt decided its outcome.
@@ -308,6 +319,31 @@ pub fn analyze(inputs: &[RunInput]) -> Result<Analysis, AnalyzeError> {
 ///
 /// As [`analyze`].
 pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<Analysis, AnalyzeError> {
+    analyze_inputs(inputs, options, Campaigns::Apart)
+}
+
+/// How the cells of runs of different campaigns are counted (`analyze --pool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Campaigns {
+    /// Each campaign's cells apart: an attack run and its negative control are two rows.
+    #[default]
+    Apart,
+    /// Every input's trials counted together per (model id, engine, scenario), as the
+    /// original's `analyze` does.
+    Pooled,
+}
+
+/// Analyses the given results directories as [`analyze_with`] does, with the cells of runs
+/// of different campaigns kept apart or pooled as `campaigns` says.
+///
+/// # Errors
+///
+/// As [`analyze`].
+pub fn analyze_inputs(
+    inputs: &[RunInput],
+    options: &RecommendOptions,
+    campaigns: Campaigns,
+) -> Result<Analysis, AnalyzeError> {
     if inputs.is_empty() {
         return Err(AnalyzeError::NoInputs);
     }
@@ -325,6 +361,25 @@ pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<A
         seen_runs.insert(run.manifest.run_id.clone(), &input.label);
         runs.push(run);
     }
+    // Each campaign and the inputs that ran it, in order of first appearance.
+    let mut campaign_inputs: Vec<(String, Vec<&str>)> = Vec::new();
+    for run in &runs {
+        match campaign_inputs.iter_mut().find(|(key, _)| *key == run.campaign.1) {
+            Some((_, labels)) => labels.push(run.label),
+            None => campaign_inputs.push((run.campaign.1.clone(), vec![run.label])),
+        }
+    }
+    for run in &mut runs {
+        run.campaign = match campaigns {
+            Campaigns::Pooled => (0, String::new()),
+            Campaigns::Apart => (
+                campaign_inputs.iter().position(|(key, _)| *key == run.campaign.1).unwrap_or(0),
+                run.campaign.1.clone(),
+            ),
+        };
+    }
+    let labels: BTreeMap<String, String> =
+        campaign_inputs.iter().map(|(key, inputs)| (key.clone(), campaign_label(inputs))).collect();
 
     let finals: Vec<inputs::FinalTrial<'_>> = runs.iter().flat_map(inputs::Run::final_trials).collect();
     let not_run: Vec<cells::CellKey> = runs.iter().flat_map(inputs::Run::not_run).collect();
@@ -334,6 +389,11 @@ pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<A
 
     let json = json!({
         "format_version": FORMAT_VERSION,
+        "pooled": campaigns == Campaigns::Pooled,
+        "campaigns": campaign_inputs
+            .iter()
+            .map(|(key, inputs)| json!({"campaign": key, "label": labels[key], "inputs": inputs}))
+            .collect::<Vec<_>>(),
         "cells": cells.iter().map(|(key, cell)| cells::to_json(key, cell)).collect::<Vec<_>>(),
         "comparisons": comparisons.iter().map(compare::Comparison::to_json).collect::<Vec<_>>(),
         "inputs": runs
@@ -341,6 +401,7 @@ pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<A
             .map(|run| json!({
                 "label": run.label,
                 "run_id": run.manifest.run_id,
+                "campaign": run.manifest.campaign(),
                 "trials": run.trials.len() + run.not_run().len(),
                 "not_run": run.not_run().len(),
                 "attempts": run.rows.len(),
@@ -348,7 +409,7 @@ pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<A
             .collect::<Vec<_>>(),
         "recommendation": recommendation.to_json(),
     });
-    let markdown = markdown::render(&cells, &comparisons, &recommendation);
+    let markdown = markdown::render(&cells, &comparisons, &recommendation, &labels);
     let mut trials = Vec::new();
     for (input, run) in runs.iter().enumerate() {
         for trial in run.final_trials() {
@@ -364,7 +425,7 @@ pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<A
                 final_row: Some(trial.final_index),
             });
         }
-        for ((model_id, engine, scenario), planned) in run.not_run_trials() {
+        for ((_, model_id, engine, scenario), planned) in run.not_run_trials() {
             trials.push(CountedTrial {
                 input,
                 trial_id: planned.trial_id.clone(),
@@ -377,7 +438,18 @@ pub fn analyze_with(inputs: &[RunInput], options: &RecommendOptions) -> Result<A
             });
         }
     }
-    Ok(Analysis { json, markdown, not_run: not_run.len() as u64, trials })
+    let campaigns_shown_apart = if campaigns == Campaigns::Apart { campaign_inputs.len() } else { 1 };
+    Ok(Analysis { json, markdown, not_run: not_run.len() as u64, trials, campaigns: campaigns_shown_apart })
+}
+
+/// How a campaign is named in `summary.md` and the report: the inputs that ran it.
+fn campaign_label(inputs: &[&str]) -> String {
+    match inputs {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [one, two] => format!("{one}, {two}"),
+        [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+    }
 }
 
 #[cfg(test)]

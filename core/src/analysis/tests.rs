@@ -115,7 +115,7 @@ fn retried_trial_uses_the_complete_attempt_without_inflating_denominators() {
     assert_eq!(cell["usage"]["unknown_costs"], 0);
     assert_eq!(
         analysis.json["inputs"],
-        json!([{"label": "dir-a", "run_id": "r1", "trials": 1, "not_run": 0, "attempts": 2}])
+        json!([{"label": "dir-a", "run_id": "r1", "campaign": "experiment exp", "trials": 1, "not_run": 0, "attempts": 2}])
     );
     assert_eq!(analysis.json["format_version"], 1);
     assert_eq!(analysis.json["comparisons"], json!([]));
@@ -466,7 +466,10 @@ fn original_mixed() -> RunInput {
 fn the_original_tools_results_are_analysed_with_ours() {
     let ours =
         input("ours", manifest("r1", None, None), vec![row("r1", "t--support-note--0", "reference", "support-note")]);
-    let analysis = analyze(&[original_example(), original_mixed(), ours]).expect("analysis");
+    // Three campaigns to the manifests: counted together, as the original counts them.
+    let analysis =
+        analyze_inputs(&[original_example(), original_mixed(), ours], &RecommendOptions::default(), Campaigns::Pooled)
+            .expect("analysis");
     let cells = analysis.json["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 2, "{cells:?}");
 
@@ -491,7 +494,7 @@ fn the_original_tools_results_are_analysed_with_ours() {
     assert_eq!(mixed["usage"]["unknown_costs"], 4, "the original records no cost for the scripted model");
     assert_eq!(
         analysis.json["inputs"][1],
-        json!({"label": "original/mixed", "run_id": "881f13fd-60b7-484a-95ea-2d6508e693eb", "trials": 4, "not_run": 0, "attempts": 4})
+        json!({"label": "original/mixed", "run_id": "881f13fd-60b7-484a-95ea-2d6508e693eb", "campaign": "experiment fixture", "trials": 4, "not_run": 0, "attempts": 4})
     );
 }
 
@@ -668,4 +671,95 @@ fn each_counted_trial_names_its_cell_its_attempts_and_the_attempt_that_decided_i
         ]
     );
     assert!(analysis.trials.iter().all(|t| t.input == 0 && t.engine == "reference" && t.scenario == "s"));
+}
+
+/// A manifest of this tool's without experiment labels, recording its campaign's hash.
+fn manifest_of_campaign(run_id: &str, recorded_sha256: &str) -> Value {
+    json!({
+        "run_id": run_id,
+        "experiment": {"id": null, "block": null, "order": null, "model_id": null, "generation": {}},
+        "configuration": {"campaign_sha256": "file", "scenario_sha256": {}, "recorded_campaign_sha256": recorded_sha256},
+    })
+}
+
+fn refused(mut value: Value) -> Value {
+    value["proposed"] = json!(false);
+    value["completed"] = json!(false);
+    value
+}
+
+/// (campaign, model, engine, scenario, proposed successes/known) of every cell.
+fn cell_keys(analysis: &Analysis) -> Vec<(Value, String)> {
+    analysis.json["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| (c["campaign"].clone(), format!("{}/{}", c["proposed"]["successes"], c["proposed"]["known"])))
+        .collect()
+}
+
+#[test]
+fn runs_of_different_campaigns_are_shown_apart_unless_pooled() {
+    let attack = input(
+        "results",
+        manifest_of_campaign("r1", "aaa"),
+        (0..3).map(|i| row("r1", &format!("t--s--{i}"), "reference", "s")).collect(),
+    );
+    let control = input(
+        "results-control",
+        manifest_of_campaign("r2", "bbb"),
+        vec![refused(row("r2", "t--s--0", "reference", "s"))],
+    );
+    let inputs = [attack.clone(), control.clone()];
+    let apart = analyze(&inputs).expect("analysis");
+    assert_eq!(
+        cell_keys(&apart),
+        [(json!("sha256:aaa"), "3/3".to_owned()), (json!("sha256:bbb"), "0/1".to_owned())],
+        "an attack run and its control are two rows, not `proposed 3/4`"
+    );
+    assert_eq!(apart.campaigns, 2);
+    assert_eq!(apart.json["pooled"], false);
+    assert_eq!(
+        apart.json["campaigns"],
+        json!([
+            {"campaign": "sha256:aaa", "label": "results", "inputs": ["results"]},
+            {"campaign": "sha256:bbb", "label": "results-control", "inputs": ["results-control"]},
+        ])
+    );
+    assert_eq!(apart.json["inputs"][1]["campaign"], "sha256:bbb");
+    assert!(apart.markdown.contains("| Campaign | Model | Engine | Scenario |"), "{}", apart.markdown);
+    assert!(apart.markdown.contains("| results | scripted | reference | s | 3 |"), "{}", apart.markdown);
+    assert!(apart.markdown.contains("| results-control | scripted | reference | s | 1 |"), "{}", apart.markdown);
+    assert!(apart.markdown.contains("| results-control | `sha256:bbb` |"), "{}", apart.markdown);
+
+    let pooled = analyze_inputs(&inputs, &RecommendOptions::default(), Campaigns::Pooled).expect("pooled");
+    assert_eq!(cell_keys(&pooled), [(Value::Null, "3/4".to_owned())]);
+    assert_eq!(pooled.campaigns, 1);
+    assert_eq!(pooled.json["pooled"], true);
+    assert!(!pooled.markdown.contains("Campaign |"), "{}", pooled.markdown);
+
+    // Two runs of one campaign are one campaign; so are the runs of one experiment, whatever
+    // their cells' campaigns; a manifest recording no campaign is its run's own.
+    let again = input("again", manifest_of_campaign("r3", "aaa"), vec![row("r3", "t--s--0", "reference", "s")]);
+    assert_eq!(cell_keys(&analyze(&[attack, again]).expect("ok")), [(json!("sha256:aaa"), "4/4".to_owned())]);
+    let mut cell_a = manifest_of_campaign("e1", "ccc");
+    cell_a["experiment"]["id"] = json!("exp-1");
+    let mut cell_b = manifest_of_campaign("e2", "ddd");
+    cell_b["experiment"]["id"] = json!("exp-1");
+    let experiment = analyze(&[
+        input("b000", cell_a, vec![row("e1", "t--s--0", "reference", "s")]),
+        input("b001", cell_b, vec![row("e2", "t--s--0", "reference", "s")]),
+    ])
+    .expect("ok");
+    assert_eq!(cell_keys(&experiment), [(json!("experiment exp-1"), "2/2".to_owned())]);
+    let bare =
+        analyze(&[input("bare", json!({"run_id": "r9"}), vec![row("r9", "t--s--0", "reference", "s")])]).expect("ok");
+    assert_eq!(cell_keys(&bare), [(json!("run r9"), "1/1".to_owned())]);
+    // The original's manifests record the campaign file's hash.
+    let original = original_example();
+    let view: AnalysisManifest = crate::records::read::from_value(&original.manifest).expect("view");
+    assert_eq!(
+        view.campaign(),
+        format!("sha256:{}", original.manifest["configuration"]["campaign_sha256"].as_str().expect("hash"))
+    );
 }

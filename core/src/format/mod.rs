@@ -12,6 +12,7 @@ pub mod de;
 pub mod gate;
 pub mod generation;
 pub mod path;
+pub mod quote;
 pub mod scenario;
 pub mod script;
 pub mod seed;
@@ -329,8 +330,16 @@ fn text_position(valid: &[u8]) -> (usize, usize) {
     (line, column)
 }
 
+/// An error diagnostic; its message is [`quote::bounded`].
 pub(crate) fn diagnostic_at(file: &Path, line: usize, column: usize, path: String, message: String) -> Diagnostic {
-    Diagnostic { severity: Severity::Error, file: file.to_owned(), line, column, path, message }
+    Diagnostic {
+        severity: Severity::Error,
+        file: file.to_owned(),
+        line,
+        column,
+        path: quote::bounded(path),
+        message: quote::bounded(message),
+    }
 }
 
 /// Parse one YAML document into `T`, with positions in every error: a YAML syntax error, or
@@ -352,6 +361,60 @@ pub fn parse_document_all<T: serde::de::DeserializeOwned>(
             .collect::<Vec<_>>()
     })?;
     Ok((value, node))
+}
+
+/// A document that does not match its type, as [`parse_document_lenient`] reports it.
+#[derive(Debug)]
+pub struct Mismatch<T> {
+    /// Every problem.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The document read without its unknown fields, when those are its only problems (see
+    /// [`de::from_node_lenient`]).
+    pub lenient: Option<T>,
+    /// The document's tree, unless its YAML is broken.
+    pub node: Option<Node>,
+}
+
+/// As [`parse_document_all`], keeping what a document whose only problems are unknown
+/// fields means without them, so that the rest of it can still be checked.
+///
+/// # Errors
+///
+/// The syntax error, or every mismatch, with the document read leniently when it could be.
+pub fn parse_document_lenient<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    text: &str,
+) -> Result<(T, Node), Mismatch<T>> {
+    let node = yaml::parse(text).map_err(|e| Mismatch {
+        diagnostics: vec![diagnostic_at(file, e.mark.line, e.mark.column, String::new(), e.message)],
+        lenient: None,
+        node: None,
+    })?;
+    match de::from_node_lenient::<T>(&node) {
+        Ok(value) => Ok((value, node)),
+        Err((value, errors)) => Err(Mismatch {
+            diagnostics: errors
+                .into_iter()
+                .map(|e| diagnostic_at(file, e.mark.line, e.mark.column, e.path.to_string(), e.message))
+                .collect(),
+            lenient: value,
+            node: Some(node),
+        }),
+    }
+}
+
+/// The file names a campaign's `scenarios` lists, read from its tree: for a campaign that does
+/// not otherwise read, so that its scenarios are still checked.
+pub(crate) fn scenario_files(node: &Node) -> Vec<String> {
+    use self::yaml::NodeKind;
+    let NodeKind::Map(entries) = &node.kind else { return Vec::new() };
+    let Some((_, list)) = entries.iter().find(|(key, _)| key.as_str() == Some("scenarios")) else {
+        return Vec::new();
+    };
+    match &list.kind {
+        NodeKind::Seq(items) => items.iter().filter_map(|item| item.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Parse one YAML document into `T`, with positions in every error (the first problem only;

@@ -150,6 +150,13 @@ impl Written {
             dir.join("results-control").display(),
             yaml::control_expectation(plan)
         );
+        let _ = writeln!(
+            out,
+            "  elengtis analyze --input {} --input {} --out {}   # the attack and its control, side by side",
+            dir.join("results").display(),
+            dir.join("results-control").display(),
+            dir.join("analysis").display()
+        );
         out
     }
 }

@@ -260,13 +260,28 @@ fn overview_section(analysis: Option<&Analysis>) -> String {
         let _ = write!(out, "<th>{heading}</th>");
     }
     out.push_str("<th>incomplete</th><th>terminations</th><th>cost</th></tr></thead><tbody>");
+    // Campaigns shown apart: each cell names the inputs that ran its campaign.
+    let campaigns = analysis.json["campaigns"].as_array().map_or(0, Vec::len);
+    let campaign_label = |cell: &Value| -> String {
+        if campaigns < 2 || analysis.json["pooled"] == true {
+            return String::new();
+        }
+        let label = analysis.json["campaigns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["campaign"] == cell["campaign"])
+            .map_or("", |c| str_of(c, "label"));
+        format!("<br><span class=\"small muted\" data-campaign=\"{0}\">campaign: {0}</span>", escape(label))
+    };
     for cell in analysis.json["cells"].as_array().into_iter().flatten() {
         let _ = write!(
             out,
-            "<tr class=\"cell\"><td class=\"mono label-col\">{}</td><td>{}</td><td class=\"mono label-col\">{}</td><td class=\"num\" data-trials=\"{}\">{}{}{}</td>",
+            "<tr class=\"cell\"><td class=\"mono label-col\">{}</td><td>{}</td><td class=\"mono label-col\">{}{}</td><td class=\"num\" data-trials=\"{}\">{}{}{}</td>",
             escape(str_of(cell, "model_id")),
             escape(str_of(cell, "engine")),
             escape(str_of(cell, "scenario")),
+            campaign_label(cell),
             num(&cell["trials"]),
             num(&cell["trials"]),
             if num(&cell["not_run"]) > 0 {
@@ -543,6 +558,7 @@ mod tests {
             markdown: String::new(),
             not_run: 0,
             trials: Vec::new(),
+            campaigns: 1,
         };
         let overview = overview_section(Some(&analysis));
         assert!(overview.contains("data-model=\"&lt;b&gt;m&lt;/b&gt;\""), "{overview}");

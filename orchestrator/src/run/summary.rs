@@ -76,10 +76,11 @@ pub fn summarize(bundle: &Bundle, trials: &[TrialSpec], rows: &[Row]) -> String 
         };
         let _ = write!(
             out,
-            "{} × {}: {} trials, {} complete, proposed {}, completed {}",
+            "{} × {}: {} trial{}, {} complete, proposed {}, completed {}",
             campaign.targets[*target].id,
             bundle.scenarios[*scenario].value.id,
             members.len(),
+            if members.len() == 1 { "" } else { "s" },
             complete.len(),
             rate(|r| r.proposed),
             rate(|r| r.completed)

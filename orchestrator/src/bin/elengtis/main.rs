@@ -2,6 +2,7 @@
 //! results, map the outcome to an exit code. The engine never prints; this binary does.
 
 mod events_file;
+mod output;
 mod render;
 mod report;
 
@@ -21,11 +22,12 @@ use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 use serde_json::json;
 
+use self::output::{errln, out, outln};
 use self::render::{OutputArgs, Terminal, interactive};
 
 /// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
 #[derive(Debug, Parser)]
-#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 7 prove: rejected, 8 prove: only stable, not proven, 130 interrupted).")]
+#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 7 prove: rejected, 8 prove: only stable, not proven, 9 gate: no evidence, 130 interrupted, 141 stdout closed).")]
 struct Cli {
     /// Log filter for diagnostics on stderr (e.g. `info`, `elengtis=debug`, `warn,rmcp=warn`
     /// for the MCP library's own messages); also ELENGTIS_LOG. Default: `warn,rmcp=off`.
@@ -231,6 +233,12 @@ enum Command {
         /// (without it the status is `conformance_required`).
         #[arg(long)]
         conformance_passed: bool,
+        /// Count the trials of runs of different campaigns together per model × engine ×
+        /// scenario, as the original does. Without it each campaign's cells are shown apart
+        /// (an attack run and its negative control are two rows); the runs of one experiment
+        /// are one campaign.
+        #[arg(long)]
+        pool: bool,
     },
     /// Live comparison experiments: plan a frozen, blocked, randomised bundle; run it under a
     /// spend cap (docs/experiments.md).
@@ -542,7 +550,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { exit_codes::USAGE } else { exit_codes::SUCCESS };
-            let _ = e.print();
+            // `--help` and `--version` print on stdout, which may be closed (`| head -1`).
+            let printed = e.print();
+            if printed.is_err() && !e.use_stderr() {
+                return exit(exit_codes::STDOUT_CLOSED);
+            }
             return exit(code);
         }
     };
@@ -558,14 +570,14 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: failed to start the async runtime: {e}");
+            errln!("error: failed to start the async runtime: {e}");
             return exit(exit_codes::IO);
         }
     };
     match runtime.block_on(dispatch(cli.command)) {
         Ok(code) => exit(code),
         Err(error) => {
-            eprintln!("error: {}", elengtis::error::render(&error));
+            errln!("error: {}", elengtis::error::render(&error));
             exit(error.exit_code())
         }
     }
@@ -576,8 +588,9 @@ fn exit_status(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
 }
 
+/// The process's exit: `code`, unless stdout failed ([`output::exit`]).
 fn exit(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    output::exit(code)
 }
 
 /// The default log filter: warnings, without the MCP library's own messages (a hostile
@@ -590,7 +603,7 @@ fn init_logging(filter: Option<&str>) {
         None => tracing_subscriber::EnvFilter::new(DEFAULT_LOG),
         Some(Ok(filter)) => filter,
         Some(Err(e)) => {
-            eprintln!(
+            errln!(
                 "warning: failed to parse the log filter `{}` (--log or ELENGTIS_LOG): {e}; using `{DEFAULT_LOG}`",
                 wanted.as_deref().unwrap_or_default()
             );
@@ -629,9 +642,10 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine, runtime };
             example(name, list, trials, out, flags, jobs).await
         }
-        Command::Analyze { inputs, out, practical_margin_pp, conformance_passed } => {
+        Command::Analyze { inputs, out, practical_margin_pp, conformance_passed, pool } => {
+            use elengtis_core::analysis::Campaigns;
             let rule = elengtis_core::analysis::RecommendOptions { practical_margin_pp, conformance_passed };
-            analyze(&inputs, &out, &rule)
+            analyze(&inputs, &out, &rule, if pool { Campaigns::Pooled } else { Campaigns::Apart })
         }
         Command::Experiment(command) => {
             let terminal = Arc::new(Terminal::new(interactive()));
@@ -649,9 +663,9 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let trials = if short { 3 } else { trials };
             let report = elengtis::bench::provider(elengtis::bench::provider_requests(trials)).await?;
             if json {
-                println!("{}", json!(report));
+                outln!("{}", json!(report));
             } else {
-                print!("{}", elengtis::bench::render_provider(&report));
+                out!("{}", elengtis::bench::render_provider(&report));
             }
             let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
@@ -673,7 +687,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             };
             let engine = docker::api::connect().await?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?.warning() {
-                eprintln!("WARNING: {warning}");
+                errln!("WARNING: {warning}");
             }
             let trials = if short { 3 } else { trials };
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
@@ -686,9 +700,9 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             terminal.finish();
             let report = report?;
             if json {
-                println!("{}", json!(report));
+                outln!("{}", json!(report));
             } else {
-                print!("{}", elengtis::bench::render(&report));
+                out!("{}", elengtis::bench::render(&report));
             }
             Ok(exit_codes::SUCCESS)
         }
@@ -698,7 +712,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             match docker::relay::mux::run(addr, std::time::Duration::from_secs(probe_seconds)).await {
                 Ok(()) => Ok(exit_codes::SUCCESS),
                 Err(e) => {
-                    eprintln!("elengtis relay-mux: {e}");
+                    errln!("elengtis relay-mux: {e}");
                     Ok(exit_codes::RUN_INCOMPLETE)
                 }
             }
@@ -708,7 +722,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
 
 fn print_warnings(warnings: &[format::Diagnostic]) {
     for w in warnings {
-        eprintln!("{w}");
+        errln!("{w}");
     }
 }
 
@@ -716,15 +730,12 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
     let lists = match tools.map(elengtis_core::toolargs::read_tool_lists).transpose() {
         Ok(lists) => lists,
         Err(e) if json => {
-            println!(
-                "{}",
-                json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
-            );
+            outln!("{}", json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()}));
             return Ok(exit_codes::INVALID_CONFIG);
         }
         Err(e) => {
             for d in e.diagnostics() {
-                eprintln!("{d}");
+                errln!("{d}");
             }
             return Ok(exit_codes::INVALID_CONFIG);
         }
@@ -751,36 +762,33 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
                     out["tool_findings"] = json!(findings);
                     out["tools_unchecked"] = json!(unchecked);
                 }
-                println!("{out}");
+                outln!("{out}");
             } else {
                 print_warnings(&bundle.warnings);
                 for finding in &findings {
-                    eprintln!("{finding}");
+                    errln!("{finding}");
                 }
                 for id in &unchecked {
-                    eprintln!(
+                    errln!(
                         "note: {} has no tool list for target {id}; its tool calls were not checked",
                         tools.map(|p| p.display().to_string()).unwrap_or_default()
                     );
                 }
                 if !valid {
-                    eprintln!(
+                    errln!(
                         "error: {errors} problem{} with the tools the campaign calls or their arguments",
                         if errors == 1 { "" } else { "s" }
                     );
                     return Ok(exit_codes::INVALID_CONFIG);
                 }
                 for id in &trials {
-                    println!("{id}");
+                    outln!("{id}");
                 }
             }
             Ok(if valid { exit_codes::SUCCESS } else { exit_codes::INVALID_CONFIG })
         }
         Err(e) if json => {
-            println!(
-                "{}",
-                json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()})
-            );
+            outln!("{}", json!({"valid": false, "trials": [], "diagnostics": e.diagnostics(), "error": e.to_string()}));
             Ok(exit_codes::INVALID_CONFIG)
         }
         Err(e) => Err(e.into()),
@@ -789,7 +797,7 @@ fn validate(path: &Path, json: bool, tools: Option<&Path>) -> Result<i32, Error>
 
 fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
     if let Some(leftovers) = report.leftovers.as_ref().filter(|l| !l.is_empty() && !quiet) {
-        eprintln!(
+        errln!(
             "note: removed leftovers of an earlier attempt of this run: {} containers, {} networks, {} volumes",
             leftovers.containers.len(),
             leftovers.networks.len(),
@@ -797,7 +805,7 @@ fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
         );
     }
     if let Some((offset, bytes)) = report.recovered_tail.filter(|_| !quiet) {
-        eprintln!(
+        errln!(
             "note: cut a torn final row ({bytes} bytes at offset {offset}) left in runs.jsonl by an interrupted run; that attempt is retried"
         );
     }
@@ -813,7 +821,7 @@ fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
         ),
     };
     if json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "out": report.out, "run_id": report.run_id, "attempts": report.attempts_now,
@@ -822,13 +830,13 @@ fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
             })
         );
     } else {
-        print!("{}", report.summary);
+        out!("{}", report.summary);
         if verbose {
-            print!("{}", report.trial_lines);
+            out!("{}", report.trial_lines);
         }
-        println!("results: {}", report.out.display());
+        outln!("results: {}", report.out.display());
         if let Some(m) = message {
-            eprintln!("error: {m}");
+            errln!("error: {m}");
         }
     }
     code
@@ -842,7 +850,8 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         model: args.model.clone(),
         provider: args.provider,
     };
-    let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
+    let terminal = Terminal::for_command(&args.output, args.json)?;
+    let terminal = Arc::new(if args.resume { terminal.with_resume_plan() } else { terminal });
     let mut options =
         run_options(args.jobs, docker_options(args.allow_vulnerable_engine, &args.runtime), terminal.clone());
     options.prepare_ahead = args.prepare_ahead.into();
@@ -935,7 +944,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     let verdict = prove::overall(&reports);
     let code = prove::exit_code(&reports);
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "out": out, "sarif": sarif, "verdict": verdict.label(), "exit_code": code,
@@ -945,9 +954,9 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         );
     } else {
         for p in &proven {
-            println!("{:<40} {}", p.report.seed, p.report.verdict_label);
+            outln!("{:<40} {}", p.report.seed, p.report.verdict_label);
         }
-        println!("sarif: {}", sarif.display());
+        outln!("sarif: {}", sarif.display());
     }
     Ok(code)
 }
@@ -1122,20 +1131,20 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         Status::NotProven => exit_codes::NOT_PROVEN,
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({"status": outcome.status, "exit_code": code, "recorded": outcome.recorded, "out": out,
                    "sarif": (!reports.is_empty()).then_some(&sarif), "findings": outcome.findings})
         );
     } else {
         for f in &outcome.findings {
-            println!("{:<40} {:<9} {}", f.seed, f.kind, f.status.as_str());
+            outln!("{:<40} {:<9} {}", f.seed, f.kind, f.status.as_str());
             for line in &f.details {
-                println!("    {line}");
+                outln!("    {line}");
             }
         }
         let what = if outcome.recorded { "gate --record" } else { "gate" };
-        println!("{what}: {} (exit {code}); results in {}", outcome.status.as_str(), out.display());
+        outln!("{what}: {} (exit {code}); results in {}", outcome.status.as_str(), out.display());
     }
     Ok(code)
 }
@@ -1149,14 +1158,14 @@ async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32
         elengtis::preflight::run(&bundle, elengtis::toolhost::mcp::Limits::default(), sandbox.as_deref()).await;
     let ok = checks.iter().all(|c| c.ok);
     if json {
-        println!("{}", json!({"ok": ok, "targets": checks}));
+        outln!("{}", json!({"ok": ok, "targets": checks}));
     } else {
         for check in &checks {
             if let Some(w) = &check.warning {
-                eprintln!("WARNING: {w}");
+                errln!("WARNING: {w}");
             }
             // The target's line, then its findings (file:line:column: argument of tool: error).
-            print!("{}", check.render());
+            out!("{}", check.render());
         }
     }
     Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
@@ -1178,9 +1187,9 @@ async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error>
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
     let written = elengtis::init::run(&options, sandbox).await?;
     for warning in &written.warnings {
-        eprintln!("WARNING: {warning}");
+        errln!("WARNING: {warning}");
     }
-    print!("{}", written.summary());
+    out!("{}", written.summary());
     Ok(exit_codes::SUCCESS)
 }
 
@@ -1189,7 +1198,7 @@ fn schema(out: &Path) -> Result<i32, Error> {
     for (name, content) in elengtis_core::schema::schemas() {
         let path = out.join(name);
         elengtis::results::store::write_atomic(&path, content.as_bytes())?;
-        println!("{}", path.display());
+        outln!("{}", path.display());
     }
     Ok(exit_codes::SUCCESS)
 }
@@ -1217,7 +1226,7 @@ async fn example(
     let ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine, runtime } = flags;
     if list {
         for e in examples::EXAMPLES {
-            println!("{:<22} {}", e.name, e.description);
+            outln!("{:<22} {}", e.name, e.description);
         }
         return Ok(exit_codes::SUCCESS);
     }
@@ -1334,16 +1343,16 @@ async fn images(command: ImagesCommand) -> Result<i32, Error> {
                 ));
             };
             if let images::BinarySource::Prebuilt(dir) = &from {
-                eprintln!("importing the bundled images from the static executables in {}", dir.display());
+                errln!("importing the bundled images from the static executables in {}", dir.display());
             }
             let dir = from.binaries().await?;
             let built = images::build_bundled(&engine, &dir).await?;
             if json {
-                println!("{}", json!({"images": built}));
+                outln!("{}", json!({"images": built}));
             } else {
                 for image in &built {
                     let unchanged = if image.unchanged { ", unchanged" } else { "" };
-                    println!("{} {} ({:.1} MB{unchanged})", image.reference, image.id, image.size as f64 / 1e6);
+                    outln!("{} {} ({:.1} MB{unchanged})", image.reference, image.id, image.size as f64 / 1e6);
                 }
             }
             Ok(exit_codes::SUCCESS)
@@ -1376,7 +1385,7 @@ async fn images(command: ImagesCommand) -> Result<i32, Error> {
                 images::IMPORT_DEADLINE,
             )
             .await?;
-            println!("{tag} {id}");
+            outln!("{tag} {id}");
             Ok(exit_codes::SUCCESS)
         }
     }
@@ -1386,24 +1395,24 @@ async fn gc(run: Option<&str>, json: bool) -> Result<i32, Error> {
     let engine = docker::api::connect().await?;
     let report = docker::gc::sweep(&engine, run).await?;
     if json {
-        println!("{}", json!(report));
+        outln!("{}", json!(report));
     } else {
         for (kind, names) in
             [("container", &report.containers), ("network", &report.networks), ("volume", &report.volumes)]
         {
             for name in names {
-                println!("removed {kind} {name}");
+                outln!("removed {kind} {name}");
             }
         }
         for e in &report.errors {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
         }
         for kept in &report.kept {
             let run = kept.strip_prefix("run ").and_then(|k| k.split(':').next()).unwrap_or("ID");
-            println!("{kept}; remove them anyway with `elengtis gc --run {run}`");
+            outln!("{kept}; remove them anyway with `elengtis gc --run {run}`");
         }
         if report.is_empty() && report.kept.is_empty() {
-            println!("nothing to remove");
+            outln!("nothing to remove");
         }
     }
     Ok(if report.errors.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
@@ -1419,21 +1428,21 @@ fn gc_stdio(out: &Path, json: bool) -> Result<i32, Error> {
             Err(e) => {
                 let message = format!("kept the stdio targets of {}: {e}", out.display());
                 if json {
-                    println!("{}", json!({"stdio": [], "kept": [message]}));
+                    outln!("{}", json!({"stdio": [], "kept": [message]}));
                 } else {
-                    println!("{message}");
+                    outln!("{message}");
                 }
                 return Ok(exit_codes::SUCCESS);
             }
         }
     };
     if json {
-        println!("{}", json!({"stdio": reaped, "kept": []}));
+        outln!("{}", json!({"stdio": reaped, "kept": []}));
     } else if reaped.is_empty() {
-        println!("nothing to remove");
+        outln!("nothing to remove");
     } else {
         for r in &reaped {
-            println!("reaped stdio record {}: {}", r.record, r.detail);
+            outln!("reaped stdio record {}: {}", r.record, r.detail);
         }
     }
     Ok(exit_codes::SUCCESS)
@@ -1456,19 +1465,22 @@ fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
     if json {
         let mut value = json!(verification);
         value["ok"] = json!(verification.is_ok());
-        println!("{value}");
+        outln!("{value}");
         return Ok(code);
     }
     for note in &verification.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     if verification.is_ok() {
-        let matrix =
-            verification.matrix_trials.map(|n| format!(", {n} trials in the recorded matrix")).unwrap_or_default();
-        println!("{}: ok ({} rows{matrix})", dir.display(), verification.rows);
+        let matrix = verification
+            .matrix_trials
+            .map(|n| format!(", {n} trial{} in the recorded matrix", if n == 1 { "" } else { "s" }))
+            .unwrap_or_default();
+        let plural = if verification.rows == 1 { "" } else { "s" };
+        outln!("{}: ok ({} row{plural}{matrix})", dir.display(), verification.rows);
     } else {
-        print!("{}", verification.render_problems());
-        eprintln!(
+        out!("{}", verification.render_problems());
+        errln!(
             "error: {}: {} problem{} (each above: file:line: what is wrong; repair: how)",
             dir.display(),
             verification.problems.len(),
@@ -1478,7 +1490,12 @@ fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
     Ok(code)
 }
 
-fn analyze(inputs: &[PathBuf], out: &Path, rule: &elengtis_core::analysis::RecommendOptions) -> Result<i32, Error> {
+fn analyze(
+    inputs: &[PathBuf],
+    out: &Path,
+    rule: &elengtis_core::analysis::RecommendOptions,
+    campaigns: elengtis_core::analysis::Campaigns,
+) -> Result<i32, Error> {
     use elengtis_core::analysis::{self, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
@@ -1502,17 +1519,23 @@ fn analyze(inputs: &[PathBuf], out: &Path, rule: &elengtis_core::analysis::Recom
             matrix: verification.matrix,
         });
     }
-    let analysis = analysis::analyze_with(&runs, rule)?;
+    let analysis = analysis::analyze_inputs(&runs, rule, campaigns)?;
+    if analysis.campaigns > 1 {
+        errln!(
+            "note: the inputs ran {} different campaigns; their cells are shown apart (`--pool` counts them together)",
+            analysis.campaigns
+        );
+    }
     std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
     let json_text = serde_json::to_string_pretty(&analysis.json)
         .map_err(|source| Error::Parse { path: out.join("summary.json"), source })?
         + "\n";
     elengtis::results::store::write_atomic(&out.join("summary.json"), json_text.as_bytes())?;
     elengtis::results::store::write_atomic(&out.join("summary.md"), analysis.markdown.as_bytes())?;
-    print!("{}", analysis.markdown);
-    println!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
+    out!("{}", analysis.markdown);
+    outln!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
     if analysis.not_run > 0 {
-        eprintln!(
+        errln!(
             "error: {} trial{} of the recorded matri{} never ran (counted as not run); finish with `elengtis run --resume --out DIR`",
             analysis.not_run,
             if analysis.not_run == 1 { "" } else { "s" },

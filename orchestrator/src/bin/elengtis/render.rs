@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use elengtis::error::CommandError as Error;
 use elengtis_core::events::{Event, EventSink, Outcome, OutcomeCounts};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::events_file::EventsFile;
+use crate::output::{errln, outln};
 
 /// The output flags of the commands that run trials (`run`, `prove`, `bench`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -128,12 +129,29 @@ impl Display {
     }
 }
 
+/// `trial` or `trials`, as the display's total needs.
+fn trials_noun(state: &ProgressState, out: &mut dyn std::fmt::Write) {
+    let _ = out.write_str(if state.len() == Some(1) { "trial" } else { "trials" });
+}
+
+/// The time left, once a trial has finished to estimate it from; `–` until then (an
+/// estimate from nothing read `0s`).
+fn eta_once_known(state: &ProgressState, out: &mut dyn std::fmt::Write) {
+    if state.pos() == 0 {
+        let _ = out.write_str("–");
+    } else {
+        let _ = write!(out, "{}", HumanDuration(state.eta()));
+    }
+}
+
 /// Renders events on stderr (and into the events file).
 #[derive(Debug)]
 pub struct Terminal {
     display: Mutex<Display>,
     progress: bool,
     quiet: bool,
+    /// Say what a resumed run still has to do when it starts.
+    resume_plan: bool,
     file: Option<EventsFile>,
 }
 
@@ -145,7 +163,7 @@ pub fn interactive() -> bool {
 impl Terminal {
     /// A renderer; `progress` draws a progress display (interactive terminals only).
     pub fn new(progress: bool) -> Self {
-        Terminal { display: Mutex::default(), progress, quiet: false, file: None }
+        Terminal { display: Mutex::default(), progress, quiet: false, resume_plan: false, file: None }
     }
 
     /// The renderer of a command with these output flags: a progress display on an
@@ -157,8 +175,16 @@ impl Terminal {
             display: Mutex::default(),
             progress: interactive() && !json && !args.quiet,
             quiet: args.quiet,
+            resume_plan: false,
             file,
         })
+    }
+
+    /// This renderer, saying when the run starts how many of its trials are complete and how
+    /// many it runs now (`run --resume`; a note, dropped by `--quiet`).
+    pub fn with_resume_plan(mut self) -> Self {
+        self.resume_plan = true;
+        self
     }
 
     /// Whether notes are dropped (`--quiet`).
@@ -175,8 +201,8 @@ impl Terminal {
     /// is drawn.
     pub fn print(&self, text: &str) {
         self.with_display(|display| match &display.bar {
-            Some(bar) => bar.suspend(|| println!("{text}")),
-            None => println!("{text}"),
+            Some(bar) => bar.suspend(|| outln!("{text}")),
+            None => outln!("{text}"),
         });
     }
 
@@ -190,7 +216,7 @@ impl Terminal {
             }
         });
         if let Some(failure) = self.file.as_ref().and_then(EventsFile::failure) {
-            eprintln!("WARNING: {failure}");
+            errln!("WARNING: {failure}");
         }
     }
 
@@ -204,8 +230,9 @@ impl Terminal {
                     let bar = ProgressBar::with_draw_target(Some(todo as u64), ProgressDrawTarget::stderr());
                     bar.set_style(
                         ProgressStyle::with_template(
-                            "{spinner} [{elapsed_precise}] {bar:20} {pos}/{len} trials · {msg} · ETA {eta}",
+                            "{spinner} [{elapsed_precise}] {bar:20} {pos}/{len} {trials} · {msg} · ETA {eta_once_known}",
                         )
+                        .map(|style| style.with_key("trials", trials_noun).with_key("eta_once_known", eta_once_known))
                         .unwrap_or_else(|_| ProgressStyle::default_bar()),
                     );
                     bar.enable_steady_tick(Duration::from_millis(250));
@@ -225,7 +252,21 @@ impl EventSink for Terminal {
         }
         match event {
             Event::Warning { message } => to_stderr(format!("WARNING: {message}\n").as_bytes()),
-            Event::RunStarted { todo, .. } if self.progress => self.start(*todo),
+            Event::RunStarted { run_id, total, todo, .. } => {
+                if self.resume_plan && !self.quiet {
+                    let done = total.saturating_sub(*todo);
+                    to_stderr(
+                        format!(
+                            "resuming run {run_id}: {done} of {total} trial{} complete, {todo} to run\n",
+                            if *total == 1 { "" } else { "s" }
+                        )
+                        .as_bytes(),
+                    );
+                }
+                if self.progress {
+                    self.start(*todo);
+                }
+            }
             Event::TrialStarted { .. } if self.progress => self.with_display(|display| {
                 display.running += 1;
                 display.redraw();
@@ -238,8 +279,7 @@ impl EventSink for Terminal {
                 }
                 display.redraw();
             }),
-            Event::RunStarted { .. }
-            | Event::TrialStarted { .. }
+            Event::TrialStarted { .. }
             | Event::TrialFinished { .. }
             | Event::TrialPhase { .. }
             | Event::RunStopping { .. }

@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 
+use crate::output::{errln, outln};
+
 /// Renders the report over `inputs` into `out`.
 pub fn run(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
     let report = elengtis::report::build(inputs)?;
     elengtis::report::write(&report, out)?;
-    println!(
+    outln!(
         "wrote {}: {} results director{}, {} trial{}, {} validation report{}",
         out.display(),
         report.runs,
@@ -20,7 +22,7 @@ pub fn run(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
         if report.validations == 1 { "" } else { "s" },
     );
     if report.not_run > 0 {
-        eprintln!(
+        errln!(
             "warning: {} trial{} of the recorded matri{} never ran (shown as not run); finish with `elengtis run --resume --out DIR`",
             report.not_run,
             if report.not_run == 1 { "" } else { "s" },
