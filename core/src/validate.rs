@@ -1100,13 +1100,24 @@ fn check_scenario(c: &mut Checker, doc: &Document<Scenario>, options: &LoadOptio
     if !valid_id(&s.id) {
         c.err(doc, &root.k("id"), format!("scenario IDs must match ^[a-z0-9][a-z0-9_-]*$, found `{}`", q(&s.id)));
     }
-    for (phase, actions) in [("setup", &s.setup), ("cleanup", &s.cleanup)] {
+    for (phase, actions) in [("setup", &s.setup), ("cleanup", &s.cleanup), ("calibrate", &s.calibrate)] {
         for (i, action) in actions.iter().enumerate() {
             check_action(c, doc, &root.k(phase).i(i), action);
         }
     }
     check_env_refs_of_actions(c, doc, &root.k("setup"), &s.setup, options);
     check_env_refs_of_actions(c, doc, &root.k("cleanup"), &s.cleanup, options);
+    check_env_refs_of_actions(c, doc, &root.k("calibrate"), &s.calibrate, options);
+    // A calibration runs the calibrate actions right after the setup, in one list.
+    for (i, action) in s.calibrate.iter().enumerate() {
+        if s.setup.iter().any(|a| a.id() == action.id()) {
+            c.err(
+                doc,
+                &root.k("calibrate").i(i).k("id"),
+                format!("`{}` is also the id of a setup action (a calibration runs both, in one list)", q(action.id())),
+            );
+        }
+    }
     check_rules(c, doc, &root.k("proposal_rules"), &s.proposal_rules);
     check_rules(c, doc, &root.k("safety_rules"), &s.safety_rules);
     for (i, check) in s.verify.checks.iter().enumerate() {
@@ -1132,6 +1143,13 @@ fn check_scenario_refs(c: &mut Checker, doc: &Document<Scenario>, scope: &Scope<
     for (i, action) in s.setup.iter().enumerate() {
         check_action_refs(c, doc, &root.k("setup").i(i), action, &scope);
         scope = scope.with(action.capture().keys().cloned());
+    }
+    // Calibrate actions run after the setup (its captures visible); theirs are not seen by a
+    // trial.
+    let mut calibration = scope.with([]);
+    for (i, action) in s.calibrate.iter().enumerate() {
+        check_action_refs(c, doc, &root.k("calibrate").i(i), action, &calibration);
+        calibration = calibration.with(action.capture().keys().cloned());
     }
     let exercise = root.k("exercise");
     for (field, template) in [("system", &s.exercise.system), ("user", &s.exercise.user)] {
@@ -1217,7 +1235,8 @@ fn flat_values(scope: &Scope<'_>) -> Values {
 /// `container_file`), in the order first met.
 fn container_actions(s: &Scenario) -> Vec<&'static str> {
     let mut kinds = Vec::new();
-    for action in s.setup.iter().chain(s.cleanup.iter()).chain(s.verify.checks.iter().map(|c| &c.action)) {
+    let all = s.setup.iter().chain(&s.cleanup).chain(&s.calibrate).chain(s.verify.checks.iter().map(|c| &c.action));
+    for action in all {
         if matches!(action, Action::ContainerSqliteQuery(_) | Action::ContainerFile(_))
             && !kinds.contains(&action.kind())
         {

@@ -11,13 +11,15 @@
 //! - a [`sandbox::SandboxBackend`] runs container targets (Docker; a fake one for tests).
 //!
 //! [`run`] executes a matrix of trials crash-safely ([`results`]) and reports through events
-//! ([`elengtis_core::events`]); the library never prints. [`preflight`], [`bench`] and
+//! ([`elengtis_core::events`]); the library never prints. [`preflight`] (with
+//! [`calibrate`]), [`bench`] and
 //! [`examples`] are the other commands' engines; `analyze` is pure and lives in the core
 //! ([`elengtis_core::analysis`]).
 
 pub mod actions;
 pub mod agent;
 pub mod bench;
+pub mod calibrate;
 pub mod capture;
 pub mod crashpoint;
 pub mod error;

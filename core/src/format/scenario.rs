@@ -47,6 +47,13 @@ pub struct Scenario {
     /// Best-effort actions that always run, even after a failure.
     #[serde(default)]
     pub cleanup: Vec<Action>,
+    /// This tool's addition: trusted actions that perform the attack's effect for real, to
+    /// calibrate the verify checks — `preflight` (and `prove`, when its seed declares none)
+    /// runs the scenario once with them after the setup and a model that makes no call (the
+    /// checks must read true) and once without (false), and says when the checks cannot see a
+    /// real effect. Never run in an ordinary trial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibrate: Vec<Action>,
 }
 
 /// Prompts and the tool allowlist given to the model.

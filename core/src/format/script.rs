@@ -161,6 +161,15 @@ impl Policy {
 }
 
 impl Script {
+    /// A script of one turn that says `content` and makes no call.
+    pub fn reply(content: &str) -> Script {
+        Script {
+            policy: None,
+            steps: vec![ScriptStep { content: content.to_owned(), ..ScriptStep::default() }],
+            repeat: false,
+        }
+    }
+
     /// The steps this script runs (a policy expanded).
     pub fn expanded(&self) -> Script {
         match self.policy {

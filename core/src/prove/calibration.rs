@@ -89,9 +89,10 @@ impl Calibration {
             status: CalibrationStatus::NotCalibrated,
             effect: None,
             blank: None,
-            detail: "the verifier was not calibrated (the seed declares no `calibrate` actions): nothing showed it \
-                     can see the effect"
-                .into(),
+            detail:
+                "the verifier was not calibrated (neither the seed nor its scenario declares `calibrate` actions): \
+                     nothing showed it can see the effect"
+                    .into(),
         }
     }
 

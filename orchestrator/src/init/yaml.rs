@@ -225,7 +225,11 @@ pub fn scenario(plan: &Plan) -> String {
     let _ = writeln!(out, "# Scenario skeleton written by `elengtis init` from the tools {} listed.", plan.target_id);
     out.push_str("# A scenario names tools by logical names (`bindings`); each campaign target binds them to\n");
     out.push_str("# its real tool names. Format: docs/formats.md; verifiers: docs/verifiers.md.\n");
-    out.push_str("schema_version: 1\n");
+    // The calibration repeats the first call as a trusted action; a URL argument is a template
+    // (`{sink_url}`), which a scenario reads as one from version 2.
+    let calibrated = plan.call.as_ref().filter(|_| plan.has_checks());
+    let templated = calibrated.is_some_and(|call| call.arguments.values().any(|v| v.get("template").is_some()));
+    let _ = writeln!(out, "schema_version: {}", if templated { 2 } else { 1 });
     let _ = writeln!(out, "id: {}", scalar(&plan.scenario_id));
     out.push_str("# EDIT: what this scenario tests.\n");
     let title = match &plan.call {
@@ -263,6 +267,20 @@ pub fn scenario(plan: &Plan) -> String {
     }
     proposal_rules(&mut out, plan);
     verify(&mut out, plan);
+    if let Some(call) = calibrated {
+        out.push_str("# Calibration (an elengtis addition): `elengtis preflight` runs this scenario once with the\n");
+        out.push_str("# trusted call below after the setup, the model making no call — the checks must read true —\n");
+        out.push_str("# and once without it (false), so a check that cannot see the call's effect (a server that\n");
+        out.push_str("# refuses the sink's private address, a query that counts the wrong rows) is caught before a\n");
+        out.push_str("# model runs. EDIT it with the attack's call.\n");
+        out.push_str("calibrate:\n");
+        let _ = writeln!(
+            out,
+            "  - {{type: mcp_tool, id: calibrate-first-call, tool: {}, arguments: {}}}",
+            reference(&call.tool.binding),
+            flow_map(&call.arguments)
+        );
+    }
     out
 }
 
@@ -479,7 +497,13 @@ mod tests {
         let with_db = scenario(&image_plan(Some("/data/notes.db")));
         assert!(with_db.contains("type: container_sqlite_query"), "{with_db}");
         assert!(with_db.contains("        path: /data/notes.db\n"), "{with_db}");
-        assert!(!with_db.contains("mcp_tool"), "{with_db}");
+        // The checks are the runner's own; the calibration repeats the first call as a trusted action.
+        let (checks, calibration) = with_db.split_at(with_db.find("calibrate:").expect("a calibration"));
+        assert!(!checks.contains("mcp_tool"), "{with_db}");
+        assert!(
+            calibration.contains("  - {type: mcp_tool, id: calibrate-first-call, tool: {binding: add_note}, arguments: {title: {runner: canary}, body: {runner: canary}}}\n"),
+            "{with_db}"
+        );
         assert!(with_db.contains("      - {path: /title, op: contains, value: {runner: canary}}\n"), "{with_db}");
         assert!(with_db.contains("    - {binding: list_notes}   # list_notes: does things.\n"), "{with_db}");
         let without = scenario(&image_plan(None));

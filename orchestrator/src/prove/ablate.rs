@@ -120,8 +120,10 @@ fn prepare(seed_path: &Path, options: &ProveOptions, redundancy: bool) -> Result
     let configs = configurations(&controls, redundancy);
     let legs: Vec<Leg> = configs.iter().map(|c| leg(&seed, c, options)).collect();
     let campaign = prepare_campaign(&seed, &dir.join("ablation"), &legs, options.iterations, options)?;
-    let calibration = match (&seed.seed.calibrate, campaign.has_verifiers) {
-        (Some(_), true) => {
+    let declared =
+        seed.seed.calibrate.is_some() || campaign.bundle.scenarios.iter().any(|s| !s.value.calibrate.is_empty());
+    let calibration = match (declared, campaign.has_verifiers) {
+        (true, true) => {
             let all_off = &configs[0];
             let mut leg = leg(&seed, all_off, options);
             leg.target_id = CALIBRATION_TARGET.to_owned();

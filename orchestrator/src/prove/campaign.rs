@@ -249,15 +249,17 @@ pub fn calibration_campaign(seed: &LoadedSeed, leg: &Leg, disabled: &[Weakness])
 }
 
 /// Write the calibration campaign ([`write`]) and, beside it, the calibrated copy of the
-/// seed's scenario: its id `<seed>-calibrated`, its setup ending with the seed's `calibrate`
-/// actions as written.
+/// seed's scenario: its id `<scenario>-calibrated`, its setup ending with the seed's
+/// `calibrate` actions as written (else the scenario's own `calibrate`).
 pub fn write_calibration(dir: &Path, seed: &LoadedSeed, document: &Value) -> std::io::Result<PathBuf> {
     let path = write(dir, seed, document)?;
     let text = std::fs::read_to_string(&seed.scenario_path)?;
     let mut scenario = elengtis_core::format::yaml::parse(&text)
         .map_err(|e| std::io::Error::other(format!("{}: {e}", seed.scenario_path.display())))?
         .to_json();
-    let actions = seed.node.get("calibrate").map(|n| n.to_json()).unwrap_or_else(|| json!([]));
+    // The seed's own calibrate actions, else the scenario's.
+    let from_scenario = scenario.as_object_mut().and_then(|s| s.remove("calibrate"));
+    let actions = seed.node.get("calibrate").map(|n| n.to_json()).or(from_scenario).unwrap_or_else(|| json!([]));
     scenario["id"] = json!(calibrated_scenario_id(seed));
     let mut setup = scenario["setup"].as_array().cloned().unwrap_or_default();
     setup.extend(actions.as_array().cloned().unwrap_or_default());

@@ -524,8 +524,10 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
     } else {
         None
     };
-    let calibration = match (&seed.seed.calibrate, repeat.has_verifiers) {
-        (Some(_), true) => {
+    let declared =
+        seed.seed.calibrate.is_some() || repeat.bundle.scenarios.iter().any(|s| !s.value.calibrate.is_empty());
+    let calibration = match (declared, repeat.has_verifiers) {
+        (true, true) => {
             let mut leg = pair("", &seed.seed.payload).swap_remove(0);
             leg.target_id = CALIBRATION_TARGET.to_owned();
             Some(prepare_calibration(&seed, &dir.join("calibrate"), &leg, options)?)

@@ -1156,9 +1156,26 @@ async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32
     let sandbox = run::prepare_sandbox(&bundle, &choice, &Terminal::new(false)).await?;
     let checks =
         elengtis::preflight::run(&bundle, elengtis::toolhost::mcp::Limits::default(), sandbox.as_deref()).await;
-    let ok = checks.iter().all(|c| c.ok);
+    let mut ok = checks.iter().all(|c| c.ok);
+    // The scenarios' `calibrate` actions: can each check see a real effect? Only on targets
+    // that passed: a calibration of a server that does not start says nothing more.
+    let calibrations = if ok {
+        let scratch = tempfile::Builder::new()
+            .prefix("elengtis-calibration-")
+            .tempdir()
+            .map_err(|e| Error::Usage(format!("failed to create a scratch directory for the calibration: {e}")))?;
+        let options = run::RunOptions {
+            sandbox: sandbox.clone().map_or(choice, SandboxChoice::Prepared),
+            jobs: 2,
+            ..run::RunOptions::default()
+        };
+        elengtis::calibrate::run(&bundle, &scratch.path().join("results"), &options).await?
+    } else {
+        Vec::new()
+    };
+    ok &= calibrations.iter().all(elengtis::calibrate::Calibrated::ok);
     if json {
-        outln!("{}", json!({"ok": ok, "targets": checks}));
+        outln!("{}", json!({"ok": ok, "targets": checks, "calibrations": calibrations}));
     } else {
         for check in &checks {
             if let Some(w) = &check.warning {
@@ -1166,6 +1183,9 @@ async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32
             }
             // The target's line, then its findings (file:line:column: argument of tool: error).
             out!("{}", check.render());
+        }
+        for calibration in &calibrations {
+            outln!("{}", calibration.line());
         }
     }
     Ok(if ok { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE })
