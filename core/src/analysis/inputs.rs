@@ -22,8 +22,7 @@ pub struct AnalysisManifest {
     /// Experiment labels; absent or null when the run has none.
     #[serde(default)]
     pub experiment: Option<ExperimentLabels>,
-    /// The environment that ran it; tells the original's runs from this tool's
-    /// ([`original::is_original_environment`]).
+    /// The environment that ran it.
     #[serde(default)]
     pub environment: Option<Map<String, Value>>,
 }
@@ -42,15 +41,14 @@ pub struct ExperimentLabels {
     pub model_id: Option<String>,
 }
 
-impl AnalysisManifest {
-    /// Who wrote the run.
-    pub fn producer(&self) -> Producer {
-        match &self.environment {
-            Some(environment) if original::is_original_environment(environment) => Producer::Original,
-            _ => Producer::ThisTool,
-        }
-    }
+/// Who wrote a run, from its whole manifest: the original only when the manifest has the
+/// original's whole shape ([`original::is_original_manifest`], the test `verify` applies),
+/// never by one key or a version field.
+pub fn producer_of(manifest: &Value) -> Producer {
+    if original::is_original_manifest(manifest) { Producer::Original } else { Producer::ThisTool }
+}
 
+impl AnalysisManifest {
     fn block(&self) -> Option<u64> {
         self.experiment.as_ref().and_then(|experiment| experiment.block)
     }
@@ -104,7 +102,7 @@ impl<'a> Run<'a> {
     pub(super) fn read(input: &'a RunInput) -> Result<Self, AnalyzeError> {
         let label = input.label.as_str();
         let manifest: AnalysisManifest = from_value(&input.manifest).map_err(|error| manifest_error(label, error))?;
-        let producer = manifest.producer();
+        let producer = producer_of(&input.manifest);
         let mut rows: Vec<Row> = Vec::with_capacity(input.rows.len());
         let mut trials: Vec<Vec<usize>> = Vec::new();
         let mut trial_index: BTreeMap<String, usize> = BTreeMap::new();
@@ -236,11 +234,7 @@ fn read_row(label: &str, number: usize, value: &Value, producer: Producer) -> Re
     }
     let read = match producer {
         Producer::ThisTool => from_value(value),
-        Producer::Original => {
-            let mut upgraded = value.clone();
-            original::upgrade_row(&mut upgraded);
-            from_value(&upgraded)
-        }
+        Producer::Original => original::read_row(value),
     };
     read.map_err(|error| row_error(label, number, error))
 }
