@@ -238,8 +238,8 @@ pub fn matches(
 pub struct ProposalEvaluation {
     /// Any rule matched any call; null when none matched but a rule could not judge a call
     /// (`unresolved`), so whether the model proposed is unknown.
-    #[serde(deserialize_with = "crate::records::nullable::present")]
-    #[schemars(with = "crate::records::nullable::Nullable<bool>")]
+    #[serde(deserialize_with = "crate::nullable::present")]
+    #[schemars(with = "crate::nullable::Nullable<bool>")]
     pub proposed: Option<bool>,
     /// Smallest step with a match.
     pub steps_to_propose: Option<u32>,

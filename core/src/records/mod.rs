@@ -17,7 +17,7 @@
 pub mod derive;
 pub mod evidence;
 pub mod manifest;
-pub(crate) mod nullable;
+pub(crate) use crate::nullable;
 pub mod original;
 pub mod outcome;
 pub mod read;
@@ -35,8 +35,9 @@ pub use shape::ResultsFormat;
 pub use shim::{Classified, ClassifiedBy, ShimAction, ShimCall, ShimDecision, ShimRecord, ShimTool, ShimVerdict};
 
 /// Version of the row, evidence and manifest formats written by this build: 2, rows with
-/// `evidence_sha256` and `prev_row_sha256` (a hash chain) and a manifest with
-/// `configuration.recorded_campaign_sha256`.
+/// `evidence_sha256` and `prev_row_sha256` (a hash chain, unkeyed), a manifest with
+/// `configuration.recorded_campaign_sha256`, and `seal.json` when the run ended
+/// ([`seal::Seal`], optionally signed).
 pub const RESULTS_SCHEMA_VERSION: u64 = 2;
 /// The first version of this tool's results: the same records without the hashes. Still read
 /// by `analyze` and `verify`; `run --resume` continues only runs of [`RESULTS_SCHEMA_VERSION`].
