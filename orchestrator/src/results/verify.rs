@@ -328,10 +328,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
     v.manifest = Some(manifest_value.clone());
 
     // The log, read whatever the manifest says, so every problem is reported.
-    let lines = match read_file(dir, "runs.jsonl", None, &mut v)? {
-        Some(bytes) => Some(split_lines(&bytes, &mut v)),
-        None => None,
-    };
+    let lines = read_file(dir, "runs.jsonl", None, &mut v)?.map(|bytes| split_lines(&bytes, &mut v));
     if let Some(lines) = &lines
         && lines.iter().all(|(_, value)| value.is_some())
     {
@@ -475,8 +472,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
         }
     }
     if chained {
-        let last = lines.last().map_or(line_sha256(b""), |(bytes, _)| line_sha256(bytes));
-        check_seal(dir, &manifest, &manifest_value, &lines, &last, options, &mut v)?;
+        check_seal(dir, &manifest, &manifest_value, &lines, options, &mut v)?;
     }
     Ok(v)
 }
@@ -518,20 +514,19 @@ fn read_file(
     match store::read_beneath(dir, Path::new(relative)) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(BeneathError::Missing) => {
-            let (what, repair) = match relative {
-                "runs.jsonl" => (
-                    "runs.jsonl is missing (the run's log of attempts)".to_owned(),
+            let (what, repair) = if relative == "runs.jsonl" {
+                (
+                    "it is missing (the run's log of attempts)".to_owned(),
                     "restore runs.jsonl from a copy; an empty file records that no attempt finished".to_owned(),
-                ),
-                _ => (
+                )
+            } else {
+                (
                     format!("{relative} is missing: its trial cannot be checked, so its attempt does not count"),
                     format!(
                         "restore {relative} from a copy; if there is none, the trial must be run again in a new run"
                     ),
-                ),
+                )
             };
-            let what =
-                if relative == "runs.jsonl" { "it is missing (the run's log of attempts)".to_owned() } else { what };
             v.problems.push(problem(what, repair));
             Ok(None)
         }
@@ -906,7 +901,6 @@ fn check_seal(
     manifest: &Manifest,
     manifest_value: &Value,
     lines: &[(Vec<u8>, Option<Value>)],
-    last_line_sha256: &str,
     options: &VerifyOptions,
     v: &mut Verification,
 ) -> Result<(), VerifyError> {
@@ -1060,7 +1054,6 @@ fn check_seal(
     } else if resumes > seal.resumes {
         v.seal = SealState::Unsealed { why: "a resume began after the seal: still going, or killed".into() };
     } else {
-        let _ = last_line_sha256;
         v.seal = SealState::Sealed { status: seal.status, sha256: seal.sha256(), signatures };
     }
     Ok(())
