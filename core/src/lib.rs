@@ -29,6 +29,7 @@ pub mod jsonschema;
 pub mod judge;
 pub mod load;
 pub mod matrix;
+pub(crate) mod nullable;
 pub mod prove;
 pub mod records;
 pub mod refs;

@@ -15,7 +15,7 @@ use crate::format::gate::GateFile;
 use crate::format::scenario::Scenario;
 use crate::format::seed::Seed;
 use crate::prove::ValidationReport;
-use crate::records::{Evidence, Manifest, Row};
+use crate::records::{Evidence, Manifest, Row, Seal};
 
 pub use crate::jsonschema::schema_for;
 
@@ -41,6 +41,7 @@ pub fn record_schemas() -> Vec<(&'static str, String)> {
         ("row.schema.json", render(&schema_for::<Row>())),
         ("evidence.schema.json", render(&schema_for::<Evidence>())),
         ("manifest.schema.json", render(&schema_for::<Manifest>())),
+        ("seal.schema.json", render(&schema_for::<Seal>())),
         ("validation_report.schema.json", render(&schema_for::<ValidationReport>())),
         ("ablation.schema.json", render(&schema_for::<crate::prove::ablation::AblationReport>())),
         ("events.schema.json", render(&schema_for::<EventLine<'static>>())),
@@ -83,6 +84,7 @@ mod tests {
             ("Rows", fields::<Row>()),
             ("Evidence", fields::<Evidence>()),
             ("Manifest", fields::<Manifest>()),
+            ("Seal", fields::<Seal>()),
             ("Validation report", fields::<ValidationReport>()),
         ] {
             let text = section(RESULTS_DOC, heading);
@@ -172,6 +174,7 @@ mod tests {
             ("Rows", schema_for::<Row>()),
             ("Evidence", schema_for::<Evidence>()),
             ("Manifest", schema_for::<Manifest>()),
+            ("Seal", schema_for::<Seal>()),
             ("Validation report", schema_for::<ValidationReport>()),
         ] {
             let root = schema.as_value();
@@ -284,6 +287,7 @@ mod tests {
                 "row.schema.json",
                 "evidence.schema.json",
                 "manifest.schema.json",
+                "seal.schema.json",
                 "validation_report.schema.json",
                 "ablation.schema.json",
                 "events.schema.json",

@@ -172,6 +172,8 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::BudgetSpent(_) => exit_codes::RUN_INCOMPLETE,
         RunError::Unverified { .. } => exit_codes::RESULTS_DIR,
         RunError::Verify(e) => verify_error_code(e),
+        RunError::Key(_) => exit_codes::USAGE,
+        RunError::Seal(_) => exit_codes::IO,
     }
 }
 
@@ -201,6 +203,7 @@ fn verify_error_code(e: &crate::results::verify::VerifyError) -> i32 {
     match e {
         crate::results::verify::VerifyError::NotAResultsDir { .. } => exit_codes::RESULTS_DIR,
         crate::results::verify::VerifyError::Read { .. } => exit_codes::IO,
+        crate::results::verify::VerifyError::Key(_) => exit_codes::USAGE,
     }
 }
 

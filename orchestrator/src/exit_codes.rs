@@ -32,6 +32,11 @@ pub const NOT_PROVEN: i32 = 8;
 /// nothing, or (with `ELENGTIS_REQUIRE_GATE_RUN=1`) a finding that was skipped. Never a pass:
 /// re-record the fixtures or fix the cause.
 pub const NO_EVIDENCE: i32 = 9;
+/// `verify`: nothing wrong was found, but the directory's integrity cannot be established: it
+/// is of a format without a chain (the original 0.1.0's, or this tool's schema 1), or it is not
+/// sealed while a seal was required (`--require-sealed`, `--key`, `--public-key`). `analyze`
+/// and `report` still read such a directory (with a note); `run --resume` does not.
+pub const UNVERIFIED: i32 = 10;
 /// Interrupted by Ctrl-C or SIGTERM; the current trial was not recorded. Resume continues.
 pub const INTERRUPTED: i32 = 130;
 /// The command did what it was asked, but its stdout was closed before it printed everything

@@ -8,6 +8,7 @@ mod engine_gate;
 mod example;
 mod experiment;
 mod fake_backend;
+mod forge;
 mod gate;
 mod http;
 mod images;

@@ -181,6 +181,9 @@ fn torn_run(dir: &Path) -> (PathBuf, Value) {
     let text = String::from_utf8(bytes.clone()).expect("utf-8 log");
     let last: Value = serde_json::from_str(text.lines().last().expect("a row")).expect("row");
     std::fs::write(&log, &bytes[..bytes.len() - 10]).expect("tear the last row");
+    // A runner killed mid-append never sealed the run (a seal counting the torn row would
+    // say a recorded row was removed).
+    std::fs::remove_file(out.join("seal.json")).expect("remove the seal");
     (out, last)
 }
 
@@ -239,13 +242,43 @@ fn locked_results_directory_is_refused() {
     let dir = scratch();
     let out = complete_run(dir.path(), 1);
     let log_before = std::fs::read(out.join("runs.jsonl")).expect("read log");
-    let lock = std::fs::OpenOptions::new().read(true).write(true).open(out.join(".lock")).expect("open .lock");
+    let lock = std::fs::File::open(&out).expect("open the results directory");
     lock.lock().expect("take the lock");
     let output = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
     lock.unlock().expect("release the lock");
     assert_eq!(output.status.code(), Some(4), "{}{}", stdout(&output), stderr(&output));
     assert!(stderr(&output).contains("another elengtis run"), "{}", stderr(&output));
     assert_eq!(std::fs::read(out.join("runs.jsonl")).expect("read log"), log_before);
+}
+
+#[test]
+fn deleting_the_lock_file_lets_no_second_writer_in() {
+    // `rm DIR/.lock` under a live run, then `run --resume`: the resume must be refused and the
+    // run must finish with every trial recorded once.
+    let dir = scratch();
+    let config = slow_campaign(dir.path(), 4, "0.3", false);
+    let out = dir.path().join("results");
+    let log = out.join("runs.jsonl");
+    let runner = ChildGuard::new(
+        elengtis_cmd(dir.path(), &["run", "--config", s(&config), "--out", s(&out)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn elengtis"),
+    );
+    assert!(wait_until(Duration::from_secs(30), || complete_lines(&log) >= 1), "no row within 30 s");
+    for entry in std::fs::read_dir(&out).expect("list the results directory").flatten() {
+        if entry.file_name().to_string_lossy().starts_with('.') && entry.path().is_file() {
+            std::fs::remove_file(entry.path()).expect("delete the lock file");
+        }
+    }
+    let second = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
+    assert_eq!(second.status.code(), Some(4), "{}{}", stdout(&second), stderr(&second));
+    assert!(stderr(&second).contains("another elengtis run is using it"), "{}", stderr(&second));
+    let first = runner.wait_output(Duration::from_secs(60));
+    assert_eq!(first.status.code(), Some(0), "{}{}", stdout(&first), stderr(&first));
+    assert_eq!(rows(&log).len(), 4, "each trial recorded once");
+    assert_eq!(elengtis(dir.path(), &["verify", s(&out)]).status.code(), Some(0));
 }
 
 #[test]

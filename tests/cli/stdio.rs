@@ -140,7 +140,7 @@ fn a_recorded_stdio_leftover_is_reaped_by_resume_and_by_gc() {
 
     // A live run's records are kept: its lock is held.
     let mut sleeper = recorded_leftover(&out);
-    let lock = std::fs::File::open(out.join(".lock")).expect("lock file");
+    let lock = std::fs::File::open(&out).expect("the results directory");
     lock.try_lock().expect("hold the run's lock");
     let gc = elengtis(dir.path(), &["gc", "--out", s(&out)]);
     assert!(stdout(&gc).contains("kept the stdio targets"), "{}", stdout(&gc));

@@ -164,9 +164,10 @@ fn a_row_removed_from_the_middle_breaks_the_chain() {
 fn analyze_counts_trials_that_never_ran_from_the_recorded_matrix() {
     let dir = scratch();
     let out = run(dir.path(), 6);
-    // Four rows of six: as a run stopped after its fourth trial leaves it.
+    // Four rows of six: as a run killed after its fourth trial leaves it (unsealed).
     let log = lines(&out);
     write_lines(&out, &log[..4]);
+    std::fs::remove_file(out.join("seal.json")).expect("remove the seal");
     let analysis = dir.path().join("analysis");
     let output = elengtis(dir.path(), &["analyze", "--input", s(&out), "--out", s(&analysis)]);
     assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
@@ -181,11 +182,15 @@ fn analyze_counts_trials_that_never_ran_from_the_recorded_matrix() {
     assert_eq!(summary["inputs"][0]["trials"], 6);
     assert_eq!(summary["inputs"][0]["not_run"], 2);
     assert!(stdout(&output).contains("not run: 2"), "{}", stdout(&output));
-    // Verify accepts it (removing the last rows leaves the chain whole) and notes the evidence
-    // no row names.
+    // Verify accepts it as unsealed (removing the last rows leaves the chain whole; without a
+    // seal nothing counts them) and notes the evidence no row names; a seal required, it is not
+    // verified.
     let verified = verify(dir.path(), &out);
     assert_eq!(verified.status.code(), Some(0), "{}{}", stdout(&verified), stderr(&verified));
     assert!(stderr(&verified).contains("is named by no row"), "{}", stderr(&verified));
+    assert!(stderr(&verified).contains("unsealed (no seal.json"), "{}", stderr(&verified));
+    let required = elengtis(dir.path(), &["verify", "--require-sealed", s(&out)]);
+    assert_eq!(required.status.code(), Some(10), "{}{}", stdout(&required), stderr(&required));
 
     // Stopped before any row: the whole matrix, not run; exit 1.
     write_lines(&out, &[]);
@@ -248,9 +253,17 @@ fn results_written_before_the_hashes_stay_readable() {
     manifest["schema_version"] = 1.into();
     manifest["configuration"].as_object_mut().expect("object").remove("recorded_campaign_sha256");
     std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).expect("json")).expect("write");
+    for entry in std::fs::read_dir(out.join("evidence")).expect("evidence").flatten() {
+        let mut evidence = read_json(&entry.path());
+        evidence["schema_version"] = 1.into();
+        std::fs::write(entry.path(), serde_json::to_string_pretty(&evidence).expect("json")).expect("write");
+    }
+    std::fs::remove_file(out.join("seal.json")).expect("schema 1 had no seal");
+    // Read, its shape and rows checked, but not verified: it carries no chain (exit 10).
     let output = verify(dir.path(), &out);
-    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
-    assert!(stderr(&output).contains("schema_version 1"), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(10), "{}{}", stdout(&output), stderr(&output));
+    assert!(stderr(&output).contains("schema 1 (written before the hashes: no chain)"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("not checked: integrity"), "{}", stderr(&output));
     let analysis = dir.path().join("analysis");
     let output = elengtis(dir.path(), &["analyze", "--input", s(&out), "--out", s(&analysis)]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));

@@ -124,8 +124,8 @@ pub fn crash_at_with(
 }
 
 /// Every file of a results directory parses: `manifest.json` and the evidence documents are
-/// JSON, every complete line of `runs.jsonl` is a JSON object, `summary.txt` is text, `.lock`
-/// is the lock; anything else (a temporary file, a stray document) fails. With `torn_ok`,
+/// JSON, every complete line of `runs.jsonl` is a JSON object, `summary.txt` is text,
+/// `seal.json` is a seal; anything else (a temporary file, a stray document, a lock file) fails. With `torn_ok`,
 /// `runs.jsonl` may end in a torn row (no newline); otherwise it must end on a newline.
 /// Returns the evidence files (relative to `out`).
 pub fn check_files(out: &Path, torn_ok: bool) -> BTreeSet<String> {
@@ -133,7 +133,10 @@ pub fn check_files(out: &Path, torn_ok: bool) -> BTreeSet<String> {
     for path in files_under(out) {
         let rel = path.strip_prefix(out).expect("under out").to_string_lossy().into_owned();
         match rel.as_str() {
-            ".lock" => {}
+            "seal.json" => {
+                let seal = read_json(&path);
+                assert!(seal["prev_row_sha256"].is_string(), "{rel} is not a seal: {seal}");
+            }
             "manifest.json" => {
                 read_json(&path);
             }

@@ -22,8 +22,7 @@ pub struct AnalysisManifest {
     /// Experiment labels; absent or null when the run has none.
     #[serde(default)]
     pub experiment: Option<ExperimentLabels>,
-    /// The environment that ran it; tells the original's runs from this tool's
-    /// ([`original::is_original_environment`]).
+    /// The environment that ran it.
     #[serde(default)]
     pub environment: Option<Map<String, Value>>,
     /// Hashes of what ran: runs of different campaigns are kept apart ([`Self::campaign`]).
@@ -60,15 +59,14 @@ pub struct ExperimentLabels {
     pub model_id: Option<String>,
 }
 
-impl AnalysisManifest {
-    /// Who wrote the run.
-    pub fn producer(&self) -> Producer {
-        match &self.environment {
-            Some(environment) if original::is_original_environment(environment) => Producer::Original,
-            _ => Producer::ThisTool,
-        }
-    }
+/// Who wrote a run, from its whole manifest: the original only when the manifest has the
+/// original's whole shape ([`original::is_original_manifest`], the test `verify` applies),
+/// never by one key or a version field.
+pub fn producer_of(manifest: &Value) -> Producer {
+    if original::is_original_manifest(manifest) { Producer::Original } else { Producer::ThisTool }
+}
 
+impl AnalysisManifest {
     /// The campaign the run belongs to, as analysis keeps campaigns apart: the experiment
     /// (`experiment <id>`: an experiment's runs are one design, its cells and blocks meant to
     /// be counted together), else the campaign as recorded (`sha256:<hash>`, overrides
@@ -151,7 +149,7 @@ impl<'a> Run<'a> {
     pub(super) fn read(input: &'a RunInput) -> Result<Self, AnalyzeError> {
         let label = input.label.as_str();
         let manifest: AnalysisManifest = from_value(&input.manifest).map_err(|error| manifest_error(label, error))?;
-        let producer = manifest.producer();
+        let producer = producer_of(&input.manifest);
         let mut rows: Vec<Row> = Vec::with_capacity(input.rows.len());
         let mut trials: Vec<Vec<usize>> = Vec::new();
         let mut trial_index: BTreeMap<String, usize> = BTreeMap::new();
@@ -285,11 +283,7 @@ fn read_row(label: &str, number: usize, value: &Value, producer: Producer) -> Re
     }
     let read = match producer {
         Producer::ThisTool => from_value(value),
-        Producer::Original => {
-            let mut upgraded = value.clone();
-            original::upgrade_row(&mut upgraded);
-            from_value(&upgraded)
-        }
+        Producer::Original => original::read_row(value),
     };
     read.map_err(|error| row_error(label, number, error))
 }

@@ -8,28 +8,36 @@
 //! `analyze` keeps reading ours; fields this tool adds are optional for readers.
 //!
 //! [`outcome`] decides what an attempt's phase results mean (complete or not, the failure
-//! class, the derived metrics) as a pure function. [`read`] reads a record from parsed JSON
-//! with errors that name the field; [`original`] says how the original tool's records differ
-//! and brings its rows to this build's shape.
+//! class, the derived metrics) as a pure function, and [`derive`] sets a row's fields from its
+//! evidence with it (the runner writes rows so, `verify` checks them so). [`read`] reads a
+//! record from parsed JSON with errors that name the field; [`shape`] decides the one format a
+//! results directory is read in; [`original`] says how the original tool's records differ and
+//! brings its rows to this build's shape; [`seal`] is what a finished run attests.
 
+pub mod derive;
 pub mod evidence;
 pub mod manifest;
-pub(crate) mod nullable;
+pub(crate) use crate::nullable;
 pub mod original;
 pub mod outcome;
 pub mod read;
 pub mod row;
+pub mod seal;
+pub mod shape;
 pub mod shim;
 
 pub use evidence::{CheckOutcome, CheckRecord, DecidingCheck, Evidence, Verification, decided_by};
 pub use manifest::{Manifest, ResumeRecord, ScenarioDump};
 pub use outcome::{Outcome, OutcomeInputs};
 pub use row::{Diagnostics, EvidenceStatus, FailureClass, Phase, RecordedError, Row, Usage};
+pub use seal::{Seal, SealSignature, SealStatus, SignatureAlgorithm};
+pub use shape::ResultsFormat;
 pub use shim::{Classified, ClassifiedBy, ShimAction, ShimCall, ShimDecision, ShimRecord, ShimTool, ShimVerdict};
 
 /// Version of the row, evidence and manifest formats written by this build: 2, rows with
-/// `evidence_sha256` and `prev_row_sha256` (a hash chain) and a manifest with
-/// `configuration.recorded_campaign_sha256`.
+/// `evidence_sha256` and `prev_row_sha256` (a hash chain, unkeyed), a manifest with
+/// `configuration.recorded_campaign_sha256`, and `seal.json` when the run ended
+/// ([`seal::Seal`], optionally signed).
 pub const RESULTS_SCHEMA_VERSION: u64 = 2;
 /// The first version of this tool's results: the same records without the hashes. Still read
 /// by `analyze` and `verify`; `run --resume` continues only runs of [`RESULTS_SCHEMA_VERSION`].

@@ -18,10 +18,21 @@
 //! `metrics_version` 3, no `campaign_path`, the campaign and scenarios in its own dump, and an
 //! `environment` describing a Python process (`python`, `platform`, `package_version`, …).
 //! Only this tool's manifests resume (the strict [`Manifest`](super::Manifest)); `analyze`
-//! reads the fields both share ([`crate::analysis::AnalysisManifest`]) and tells the two
-//! apart with [`is_original_environment`].
+//! reads the fields both share ([`crate::analysis::AnalysisManifest`]).
+//!
+//! **Recognised by its whole shape.** A directory is the original's only when its manifest
+//! has exactly the original's fields ([`OriginalManifest`]: every one the original writes,
+//! none of this tool's) and every row exactly the original's ([`read_row`]: no
+//! `duration_ms`, `evidence_sha256` or `prev_row_sha256`, `schema_version` 6) — never by a
+//! version field or one key alone ([`is_original_manifest`]). Its results carry no hashes,
+//! so nothing beyond that shape can be checked.
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
+
+use super::Row;
+use super::read::{FieldError, from_value};
 
 /// `schema_version` of the original's rows, evidence and manifest.
 pub const SCHEMA_VERSION: u64 = 6;
@@ -29,10 +40,152 @@ pub const SCHEMA_VERSION: u64 = 6;
 /// `metrics_version` of the original's manifest.
 pub const METRICS_VERSION: u64 = 3;
 
-/// Whether a manifest's `environment` was recorded by the original: it names the Python
-/// that ran (`python`), which this tool's never does.
-pub fn is_original_environment(environment: &Map<String, Value>) -> bool {
-    environment.contains_key("python")
+/// The original's `manifest.json`, field for field (read strictly: a field the original
+/// does not write is refused).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OriginalManifest {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema_version: u64,
+    /// Always [`METRICS_VERSION`].
+    pub metrics_version: u64,
+    /// The run.
+    pub run_id: String,
+    /// When it started.
+    pub started_at: String,
+    /// The campaign, in the original's dump.
+    pub campaign: Map<String, Value>,
+    /// The scenarios, in the original's dump.
+    pub scenarios: Vec<Map<String, Value>>,
+    /// The campaign file's and the scenarios' hashes.
+    pub configuration: OriginalConfiguration,
+    /// Experiment labels.
+    pub experiment: OriginalExperiment,
+    /// The Python process that ran it.
+    pub environment: OriginalEnvironment,
+    /// Consecutive failures that stop a target.
+    pub max_consecutive_target_failures: u64,
+    /// Every resume (written by the original's first resume).
+    #[serde(default)]
+    pub resumes: Option<Vec<OriginalResume>>,
+}
+
+/// The original's `configuration`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OriginalConfiguration {
+    /// The campaign file's hash.
+    pub campaign_sha256: String,
+    /// Each scenario's hash.
+    pub scenario_sha256: Map<String, Value>,
+}
+
+/// The original's `experiment`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OriginalExperiment {
+    /// Experiment id.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<String>")]
+    pub id: Option<String>,
+    /// Block.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<u64>")]
+    pub block: Option<u64>,
+    /// Order.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<u64>")]
+    pub order: Option<u64>,
+    /// Model label.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<String>")]
+    pub model_id: Option<String>,
+    /// Generation settings.
+    pub generation: Map<String, Value>,
+}
+
+/// The original's `environment`: a Python process.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OriginalEnvironment {
+    /// Python's version.
+    pub python: String,
+    /// `platform.platform()`.
+    pub platform: String,
+    /// The package's version.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<String>")]
+    pub package_version: Option<String>,
+    /// Its dependencies' versions.
+    pub package_versions: Map<String, Value>,
+    /// The git revision, when known.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<String>")]
+    pub code_revision: Option<String>,
+    /// Whether the work tree was dirty, when known.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<bool>")]
+    pub working_tree_dirty: Option<bool>,
+    /// Each source file's hash.
+    pub source_sha256: Map<String, Value>,
+    /// The lock file's hash, when there is one.
+    #[serde(deserialize_with = "super::nullable::present")]
+    #[schemars(with = "super::nullable::Nullable<String>")]
+    pub lock_sha256: Option<String>,
+}
+
+/// One resume recorded by the original.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OriginalResume {
+    /// When.
+    pub resumed_at: String,
+    /// The Python process that resumed it.
+    pub environment: OriginalEnvironment,
+}
+
+/// Why a manifest is not the original's: a field it lacks, has in excess or holds wrongly, or
+/// a version other than the original's.
+pub fn read_manifest(value: &Value) -> Result<OriginalManifest, FieldError> {
+    let manifest: OriginalManifest = from_value(value)?;
+    for (field, found, expected) in [
+        ("schema_version", manifest.schema_version, SCHEMA_VERSION),
+        ("metrics_version", manifest.metrics_version, METRICS_VERSION),
+    ] {
+        if found != expected {
+            return Err(FieldError::Invalid { field: field.to_owned(), expected: expected.to_string() });
+        }
+    }
+    Ok(manifest)
+}
+
+/// Whether a manifest has the original's whole shape (see the module docs): never decided by a
+/// version field or a single key.
+pub fn is_original_manifest(value: &Value) -> bool {
+    read_manifest(value).is_ok()
+}
+
+/// Fields this tool adds to a row, which the original never writes.
+const ADDED_ROW_FIELDS: [&str; 3] = ["duration_ms", "evidence_sha256", "prev_row_sha256"];
+
+/// Reads a row of the original's: exactly its fields (none of this tool's additions), of
+/// [`SCHEMA_VERSION`], upgraded to this build's shape ([`upgrade_row`]).
+///
+/// # Errors
+///
+/// A [`FieldError`] naming the field at fault.
+pub fn read_row(value: &Value) -> Result<Row, FieldError> {
+    let Some(object) = value.as_object() else { return Err(FieldError::NotObject) };
+    if let Some(added) = ADDED_ROW_FIELDS.iter().find(|field| object.contains_key(**field)) {
+        return Err(FieldError::Unknown { field: (*added).to_owned() });
+    }
+    match object.get("schema_version").and_then(Value::as_u64) {
+        Some(SCHEMA_VERSION) => {}
+        _ => return Err(FieldError::Invalid { field: "schema_version".into(), expected: SCHEMA_VERSION.to_string() }),
+    }
+    let mut upgraded = value.clone();
+    upgrade_row(&mut upgraded);
+    from_value(&upgraded)
 }
 
 /// Rewrites a row written by the original into this build's shape (see the module docs).
@@ -156,6 +309,44 @@ mod tests {
         let mut unknown = json!({"kind": "mystery", "detail": "?"}).as_object().cloned().expect("o");
         upgrade_error(&mut unknown);
         assert_eq!(Value::Object(unknown), json!({"kind": "mystery", "detail": "?"}), "left for the reader to refuse");
+    }
+
+    const EXAMPLE_MANIFEST: &str = include_str!("../../../tests/fixtures/original-0.1.0/example/manifest.json");
+    const MIXED_MANIFEST: &str = include_str!("../../../tests/fixtures/original-0.1.0/mixed/manifest.json");
+
+    #[test]
+    fn the_original_is_recognised_by_its_whole_shape_only() {
+        for text in [EXAMPLE_MANIFEST, MIXED_MANIFEST] {
+            let manifest: Value = serde_json::from_str(text).expect("JSON");
+            assert!(is_original_manifest(&manifest), "{}", read_manifest(&manifest).expect_err("shape"));
+            // One field of this tool's, or one of the original's missing, and it is not.
+            let mut added = manifest.clone();
+            added["campaign_path"] = json!("c.yaml");
+            assert!(!is_original_manifest(&added));
+            let mut removed = manifest.clone();
+            removed["environment"].as_object_mut().expect("object").remove("lock_sha256");
+            assert!(!is_original_manifest(&removed));
+            let mut version = manifest.clone();
+            version["schema_version"] = json!(2);
+            assert!(!is_original_manifest(&version));
+        }
+        // This tool's manifest with the original's `environment.python` added is not the original's.
+        let ours = json!({"schema_version": 6, "metrics_version": 3, "run_id": "r", "environment": {"python": "3.12"}});
+        assert!(!is_original_manifest(&ours));
+    }
+
+    #[test]
+    fn the_originals_rows_are_read_strictly() {
+        let row = rows(EXAMPLE_ROWS).remove(0);
+        assert!(read_row(&row).is_ok());
+        for added in ADDED_ROW_FIELDS {
+            let mut extra = row.clone();
+            extra[added] = json!("x");
+            assert_eq!(read_row(&extra).expect_err("added"), FieldError::Unknown { field: added.into() });
+        }
+        let mut ours = row.clone();
+        ours["schema_version"] = json!(2);
+        assert!(read_row(&ours).is_err());
     }
 
     #[test]

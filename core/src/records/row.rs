@@ -88,12 +88,16 @@ pub struct Row {
     /// Whether the attempt counts.
     pub evidence_status: EvidenceStatus,
     /// SHA-256 (hex) of the evidence file's bytes as written (schema 2; absent in rows of
-    /// schema 1, written before results were tamper-evident).
+    /// schema 1, written before the hashes). Unkeyed: it shows an evidence file changed after
+    /// its row was written by someone who did not also rewrite the row; anyone can recompute
+    /// it. Only a seal signed with a key (`seal.json`) shows a change by someone without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_sha256: Option<String>,
     /// SHA-256 (hex) of the previous line of `runs.jsonl` (its bytes, without the newline);
     /// for the first row, of the empty string. The rows form a hash chain (schema 2; absent
-    /// in rows of schema 1).
+    /// in rows of schema 1). Unkeyed: it shows rows removed, inserted, reordered or edited by
+    /// someone who did not recompute the chain; rows removed from the end, or a chain
+    /// recomputed, show only against the seal, and a recomputed seal only against its key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_row_sha256: Option<String>,
     /// Wall time of the attempt in milliseconds (this tool's addition).

@@ -66,7 +66,9 @@
 //!   invalid pattern, which Python only discovered (uncaught) when a rule
 //!   first ran against a string, is a [`PatternError`] at compile time; a
 //!   search that exceeds the backtracking budget (where Python would hang)
-//!   fails with [`SearchError::Runtime`] and evaluates as not matched.
+//!   fails with [`SearchError::Runtime`]: the record is marked
+//!   [`PredicateRecord::undecided`], and the judge records the call as unresolved
+//!   (the outcome `null`, never a miss).
 
 pub mod pointer;
 pub mod pyre;
@@ -170,16 +172,39 @@ pub struct PredicateRecord {
     /// Not serialized: Python's records have no such field.
     #[serde(skip)]
     pub error: Option<String>,
+    /// The operator could not decide: a regex search that exhausted its backtracking budget
+    /// (where Python would run for an unbounded time). `matched` is then false but means
+    /// nothing; the judge records the predicate as unresolved, never as a miss. Not
+    /// serialized.
+    #[serde(skip)]
+    pub undecided: bool,
 }
 
-fn search_string(haystack: &str, expected: &Value, pattern: Option<&CompiledPattern>) -> Result<bool, String> {
+/// Why an operator produced no answer: Python's exception (a miss, as Python's `except`
+/// makes it), or a search the engine gave up on (undecided).
+enum Failure {
+    Python(String),
+    Undecided(String),
+}
+
+fn search_failure(error: &SearchError) -> Failure {
+    match error {
+        SearchError::Type(e) => Failure::Python(e.to_string()),
+        SearchError::Runtime(_) => Failure::Undecided(error.to_string()),
+    }
+}
+
+fn search_string(haystack: &str, expected: &Value, pattern: Option<&CompiledPattern>) -> Result<bool, Failure> {
     if let Some(pattern) = pattern {
-        return pattern.search(haystack).map_err(|e| e.to_string());
+        return pattern.search(haystack).map_err(|e| search_failure(&e));
     }
     let Value::String(source) = expected else {
-        return Err("first argument must be string or compiled pattern".to_owned());
+        return Err(Failure::Python("first argument must be string or compiled pattern".to_owned()));
     };
-    compile_pattern(source).map_err(|e| e.to_string())?.search(haystack).map_err(|e| e.to_string())
+    compile_pattern(source)
+        .map_err(|e| Failure::Python(e.to_string()))?
+        .search(haystack)
+        .map_err(|e| search_failure(&e))
 }
 
 /// Evaluates one predicate against `doc`, as the Python tool did.
@@ -211,6 +236,7 @@ pub fn evaluate(
         actual,
         matched,
         error,
+        undecided: false,
     };
     let actual = match pointer_get(doc, path) {
         Ok(actual) => actual,
@@ -218,7 +244,7 @@ pub fn evaluate(
     };
     let outcome = match op {
         Op::Equals => Ok(python_equals(actual, expected)),
-        Op::Contains => python_contains(actual, expected).map_err(|e| e.to_string()),
+        Op::Contains => python_contains(actual, expected).map_err(|e| Failure::Python(e.to_string())),
         Op::Matches => match actual {
             Value::String(haystack) => search_string(haystack, expected, pattern),
             _ => Ok(false),
@@ -226,7 +252,10 @@ pub fn evaluate(
     };
     match outcome {
         Ok(matched) => record(actual.clone(), matched, None),
-        Err(error) => record(Value::Null, false, Some(error)),
+        Err(Failure::Python(error)) => record(Value::Null, false, Some(error)),
+        Err(Failure::Undecided(error)) => {
+            PredicateRecord { undecided: true, ..record(Value::Null, false, Some(error)) }
+        }
     }
 }
 
@@ -319,13 +348,16 @@ mod tests {
     }
 
     #[test]
-    fn evaluate_reports_runtime_regex_errors_as_unmatched() {
+    fn evaluate_reports_runtime_regex_errors_as_undecided() {
         let doc = json!({"s": "x".repeat(40)});
         let pattern = compile_pattern("(x+x+)+y(?<=y)").unwrap();
         let record = evaluate(&doc, "/s", Op::Matches, &json!("(x+x+)+y(?<=y)"), Some(&pattern));
-        assert!(!record.matched);
+        assert!(!record.matched && record.undecided);
         assert_eq!(record.actual, Value::Null);
         assert!(record.error.unwrap().contains("backtracking"));
+        // Python's exceptions are misses, as its `except` makes them.
+        let record = evaluate(&doc, "/s", Op::Contains, &json!(1), None);
+        assert!(!record.matched && !record.undecided && record.error.is_some());
     }
 
     #[test]
@@ -348,6 +380,6 @@ mod tests {
             r#"{"path":"/b","op":"equals","expected":1,"actual":null,"matched":false}"#
         );
         let back: PredicateRecord = serde_json::from_value(serde_json::to_value(&record).unwrap()).unwrap();
-        assert_eq!(back, PredicateRecord { error: None, ..record });
+        assert_eq!(back, PredicateRecord { error: None, undecided: false, ..record });
     }
 }

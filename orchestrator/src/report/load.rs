@@ -128,9 +128,17 @@ fn walk(dir: &Path, depth: usize, runs: &mut Vec<PathBuf>, reports: &mut Vec<Pat
 }
 
 fn read_run(dir: &Path) -> Result<Run, ReportError> {
-    let verification = verify::verify(dir)?;
+    // The report reads what `verify` accepts, with the environment's keys, as `analyze` does.
+    let verification = verify::read_verified(dir)?;
+    if verification.verdict() == verify::Verdict::Unverifiable {
+        eprintln!(
+            "note: {}: {}; reported for its shape only: its integrity cannot be established",
+            dir.display(),
+            verification.summary_line()
+        );
+    }
     match verification.manifest {
-        Some(manifest) if verification.problems.is_empty() => {
+        Some(manifest) if verification.verdict() != verify::Verdict::Refused => {
             Ok(Run { dir: dir.to_owned(), manifest, rows: verification.row_values, matrix: verification.matrix })
         }
         _ => Err(ReportError::Unverified {

@@ -8,7 +8,7 @@ use elengtis_core::analysis::CountedTrial;
 use serde_json::{Map, Value, json};
 
 use super::ReportError;
-use super::load::{Run, read_json};
+use super::load::Run;
 
 /// Fields of the evidence carried into the page as they are.
 const EVIDENCE_FIELDS: [&str; 13] = [
@@ -69,11 +69,10 @@ fn run_id(run: &Run) -> Value {
     run.manifest.get("run_id").cloned().unwrap_or(Value::Null)
 }
 
-/// The evidence a row names, read from inside its results directory.
+/// The evidence a row names, read from inside its results directory as `verify` read it
+/// (through no link, with the hash the row pins).
 fn read_evidence(run: &Run, row: &Value) -> Result<Value, ReportError> {
-    let Some(relative) = row.get("evidence").and_then(Value::as_str) else {
-        return Ok(Value::Null);
-    };
+    let relative = row.get("evidence").and_then(Value::as_str).unwrap_or_default();
     let path = Path::new(relative);
     if !path.components().all(|c| matches!(c, Component::Normal(_))) {
         return Err(ReportError::Input {
@@ -81,7 +80,9 @@ fn read_evidence(run: &Run, row: &Value) -> Result<Value, ReportError> {
             why: format!("a row names the evidence file `{relative}`, which is not inside the results directory"),
         });
     }
-    read_json(&run.dir.join(path))
+    crate::results::verify::read_row_evidence(&run.dir, row)
+        .map(Option::unwrap_or_default)
+        .map_err(|why| ReportError::Input { path: run.dir.clone(), why })
 }
 
 /// What a trial's outcome is, for the list's filter: the verified effect, else why not.

@@ -1,6 +1,9 @@
 //! Result files: crash-safe documents, the append-only attempt log and the directory lock;
-//! and `verify`, which checks a results directory end to end.
+//! `verify`, which checks a results directory end to end (and which every reader goes
+//! through); the seal a finished run writes, and the keys that sign it.
 
+pub mod keys;
+pub mod seal;
 pub mod store;
 pub mod verify;
 

@@ -41,14 +41,26 @@
 //! [`AppendLog::open_existing`] repairs the tail.
 //!
 //! The log assumes a single writer: hold a [`DirLock`] on the results
-//! directory for as long as an [`AppendLog`] is open.
+//! directory for as long as an [`AppendLog`] is open. It is opened without
+//! following a symbolic link ([`AppendLog::open_existing`]), so a `runs.jsonl`
+//! replaced by a link to a file elsewhere is refused, never appended to.
 //!
 //! # Exclusion: [`DirLock`]
 //!
-//! An exclusive, non-blocking advisory lock on `<dir>/.lock`, held for the
-//! life of the value. The lock file is created if missing and never deleted;
-//! the operating system drops the lock when the process dies, so a killed run
-//! never leaves a stale lock behind.
+//! An exclusive, non-blocking advisory lock (`flock`) on the results
+//! directory itself, held for the life of the value. A lock *file* could be
+//! deleted from under its holder and a second runner would then lock a new
+//! one; the directory cannot be replaced while it is open, so the lock holds
+//! as long as the holder lives. The operating system drops the lock when the
+//! process dies, so a killed run never leaves a stale lock behind.
+//!
+//! # Reading without following links: [`open_beneath`] / [`read_beneath`]
+//!
+//! Every results file is read through these: each component below the
+//! results directory is opened with `O_NOFOLLOW` relative to the one before,
+//! so a symbolic link anywhere below the directory (a `runs.jsonl`, an
+//! `evidence/` directory or an evidence file pointing elsewhere) is refused,
+//! never followed; and only a regular file is read.
 
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
@@ -59,9 +71,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-
-/// Name of the lock file inside a results directory.
-pub const LOCK_FILE_NAME: &str = ".lock";
 
 /// An error from a results-directory store operation.
 ///
@@ -247,15 +256,17 @@ pub fn write_json_atomic_hashed<T: Serialize>(path: &Path, value: &T) -> Result<
 // Directory lock
 // ---------------------------------------------------------------------------
 
-/// Exclusive advisory lock on `<dir>/.lock`, held for the life of the value.
+/// Exclusive advisory lock (`flock`) on the results directory itself, held for
+/// the life of the value.
 ///
-/// The lock belongs to the open file, so it conflicts with any other open of
-/// the same lock file, including a second [`DirLock::acquire`] in this
-/// process. It is released when the value is dropped or the process exits.
+/// The lock belongs to the open directory, so it conflicts with any other
+/// lock of the same directory, including a second [`DirLock::acquire`] in this
+/// process. Nothing inside the directory can be deleted to defeat it. It is
+/// released when the value is dropped or the process exits.
 #[derive(Debug)]
 pub struct DirLock {
-    // Held only to keep the lock; closing the file releases it.
-    _file: File,
+    // Held only to keep the lock; closing the directory releases it.
+    _dir: File,
     path: PathBuf,
 }
 
@@ -265,25 +276,108 @@ impl DirLock {
     /// another elengtis run is using it`.
     pub fn acquire(dir: &Path) -> Result<DirLock, StoreError> {
         const ACTION: &str = "lock results directory";
-        let path = dir.join(LOCK_FILE_NAME);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|err| StoreError::io(ACTION, dir, err))?;
-        match file.try_lock() {
-            Ok(()) => Ok(DirLock { _file: file, path }),
+        let handle = File::open(dir).map_err(|err| StoreError::io(ACTION, dir, err))?;
+        let is_dir = handle.metadata().map_err(|err| StoreError::io(ACTION, dir, err))?.is_dir();
+        if !is_dir {
+            return Err(StoreError::io(ACTION, dir, io::Error::other("it is not a directory")));
+        }
+        match handle.try_lock() {
+            Ok(()) => Ok(DirLock { _dir: handle, path: dir.to_path_buf() }),
             Err(fs::TryLockError::WouldBlock) => Err(StoreError::new(ACTION, dir, StoreErrorKind::Locked)),
             Err(fs::TryLockError::Error(err)) => Err(StoreError::io(ACTION, dir, err)),
         }
     }
 
-    /// Path of the lock file (`<dir>/.lock`).
+    /// The locked directory.
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+// ---------------------------------------------------------------------------
+// Reading without following links
+// ---------------------------------------------------------------------------
+
+/// Why a results file could not be opened by [`open_beneath`].
+#[derive(Debug, thiserror::Error)]
+pub enum BeneathError {
+    /// It does not exist.
+    #[error("it is missing")]
+    Missing,
+    /// It, or a directory on the way to it, is a symbolic link.
+    #[error("it is a symbolic link (or is reached through one): results files are never read through links")]
+    Link,
+    /// It is not a regular file (a directory, a FIFO, a device…).
+    #[error("it is not a regular file")]
+    NotAFile,
+    /// The path is not a relative path of plain names.
+    #[error("the path is not a plain relative path")]
+    NotRelative,
+    /// Any other failure.
+    #[error("{0}")]
+    Io(io::Error),
+}
+
+impl BeneathError {
+    fn of(err: nix::errno::Errno) -> BeneathError {
+        match err {
+            nix::errno::Errno::ENOENT => BeneathError::Missing,
+            nix::errno::Errno::ELOOP => BeneathError::Link,
+            nix::errno::Errno::ENOTDIR => BeneathError::Link,
+            other => BeneathError::Io(io::Error::from(other)),
+        }
+    }
+}
+
+/// Opens `relative` (plain names only) under `dir` for reading, following no symbolic link
+/// below `dir`: each directory on the way is opened with `O_DIRECTORY | O_NOFOLLOW` relative
+/// to the one before, and the file itself with `O_NOFOLLOW` (and `O_NONBLOCK`, so a FIFO
+/// cannot block the open). Only a regular file is returned. `dir` itself is opened as given.
+pub fn open_beneath(dir: &Path, relative: &Path) -> Result<File, BeneathError> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    use std::path::Component;
+    let names: Vec<&std::ffi::OsStr> = relative
+        .components()
+        .map(|c| match c {
+            Component::Normal(name) => Ok(name),
+            _ => Err(BeneathError::NotRelative),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((last, parents)) = names.split_last() else { return Err(BeneathError::NotRelative) };
+    let mut current: std::os::fd::OwnedFd = match File::open(dir) {
+        Ok(file) => file.into(),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(BeneathError::Missing),
+        Err(err) => return Err(BeneathError::Io(err)),
+    };
+    let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
+    for name in parents {
+        current = openat(&current, *name, flags | OFlag::O_DIRECTORY, Mode::empty()).map_err(BeneathError::of)?;
+    }
+    let fd = openat(&current, *last, flags | OFlag::O_NONBLOCK, Mode::empty()).map_err(BeneathError::of)?;
+    let file = File::from(fd);
+    let meta = file.metadata().map_err(BeneathError::Io)?;
+    if meta.file_type().is_symlink() {
+        return Err(BeneathError::Link);
+    }
+    if !meta.is_file() {
+        return Err(BeneathError::NotAFile);
+    }
+    Ok(file)
+}
+
+/// [`open_beneath`], then the whole file.
+pub fn read_beneath(dir: &Path, relative: &Path) -> Result<Vec<u8>, BeneathError> {
+    let mut file = open_beneath(dir, relative)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(BeneathError::Io)?;
+    Ok(bytes)
+}
+
+/// Whether `relative` under `dir` is a real directory (not a link to one), as
+/// `lstat` sees it.
+pub fn is_real_dir(dir: &Path, relative: &str) -> bool {
+    fs::symlink_metadata(dir.join(relative)).is_ok_and(|m| m.file_type().is_dir())
 }
 
 // ---------------------------------------------------------------------------
@@ -424,8 +518,26 @@ impl AppendLog {
     /// complete line fails with [`StoreErrorKind::CorruptLine`] and the file
     /// is not modified.
     pub fn open_existing(path: &Path) -> Result<(AppendLog, Recovery), StoreError> {
-        let mut file =
-            OpenOptions::new().read(true).append(true).open(path).map_err(|err| StoreError::io("open", path, err))?;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(path)
+            .map_err(|err| {
+                if err.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) {
+                    StoreError::io(
+                        "open",
+                        path,
+                        io::Error::other("it is a symbolic link: the log is never appended through a link"),
+                    )
+                } else {
+                    StoreError::io("open", path, err)
+                }
+            })?;
+        if !file.metadata().map_err(|err| StoreError::io("open", path, err))?.is_file() {
+            return Err(StoreError::io("open", path, io::Error::other("it is not a regular file")));
+        }
         let bytes = read_all(&mut file, path)?;
         let scan = scan(&bytes).map_err(|kind| StoreError::new("read", path, kind))?;
         let committed_len = scan.complete_len as u64;
@@ -684,8 +796,7 @@ mod tests {
     fn lock_is_exclusive_within_process_and_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
         let lock = DirLock::acquire(dir.path()).unwrap();
-        assert_eq!(lock.path(), dir.path().join(".lock"));
-        assert!(lock.path().is_file());
+        assert_eq!(lock.path(), dir.path());
 
         let err = DirLock::acquire(dir.path()).unwrap_err();
         assert!(matches!(err.kind, StoreErrorKind::Locked), "{err:?}");
@@ -695,24 +806,59 @@ mod tests {
             format!("failed to lock results directory {}: another elengtis run is using it", dir.path().display())
         );
 
-        // A plain second open of the lock file conflicts too (locks belong to
+        // A plain second open of the directory conflicts too (locks belong to
         // the open file description, not the process).
-        let other = File::open(dir.path().join(".lock")).unwrap();
+        let other = File::open(dir.path()).unwrap();
         assert!(matches!(other.try_lock(), Err(fs::TryLockError::WouldBlock)));
         drop(other);
 
         drop(lock);
-        assert!(dir.path().join(".lock").is_file(), "lock file must stay");
         let again = DirLock::acquire(dir.path()).unwrap();
         drop(again);
     }
 
     #[test]
-    fn lock_reuses_existing_lock_file_without_truncating() {
+    fn deleting_files_inside_does_not_release_the_lock() {
+        // A lock *file* could be unlinked from under its holder and a second runner would lock
+        // a new one; the directory itself cannot be.
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(".lock"), b"previous").unwrap();
-        let lock = DirLock::acquire(dir.path()).unwrap();
-        assert_eq!(fs::read(lock.path()).unwrap(), b"previous");
+        let _lock = DirLock::acquire(dir.path()).unwrap();
+        for entry in fs::read_dir(dir.path()).unwrap() {
+            fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        let err = DirLock::acquire(dir.path()).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Locked), "{err:?}");
+        assert!(dir_entries(dir.path()).is_empty(), "the lock creates nothing inside the directory");
+    }
+
+    // --- reading without following links ---------------------------------
+
+    #[test]
+    fn links_below_the_directory_are_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("runs.jsonl"), b"{}\n").unwrap();
+        fs::create_dir(outside.path().join("evidence")).unwrap();
+        fs::write(outside.path().join("evidence/a.json"), b"{}").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("evidence")).unwrap();
+        fs::write(dir.path().join("evidence/real.json"), b"{\"a\":1}").unwrap();
+        assert_eq!(read_beneath(dir.path(), Path::new("evidence/real.json")).unwrap(), b"{\"a\":1}");
+        std::os::unix::fs::symlink(outside.path().join("runs.jsonl"), dir.path().join("runs.jsonl")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("evidence/a.json"), dir.path().join("evidence/b.json")).unwrap();
+        for link in ["runs.jsonl", "evidence/b.json"] {
+            assert!(matches!(read_beneath(dir.path(), Path::new(link)), Err(BeneathError::Link)), "{link}");
+        }
+        // A directory on the way that is a link.
+        fs::remove_dir_all(dir.path().join("evidence")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("evidence"), dir.path().join("evidence")).unwrap();
+        assert!(matches!(read_beneath(dir.path(), Path::new("evidence/a.json")), Err(BeneathError::Link)));
+        assert!(!is_real_dir(dir.path(), "evidence"));
+        assert!(matches!(read_beneath(dir.path(), Path::new("missing.json")), Err(BeneathError::Missing)));
+        assert!(matches!(read_beneath(dir.path(), Path::new("../x")), Err(BeneathError::NotRelative)));
+        // The append log refuses a link too, and leaves the outside file as it was.
+        let err = AppendLog::open_existing(&dir.path().join("runs.jsonl")).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read(outside.path().join("runs.jsonl")).unwrap(), b"{}\n");
     }
 
     #[test]

@@ -1,39 +1,56 @@
 //! `elengtis verify`: checks a results directory end to end and says what is wrong, where
-//! and how to repair it. `run --resume` and `analyze` refuse what this refuses.
+//! and how to repair it. `run --resume`, `analyze` and `report` read a results directory only
+//! through [`read_verified`], so the four agree by construction.
 //!
-//! Checked, for this tool's results:
+//! A directory is read in exactly one format ([`elengtis_core::records::shape`]), decided from
+//! the manifest's whole shape, never from a version field alone. For this tool's chained
+//! results (schema 2) every check below runs; results of schema 1 and of the original 0.1.0
+//! carry no chain, so only their shape is checked, and `verify` says so (and does not exit 0).
 //!
-//! - `manifest.json` is JSON and a manifest of a version this build reads (1 or 2); its
+//! Checked, for chained results:
+//!
+//! - `manifest.json` is JSON and this tool's manifest of schema 2, field for field; its
 //!   recorded campaign and scenarios rebuild into a valid campaign; the campaign's canonical
-//!   hash equals `configuration.recorded_campaign_sha256` (schema 2) and each scenario's equals
-//!   its `sha256` and `configuration.scenario_sha256` — an edit such as `campaign.trials` is
-//!   found;
-//! - every complete line of `runs.jsonl` is a row of the manifest's version and run; its
-//!   `trial_id` is in the recorded matrix with the same target, scenario and index; attempt
-//!   ids are unique;
-//! - schema 2: each row's `prev_row_sha256` is the SHA-256 of the line before it (of the
-//!   empty string for the first): nothing was removed, inserted, reordered or edited before
-//!   the last row; its `evidence_sha256` is that of the evidence file, which is present;
-//! - every evidence file a row names is inside `evidence/`, present, and names the row's
-//!   trial and attempt.
+//!   hash equals `configuration.recorded_campaign_sha256` and each scenario's equals its
+//!   `sha256` and `configuration.scenario_sha256` — an edit such as `campaign.trials` is found;
+//! - every complete line of `runs.jsonl` is a row of the manifest's schema and run; its
+//!   `trial_id` is in the recorded matrix with the same target, scenario and index, and the
+//!   campaign's engine and model; attempt ids are unique;
+//! - each row's `prev_row_sha256` is the SHA-256 of the line before it (of the empty string
+//!   for the first): nothing was removed, inserted, reordered or edited before the last row;
+//! - every evidence file a row names is `evidence/<trial>.json` (or `.retry-<n>.json`), a
+//!   regular file reached through no symbolic link, whose SHA-256 the row pins, which is
+//!   evidence of the row's attempt, and which determines the row's outcome: every row field
+//!   the evidence determines is recomputed from it ([`elengtis_core::records::derive`]) and
+//!   must be equal, and the evidence's own summaries must agree with their parts;
+//! - `seal.json`, when there is one: the seal is the chain's last link (the row count, the
+//!   last row's hash, the campaign's and the manifest's hashes it pins must hold), and with a
+//!   key its signature must be that key's; without one the directory is *unsealed* (a run that
+//!   is still going or was killed), which `--require-sealed` refuses.
 //!
 //! A torn final line (a crash mid-append; `run --resume` cuts it) and evidence files no row
 //! names (a crash between the evidence write and the row append) are notes, not problems.
-//! Results of the original tool (0.1.0) carry no hashes and are not checked (a note says so).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use elengtis_core::analysis::PlannedTrial;
 use elengtis_core::format::{canonical_json, sha256_hex};
 use elengtis_core::load;
 use elengtis_core::matrix;
 use elengtis_core::records::read::from_value;
-use elengtis_core::records::{Manifest, RESULTS_SCHEMA_VERSION, RESULTS_SCHEMA_VERSION_UNCHAINED, Row, original};
+use elengtis_core::records::seal::{self, Seal};
+use elengtis_core::records::shape::{self, ResultsFormat};
+use elengtis_core::records::{Evidence, Manifest, Row, derive};
 use serde_json::Value;
 
-use super::store::line_sha256;
+use super::keys::{Checker, Key, KeyError};
+use super::store::{self, BeneathError, line_sha256};
+
+/// The seal file of a results directory.
+pub const SEAL_FILE: &str = "seal.json";
 
 /// Why a directory could not be checked at all.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +71,9 @@ pub enum VerifyError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A key to check the seal with could not be used.
+    #[error(transparent)]
+    Key(#[from] KeyError),
 }
 
 /// Whether a problem is input that cannot be read as records, or records that do not hold
@@ -91,16 +111,50 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Who wrote a results directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Writer {
-    /// This tool, at this schema version.
-    ThisTool(u64),
-    /// The original tool (0.1.0).
-    Original,
-    /// Unknown (the manifest could not be read).
-    Unknown,
+/// What to check beyond the records: keys for the seal's signatures, and whether a seal is
+/// required.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Keys whose signature the seal must carry (a sealed directory without one is a problem).
+    pub checkers: Vec<Checker>,
+    /// An unsealed directory does not verify (`verify --require-sealed`; implied by a key
+    /// given to `verify` itself).
+    pub require_sealed: bool,
+}
+
+impl VerifyOptions {
+    /// The keys the environment gives (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`):
+    /// what `run --resume`, `analyze` and `report` check a seal with.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError`] when a key is set but unusable.
+    pub fn from_env() -> Result<VerifyOptions, KeyError> {
+        let checkers = Key::from_env()?.into_iter().map(|k| Checker::Key(Arc::new(k))).collect();
+        Ok(VerifyOptions { checkers, require_sealed: false })
+    }
+}
+
+/// Whether the directory is sealed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum SealState {
+    /// `seal.json` anchors every row.
+    Sealed {
+        /// How the run ended, as the seal says.
+        status: seal::SealStatus,
+        /// SHA-256 of the seal (to keep out of band).
+        sha256: String,
+        /// Each signature, and whether it was checked.
+        signatures: Vec<String>,
+    },
+    /// No seal, or rows or a resume after it: a run still going, or killed.
+    Unsealed {
+        /// Why, in words.
+        why: String,
+    },
+    /// The format has no seal (schema 1, the original's).
+    NotApplicable,
 }
 
 /// What `verify` found.
@@ -108,16 +162,26 @@ pub enum Writer {
 pub struct Verification {
     /// The directory.
     pub dir: PathBuf,
-    /// Who wrote it.
-    pub writer: Writer,
+    /// The format it was read in (`None` when the manifest has no format's shape).
+    pub format: Option<ResultsFormat>,
     /// Complete rows in `runs.jsonl`.
     pub rows: usize,
     /// Trials in the recorded matrix (this tool's runs whose campaign rebuilds).
     pub matrix_trials: Option<usize>,
     /// Everything wrong, in file order.
     pub problems: Vec<Problem>,
-    /// What was noticed but is not wrong (a torn tail, unreferenced evidence, an old version).
+    /// What was noticed but is not wrong (a torn tail, unreferenced evidence).
     pub notes: Vec<String>,
+    /// What was checked, in words.
+    pub checked: Vec<String>,
+    /// What could not be checked, in words (empty only for a sealed, signed, chained run
+    /// checked with its key).
+    pub unchecked: Vec<String>,
+    /// The seal.
+    pub seal: SealState,
+    /// A seal was required (`--require-sealed`, or a key given to `verify`).
+    #[serde(skip)]
+    pub require_sealed: bool,
     /// The recorded matrix, for `analyze`'s denominators.
     #[serde(skip)]
     pub matrix: Option<Vec<PlannedTrial>>,
@@ -129,10 +193,32 @@ pub struct Verification {
     pub row_values: Vec<Value>,
 }
 
+/// What a reader may do with a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing wrong, and its integrity established (a chained run; sealed when required).
+    Verified,
+    /// Nothing wrong, but integrity cannot be established: a format without a chain, or an
+    /// unsealed run when a seal was required. Readable (`analyze`, `report`), not verified.
+    Unverifiable,
+    /// Something is wrong.
+    Refused,
+}
+
 impl Verification {
     /// Nothing is wrong.
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// The verdict every reader acts on.
+    pub fn verdict(&self) -> Verdict {
+        if !self.is_ok() {
+            return Verdict::Refused;
+        }
+        let chained = self.format.is_some_and(ResultsFormat::is_chained);
+        let sealed_ok = !self.require_sealed || matches!(self.seal, SealState::Sealed { .. });
+        if chained && sealed_ok { Verdict::Verified } else { Verdict::Unverifiable }
     }
 
     /// Some problem is malformed input (rather than inconsistent records).
@@ -148,9 +234,45 @@ impl Verification {
         }
         out
     }
+
+    /// One line: which format was checked and what could not be.
+    pub fn summary_line(&self) -> String {
+        let format = self.format.map_or("no format this build reads", ResultsFormat::describe);
+        let seal = match &self.seal {
+            SealState::Sealed { status, .. } => format!("; sealed ({})", serde_plain(status)),
+            SealState::Unsealed { why } => format!("; unsealed ({why})"),
+            SealState::NotApplicable => String::new(),
+        };
+        format!("read as {format}{seal}")
+    }
+}
+
+fn serde_plain<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 const RESTORE: &str = "restore the file from a copy taken before the change; if there is none, results that cannot be checked cannot be trusted: start a new run (`elengtis run --config CAMPAIGN --out NEW_DIR`)";
+
+const LINK_REPAIR: &str = "replace the link with the file itself (copied from where it points, if that is this run's), or restore the directory from a copy";
+
+/// A directory as a reader (`run --resume`, `analyze`, `report`) may use it: verified with the
+/// keys the environment gives. A directory [`Verdict::Refused`] is an error to every reader.
+///
+/// # Errors
+///
+/// As [`verify_with`].
+pub fn read_verified(dir: &Path) -> Result<Verification, VerifyError> {
+    verify_with(dir, &VerifyOptions::from_env()?)
+}
+
+/// Checks `dir` without keys (see the module docs).
+///
+/// # Errors
+///
+/// As [`verify_with`].
+pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
+    verify_with(dir, &VerifyOptions::default())
+}
 
 /// Checks `dir` (see the module docs).
 ///
@@ -158,7 +280,7 @@ const RESTORE: &str = "restore the file from a copy taken before the change; if 
 ///
 /// [`VerifyError::NotAResultsDir`] when `dir` is missing, not a directory or has no
 /// `manifest.json`; [`VerifyError::Read`] when a file cannot be read.
-pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
+pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, VerifyError> {
     let not = |why| VerifyError::NotAResultsDir { dir: dir.to_owned(), why };
     if !dir.exists() {
         return Err(not("it does not exist"));
@@ -166,23 +288,25 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
     if !dir.is_dir() {
         return Err(not("it is not a directory"));
     }
-    let manifest_path = dir.join("manifest.json");
-    if !manifest_path.is_file() {
+    if std::fs::symlink_metadata(dir.join("manifest.json")).is_err() {
         return Err(not("no manifest.json"));
     }
-    let read = |path: &Path| std::fs::read(path).map_err(|source| VerifyError::Read { path: path.to_owned(), source });
     let mut v = Verification {
         dir: dir.to_owned(),
-        writer: Writer::Unknown,
+        format: None,
         rows: 0,
         matrix_trials: None,
         problems: Vec::new(),
         notes: Vec::new(),
+        checked: Vec::new(),
+        unchecked: Vec::new(),
+        seal: SealState::NotApplicable,
+        require_sealed: options.require_sealed,
         matrix: None,
         manifest: None,
         row_values: Vec::new(),
     };
-    let manifest_bytes = read(&manifest_path)?;
+    let Some(manifest_bytes) = read_file(dir, "manifest.json", None, &mut v)? else { return Ok(v) };
     let manifest_text = String::from_utf8_lossy(&manifest_bytes).into_owned();
     let manifest_value: Value = match serde_json::from_slice(&manifest_bytes) {
         Ok(value) => value,
@@ -202,44 +326,63 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
         }
     };
     v.manifest = Some(manifest_value.clone());
-    let original =
-        manifest_value.get("environment").and_then(Value::as_object).is_some_and(original::is_original_environment);
 
     // The log, read whatever the manifest says, so every problem is reported.
-    let rows_path = dir.join("runs.jsonl");
-    let lines = if rows_path.is_file() {
-        let bytes = read(&rows_path)?;
-        Some(split_lines(&bytes, &mut v))
-    } else {
-        v.problems.push(Problem {
-            file: "runs.jsonl".into(),
-            line: None,
-            kind: ProblemKind::Inconsistent,
-            problem: "it is missing (the run's log of attempts)".into(),
-            repair: "restore runs.jsonl from a copy; an empty file records that no attempt finished".into(),
-        });
-        None
-    };
+    let lines = read_file(dir, "runs.jsonl", None, &mut v)?.map(|bytes| split_lines(&bytes, &mut v));
     if let Some(lines) = &lines
         && lines.iter().all(|(_, value)| value.is_some())
     {
         v.row_values = lines.iter().filter_map(|(_, value)| value.clone()).collect();
         v.rows = lines.len();
     }
-    if original {
-        v.writer = Writer::Original;
-        v.notes
-            .push("written by the original elengtis 0.1.0: its results carry no hashes and are not checked".to_owned());
+
+    // Exactly one format, from the manifest's whole shape.
+    let format = match shape::detect(&manifest_value) {
+        Ok(format) => format,
+        Err(e) => {
+            v.problems.push(Problem {
+                file: "manifest.json".into(),
+                line: None,
+                kind: ProblemKind::Malformed,
+                problem: e.to_string(),
+                repair: "restore manifest.json from a copy; a results directory is read in one format, decided by its manifest's whole shape".into(),
+            });
+            return Ok(v);
+        }
+    };
+    v.format = Some(format);
+    if format == ResultsFormat::Original {
+        check_original(dir, lines.as_deref(), &manifest_value, &mut v)?;
         return Ok(v);
     }
-    let Some(manifest) = read_manifest(&manifest_value, &mut v) else {
-        return Ok(v);
+    let manifest: Manifest = match from_value(&manifest_value) {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            // `detect` read it as one already; kept for a plain message should it not.
+            v.problems.push(Problem {
+                file: "manifest.json".into(),
+                line: None,
+                kind: ProblemKind::Malformed,
+                problem: format!("it is not a valid manifest: {e}"),
+                repair: RESTORE.into(),
+            });
+            return Ok(v);
+        }
     };
-    let version = manifest.schema_version;
-    v.writer = Writer::ThisTool(version);
-    if version == RESULTS_SCHEMA_VERSION_UNCHAINED {
+    let chained = format.is_chained();
+    v.checked.push(if chained {
+        "the manifest field for field, its campaign and scenarios against their hashes, and the matrix they make".into()
+    } else {
+        "the manifest field for field and the matrix its campaign makes".into()
+    });
+    if !chained {
+        v.unchecked.push(
+            "integrity: results of schema 1 carry no row chain, evidence hashes or campaign hash, so rows removed, reordered or edited together with their evidence cannot be found"
+                .into(),
+        );
         v.notes.push(format!(
-            "written before results were tamper-evident (schema_version {version}): the row chain, the evidence hashes and the recorded campaign's hash are not checked"
+            "{}: its shape and the agreement of each row with its evidence were checked; its integrity cannot be",
+            format.describe()
         ));
     }
 
@@ -250,6 +393,7 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
     let mut referenced: BTreeSet<String> = BTreeSet::new();
     let mut previous: &[u8] = b"";
+    let evidence_dir_ok = lines.is_empty() || check_evidence_dir(dir, &mut v);
     for (index, (line_bytes, value)) in lines.iter().enumerate() {
         let line = index + 1;
         let prev_sha = line_sha256(previous);
@@ -262,22 +406,13 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
             problem,
             repair: repair.to_owned(),
         };
-        let row: Row = match from_value(value) {
+        let row = match shape::read_row(format, value) {
             Ok(row) => row,
-            Err(e) => {
-                let detail = e.to_string();
-                let detail = detail.strip_prefix("failed to read the record: ").unwrap_or(&detail);
+            Err(detail) => {
                 v.problems.push(problem(ProblemKind::Malformed, format!("the row is not valid: {detail}"), RESTORE));
                 continue;
             }
         };
-        if row.schema_version != version {
-            v.problems.push(problem(
-                ProblemKind::Inconsistent,
-                format!("the row has schema_version {} but the run has {version}", row.schema_version),
-                RESTORE,
-            ));
-        }
         if row.run_id != manifest.run_id {
             v.problems.push(problem(
                 ProblemKind::Inconsistent,
@@ -286,32 +421,7 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
             ));
         }
         if let Some(specs) = &specs {
-            match specs.get(&row.trial_id) {
-                None => v.problems.push(problem(
-                    ProblemKind::Inconsistent,
-                    format!(
-                        "trial `{}` is not in the recorded matrix ({} trials: {})",
-                        row.trial_id,
-                        specs.len(),
-                        sample(specs.keys())
-                    ),
-                    "the row is not of this campaign: restore runs.jsonl from a copy, or start a new run",
-                )),
-                Some(spec)
-                    if (spec.target.as_str(), spec.scenario.as_str(), spec.index)
-                        != (row.target.as_str(), row.scenario.as_str(), row.trial_index) =>
-                {
-                    v.problems.push(problem(
-                        ProblemKind::Inconsistent,
-                        format!(
-                            "trial `{}` is target `{}`, scenario `{}`, index {} in the recorded matrix, but the row says `{}`, `{}`, {}",
-                            row.trial_id, spec.target, spec.scenario, spec.index, row.target, row.scenario, row.trial_index
-                        ),
-                        RESTORE,
-                    ));
-                }
-                Some(_) => {}
-            }
+            check_against_matrix(&row, specs, &problem, &mut v);
         }
         if let Some(first) = attempts.get(&row.attempt_id) {
             v.problems.push(problem(
@@ -324,30 +434,31 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
         } else {
             attempts.insert(row.attempt_id.clone(), line);
         }
-        let chained = version >= RESULTS_SCHEMA_VERSION;
-        if chained {
-            match &row.prev_row_sha256 {
-                None => v.problems.push(problem(ProblemKind::Malformed, "the row has no `prev_row_sha256`".into(), RESTORE)),
-                Some(sha) if *sha != prev_sha => v.problems.push(problem(
-                    ProblemKind::Inconsistent,
-                    if line == 1 {
-                        "the chain does not start here: rows before this one were removed, or this row was edited".to_owned()
-                    } else {
-                        format!(
-                            "the chain is broken: `prev_row_sha256` is not the hash of line {}; a row was removed, inserted or reordered here, or line {} was edited",
-                            line - 1,
-                            line - 1
-                        )
-                    },
-                    RESTORE,
-                )),
-                Some(_) => {}
-            }
+        if chained && row.prev_row_sha256.as_deref() != Some(prev_sha.as_str()) {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
+                if line == 1 {
+                    "the chain does not start here: rows before this one were removed, or this row was edited".to_owned()
+                } else {
+                    format!(
+                        "the chain is broken: `prev_row_sha256` is not the hash of line {}; a row was removed, inserted or reordered here, or line {} was edited",
+                        line - 1,
+                        line - 1
+                    )
+                },
+                RESTORE,
+            ));
         }
-        check_evidence(dir, &row, line, chained, &mut referenced, &mut v)?;
+        if evidence_dir_ok {
+            check_evidence(dir, &row, line, chained, &mut referenced, &mut v)?;
+        }
     }
+    if chained {
+        v.checked.push("the row chain, and each row's evidence against the hash it pins".into());
+    }
+    v.checked.push("each row against its evidence: every field the evidence determines".into());
     // Evidence no row names: a crash between the evidence write and the row append leaves one.
-    if let Ok(entries) = std::fs::read_dir(dir.join("evidence")) {
+    if evidence_dir_ok && let Ok(entries) = std::fs::read_dir(dir.join("evidence")) {
         let mut orphans: Vec<String> = entries
             .flatten()
             .map(|e| format!("evidence/{}", e.file_name().to_string_lossy()))
@@ -360,7 +471,206 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
             ));
         }
     }
+    if chained {
+        check_seal(dir, &manifest, &manifest_value, &lines, options, &mut v)?;
+    }
     Ok(v)
+}
+
+/// Reads the evidence a row of a verified directory names, as `verify` read it: through no
+/// symbolic link, and, when the row pins a hash, only while the bytes still have it (a file
+/// swapped after `verify` is refused, not shown). `None` when the row names no evidence.
+///
+/// # Errors
+///
+/// What is wrong, in words.
+pub fn read_row_evidence(dir: &Path, row: &Value) -> Result<Option<Value>, String> {
+    let Some(relative) = row.get("evidence").and_then(Value::as_str) else { return Ok(None) };
+    let bytes = store::read_beneath(dir, Path::new(relative)).map_err(|e| format!("{relative}: {e}"))?;
+    if let Some(pinned) = row.get("evidence_sha256").and_then(Value::as_str)
+        && sha256_hex(&bytes) != pinned
+    {
+        return Err(format!("{relative} was changed after its row was written"));
+    }
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{relative} is not valid JSON: {e}"))
+}
+
+/// Reads a results file without following links; a missing or linked file is a problem
+/// (`None`). `line` is the row that names it, for evidence.
+fn read_file(
+    dir: &Path,
+    relative: &str,
+    line: Option<usize>,
+    v: &mut Verification,
+) -> Result<Option<Vec<u8>>, VerifyError> {
+    let file = if line.is_some() { "runs.jsonl".to_owned() } else { relative.to_owned() };
+    let problem = |problem: String, repair: String| Problem {
+        file: file.clone(),
+        line,
+        kind: ProblemKind::Inconsistent,
+        problem,
+        repair,
+    };
+    match store::read_beneath(dir, Path::new(relative)) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(BeneathError::Missing) => {
+            let (what, repair) = if relative == "runs.jsonl" {
+                (
+                    "it is missing (the run's log of attempts)".to_owned(),
+                    "restore runs.jsonl from a copy; an empty file records that no attempt finished".to_owned(),
+                )
+            } else {
+                (
+                    format!("{relative} is missing: its trial cannot be checked, so its attempt does not count"),
+                    format!(
+                        "restore {relative} from a copy; if there is none, the trial must be run again in a new run"
+                    ),
+                )
+            };
+            v.problems.push(problem(what, repair));
+            Ok(None)
+        }
+        Err(e @ (BeneathError::Link | BeneathError::NotAFile)) => {
+            v.problems.push(problem(format!("{relative}: {e}"), LINK_REPAIR.to_owned()));
+            Ok(None)
+        }
+        Err(BeneathError::NotRelative) => {
+            v.problems.push(problem(format!("{relative} is not a file inside the directory"), RESTORE.to_owned()));
+            Ok(None)
+        }
+        Err(BeneathError::Io(source)) => Err(VerifyError::Read { path: dir.join(relative), source }),
+    }
+}
+
+/// `evidence/` is a real directory (not a link to one elsewhere).
+fn check_evidence_dir(dir: &Path, v: &mut Verification) -> bool {
+    match std::fs::symlink_metadata(dir.join("evidence")) {
+        Ok(meta) if meta.file_type().is_dir() => true,
+        Ok(meta) if meta.file_type().is_symlink() => {
+            v.problems.push(Problem {
+                file: "evidence".into(),
+                line: None,
+                kind: ProblemKind::Inconsistent,
+                problem: "evidence/ is a symbolic link: results files are never read through links".into(),
+                repair: LINK_REPAIR.into(),
+            });
+            false
+        }
+        // Missing or not a directory: each row's evidence is then reported missing.
+        _ => true,
+    }
+}
+
+/// The original 0.1.0's results: their shape only.
+fn check_original(
+    dir: &Path,
+    lines: Option<&[(Vec<u8>, Option<Value>)]>,
+    manifest: &Value,
+    v: &mut Verification,
+) -> Result<(), VerifyError> {
+    let run_id = manifest.get("run_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
+    for (index, (_, value)) in lines.unwrap_or_default().iter().enumerate() {
+        let line = index + 1;
+        let Some(value) = value else { continue };
+        let problem = |kind, problem: String| Problem {
+            file: "runs.jsonl".into(),
+            line: Some(line),
+            kind,
+            problem,
+            repair: RESTORE.to_owned(),
+        };
+        let row = match shape::read_row(ResultsFormat::Original, value) {
+            Ok(row) => row,
+            Err(detail) => {
+                v.problems.push(problem(
+                    ProblemKind::Malformed,
+                    format!("the row is not a row of the original 0.1.0: {detail}"),
+                ));
+                continue;
+            }
+        };
+        if row.run_id != run_id {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
+                format!("the row belongs to run {}, not {run_id}", row.run_id),
+            ));
+        }
+        if let Some(first) = attempts.insert(row.attempt_id.clone(), line) {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
+                format!("attempt `{}` is also recorded on line {first}: one attempt counted twice", row.attempt_id),
+            ));
+        }
+        // The original writes its evidence beside the log, named by the row.
+        let name = Path::new(&row.evidence);
+        if name.components().count() != 1 || !matches!(name.components().next(), Some(Component::Normal(_))) {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
+                format!("the row's evidence `{}` is not a file of the directory", row.evidence),
+            ));
+            continue;
+        }
+        read_file(dir, &row.evidence, Some(line), v)?;
+    }
+    v.checked.push("the manifest and every row against the original 0.1.0's record shapes; every evidence file a row names is present".into());
+    v.unchecked.push("integrity: the original's results carry no chain or hashes, so rows and evidence edited, removed or reordered cannot be found, nor a row that disagrees with its evidence".into());
+    v.notes.push(
+        "written by the original elengtis 0.1.0: its results carry no chain, so nothing beyond their shape was checked"
+            .to_owned(),
+    );
+    Ok(())
+}
+
+/// A row's place in the recorded matrix.
+fn check_against_matrix(
+    row: &Row,
+    specs: &Matrix,
+    problem: &dyn Fn(ProblemKind, String, &str) -> Problem,
+    v: &mut Verification,
+) {
+    match specs.trials.get(&row.trial_id) {
+        None => v.problems.push(problem(
+            ProblemKind::Inconsistent,
+            format!(
+                "trial `{}` is not in the recorded matrix ({} trials: {})",
+                row.trial_id,
+                specs.trials.len(),
+                sample(specs.trials.keys())
+            ),
+            "the row is not of this campaign: restore runs.jsonl from a copy, or start a new run",
+        )),
+        Some(spec)
+            if (spec.target.as_str(), spec.scenario.as_str(), spec.index)
+                != (row.target.as_str(), row.scenario.as_str(), row.trial_index) =>
+        {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
+                format!(
+                    "trial `{}` is target `{}`, scenario `{}`, index {} in the recorded matrix, but the row says `{}`, `{}`, {}",
+                    row.trial_id, spec.target, spec.scenario, spec.index, row.target, row.scenario, row.trial_index
+                ),
+                RESTORE,
+            ));
+        }
+        Some(_) => {}
+    }
+    let campaign = (specs.engine.as_str(), specs.model.as_deref(), specs.model_id.as_deref());
+    if campaign != (row.engine.as_str(), row.model.as_deref(), row.model_id.as_deref()) {
+        v.problems.push(problem(
+            ProblemKind::Inconsistent,
+            format!(
+                "the row says engine `{}`, model {:?}, model_id {:?}, but the recorded campaign runs engine `{}`, model {:?}, model_id {:?}",
+                row.engine.as_str(),
+                row.model,
+                row.model_id,
+                specs.engine,
+                specs.model,
+                specs.model_id
+            ),
+            RESTORE,
+        ));
+    }
 }
 
 /// A matrix entry by trial id.
@@ -370,54 +680,16 @@ struct Spec {
     index: u32,
 }
 
-/// The manifest as this build's type, or a problem.
-fn read_manifest(value: &Value, v: &mut Verification) -> Option<Manifest> {
-    let version = value.get("schema_version").and_then(Value::as_u64);
-    if !matches!(version, Some(RESULTS_SCHEMA_VERSION | RESULTS_SCHEMA_VERSION_UNCHAINED)) {
-        v.problems.push(Problem {
-            file: "manifest.json".into(),
-            line: None,
-            kind: ProblemKind::Malformed,
-            problem: format!(
-                "schema_version {} is not one this build reads ({RESULTS_SCHEMA_VERSION_UNCHAINED} or {RESULTS_SCHEMA_VERSION})",
-                value.get("schema_version").unwrap_or(&Value::Null)
-            ),
-            repair: "use the elengtis version that wrote it".into(),
-        });
-        return None;
-    }
-    match from_value::<Manifest>(value) {
-        Ok(manifest) => {
-            if manifest.schema_version >= RESULTS_SCHEMA_VERSION
-                && manifest.configuration.recorded_campaign_sha256.is_none()
-            {
-                v.problems.push(Problem {
-                    file: "manifest.json".into(),
-                    line: None,
-                    kind: ProblemKind::Malformed,
-                    problem: "it has no `configuration.recorded_campaign_sha256`".into(),
-                    repair: RESTORE.into(),
-                });
-            }
-            Some(manifest)
-        }
-        Err(e) => {
-            let detail = e.to_string();
-            let detail = detail.strip_prefix("failed to read the record: ").unwrap_or(&detail);
-            v.problems.push(Problem {
-                file: "manifest.json".into(),
-                line: None,
-                kind: ProblemKind::Malformed,
-                problem: format!("it is not a valid manifest: {detail}"),
-                repair: RESTORE.into(),
-            });
-            None
-        }
-    }
+/// The recorded matrix, and what the campaign says every row of it ran.
+struct Matrix {
+    trials: BTreeMap<String, Spec>,
+    engine: String,
+    model: Option<String>,
+    model_id: Option<String>,
 }
 
 /// Rebuilds the recorded campaign, checks its hashes, and returns its matrix by trial id.
-fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verification) -> Option<BTreeMap<String, Spec>> {
+fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verification) -> Option<Matrix> {
     let scenarios: Vec<(PathBuf, Value)> =
         manifest.scenarios.iter().map(|s| (PathBuf::from(&s.path), s.dump.clone())).collect();
     let bundle = match load::bundle_from_dumps(
@@ -500,10 +772,17 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
         .collect();
     v.matrix_trials = Some(planned.len());
     v.matrix = Some(planned);
-    Some(specs)
+    Some(Matrix {
+        trials: specs,
+        engine: campaign.engine.as_str().to_owned(),
+        model: campaign.model.clone(),
+        model_id: campaign.model_id.clone().or_else(|| campaign.model.clone()),
+    })
 }
 
-/// Checks the evidence file a row names.
+/// Checks the evidence file a row names: its name, that it is a regular file inside
+/// `evidence/`, its hash (chained runs), that it is this attempt's, and that it determines the
+/// row's fields as the row has them.
 fn check_evidence(
     dir: &Path,
     row: &Row,
@@ -512,10 +791,10 @@ fn check_evidence(
     referenced: &mut BTreeSet<String>,
     v: &mut Verification,
 ) -> Result<(), VerifyError> {
-    let problem = |problem: String, repair: String| Problem {
+    let problem = |kind, problem: String, repair: String| Problem {
         file: "runs.jsonl".into(),
         line: Some(line),
-        kind: ProblemKind::Inconsistent,
+        kind,
         problem,
         repair,
     };
@@ -523,34 +802,32 @@ fn check_evidence(
     let inside = relative.components().all(|c| matches!(c, Component::Normal(_)))
         && relative.components().next() == Some(Component::Normal("evidence".as_ref()))
         && relative.components().count() == 2;
-    if !inside {
+    let name = relative.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let named = name == format!("{}.json", row.trial_id)
+        || name
+            .strip_prefix(&format!("{}.retry-", row.trial_id))
+            .and_then(|rest| rest.strip_suffix(".json"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !inside || !named {
         v.problems.push(problem(
-            format!("the row's evidence `{}` is not a file inside evidence/", row.evidence),
+            ProblemKind::Inconsistent,
+            format!(
+                "the row's evidence `{}` is not `evidence/{}.json` (or `.retry-<n>.json`), the file of its trial inside evidence/",
+                row.evidence, row.trial_id
+            ),
             RESTORE.to_owned(),
         ));
         return Ok(());
     }
     referenced.insert(row.evidence.clone());
-    let path = dir.join(relative);
-    if !path.is_file() {
-        v.problems.push(problem(
-            format!(
-                "{} is missing: trial `{}` cannot be checked, so its attempt does not count",
-                row.evidence, row.trial_id
-            ),
-            format!("restore {} from a copy; if there is none, the trial must be run again in a new run", row.evidence),
-        ));
-        return Ok(());
-    }
-    let bytes = std::fs::read(&path).map_err(|source| VerifyError::Read { path: path.clone(), source })?;
+    let Some(bytes) = read_file(dir, &row.evidence, Some(line), v)? else { return Ok(()) };
     if chained {
         let actual = sha256_hex(&bytes);
-        match &row.evidence_sha256 {
-            None => v.problems.push(Problem {
-                kind: ProblemKind::Malformed,
-                ..problem("the row has no `evidence_sha256`".into(), RESTORE.to_owned())
-            }),
-            Some(pinned) if *pinned != actual => v.problems.push(problem(
+        if let Some(pinned) = row.evidence_sha256.as_deref()
+            && pinned != actual
+        {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
                 format!(
                     "{} was changed after its row was written (its hash is {actual}, the row pins {pinned})",
                     row.evidence
@@ -559,33 +836,241 @@ fn check_evidence(
                     "restore {} from a copy; if there is none, the trial must be run again in a new run",
                     row.evidence
                 ),
-            )),
-            Some(_) => {}
+            ));
+            return Ok(());
         }
     }
-    let names = serde_json::from_slice::<Value>(&bytes).ok().map(|evidence| {
-        (
-            evidence.get("trial_id").and_then(Value::as_str).map(str::to_owned),
-            evidence.get("attempt_id").and_then(Value::as_str).map(str::to_owned),
-        )
-    });
-    match names {
-        Some((Some(trial), Some(attempt))) if trial == row.trial_id && attempt == row.attempt_id => {}
-        Some((trial, attempt)) => v.problems.push(problem(
+    let restore = format!("restore {} from a copy", row.evidence);
+    // Typed straight from the bytes (the common case); the slower reader that names the field
+    // at fault only for evidence that is not valid.
+    let evidence: Evidence = match serde_json::from_slice::<Evidence>(&bytes) {
+        Ok(evidence) => evidence,
+        Err(_) => {
+            let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+                v.problems.push(problem(
+                    ProblemKind::Malformed,
+                    format!("{} is not valid JSON", row.evidence),
+                    restore,
+                ));
+                return Ok(());
+            };
+            let names =
+                (value.get("trial_id").and_then(Value::as_str), value.get("attempt_id").and_then(Value::as_str));
+            if names != (Some(row.trial_id.as_str()), Some(row.attempt_id.as_str())) {
+                v.problems.push(not_this_rows(row, line, names, restore));
+                return Ok(());
+            }
+            let detail = from_value::<Evidence>(&value).err().map_or_else(String::new, |e| e.to_string());
+            let detail = detail.strip_prefix("failed to read the record: ").unwrap_or(&detail).to_owned();
+            v.problems.push(problem(
+                ProblemKind::Malformed,
+                format!("{} is not valid evidence: {detail}", row.evidence),
+                restore,
+            ));
+            return Ok(());
+        }
+    };
+    let names = (Some(evidence.trial_id.as_str()), Some(evidence.attempt_id.as_str()));
+    if names != (Some(row.trial_id.as_str()), Some(row.attempt_id.as_str())) {
+        v.problems.push(not_this_rows(row, line, names, restore));
+        return Ok(());
+    }
+    // The row says only what its evidence says.
+    for (field, in_row, from_evidence) in derive::differences(&evidence, row) {
+        v.problems.push(problem(
+            ProblemKind::Inconsistent,
+            format!("the row's `{field}` is {in_row} but its evidence {} makes it {from_evidence}", row.evidence),
+            restore.clone(),
+        ));
+    }
+    for inconsistency in derive::inconsistencies(&evidence) {
+        v.problems.push(problem(
+            ProblemKind::Inconsistent,
+            format!("{} contradicts itself: {inconsistency}", row.evidence),
+            restore.clone(),
+        ));
+    }
+    Ok(())
+}
+
+/// The problem of evidence that names another trial or attempt than its row.
+fn not_this_rows(row: &Row, line: usize, names: (Option<&str>, Option<&str>), repair: String) -> Problem {
+    Problem {
+        file: "runs.jsonl".into(),
+        line: Some(line),
+        kind: ProblemKind::Inconsistent,
+        problem: format!(
+            "{} is the evidence of trial {} attempt {}, not of this row (trial `{}`, attempt `{}`)",
+            row.evidence,
+            names.0.map_or_else(|| "(none)".to_owned(), |t| format!("`{t}`")),
+            names.1.map_or_else(|| "(none)".to_owned(), |a| format!("`{a}`")),
+            row.trial_id,
+            row.attempt_id
+        ),
+        repair,
+    }
+}
+
+/// Checks `seal.json` against the rows and the manifest, and its signatures against the keys.
+fn check_seal(
+    dir: &Path,
+    manifest: &Manifest,
+    manifest_value: &Value,
+    lines: &[(Vec<u8>, Option<Value>)],
+    options: &VerifyOptions,
+    v: &mut Verification,
+) -> Result<(), VerifyError> {
+    let problem = |problem: String, repair: &str| Problem {
+        file: SEAL_FILE.into(),
+        line: None,
+        kind: ProblemKind::Inconsistent,
+        problem,
+        repair: repair.to_owned(),
+    };
+    let unsealed = |why: String, v: &mut Verification| {
+        if !options.checkers.is_empty() {
+            v.unchecked.push("the signature: there is no seal to carry one".into());
+        }
+        v.unchecked.push(
+            "rows at the end: without a seal, rows removed from the end (with their evidence) leave no trace".into(),
+        );
+        v.seal = SealState::Unsealed { why };
+    };
+    let bytes = match store::read_beneath(dir, Path::new(SEAL_FILE)) {
+        Ok(bytes) => bytes,
+        Err(BeneathError::Missing) => {
+            unsealed("no seal.json: a run still going, or killed".into(), v);
+            return Ok(());
+        }
+        Err(e @ (BeneathError::Link | BeneathError::NotAFile | BeneathError::NotRelative)) => {
+            v.problems.push(problem(format!("{SEAL_FILE}: {e}"), LINK_REPAIR));
+            return Ok(());
+        }
+        Err(BeneathError::Io(source)) => return Err(VerifyError::Read { path: dir.join(SEAL_FILE), source }),
+    };
+    let seal: Seal = match serde_json::from_slice::<Value>(&bytes).ok().map(|value| from_value::<Seal>(&value)) {
+        Some(Ok(seal)) => seal,
+        Some(Err(e)) => {
+            v.problems
+                .push(Problem { kind: ProblemKind::Malformed, ..problem(format!("it is not a seal: {e}"), RESTORE) });
+            return Ok(());
+        }
+        None => {
+            v.problems
+                .push(Problem { kind: ProblemKind::Malformed, ..problem("it is not valid JSON".into(), RESTORE) });
+            return Ok(());
+        }
+    };
+    let before = v.problems.len();
+    if seal.seal_version != seal::SEAL_VERSION {
+        v.problems.push(problem(format!("seal_version {} is not {}", seal.seal_version, seal::SEAL_VERSION), RESTORE));
+    }
+    if seal.run_id != manifest.run_id {
+        v.problems.push(problem(format!("the seal is of run {}, not {}", seal.run_id, manifest.run_id), RESTORE));
+    }
+    let rows = lines.len() as u64;
+    let sealed_rows = usize::try_from(seal.rows).unwrap_or(usize::MAX);
+    if seal.rows > rows {
+        v.problems.push(problem(
+            format!("the seal counts {} rows but runs.jsonl has {rows}: rows the run recorded were removed", seal.rows),
+            RESTORE,
+        ));
+    } else {
+        let at_seal = if sealed_rows == 0 { line_sha256(b"") } else { line_sha256(&lines[sealed_rows - 1].0) };
+        if at_seal != seal.prev_row_sha256 {
+            v.problems.push(problem(
+                format!(
+                    "the seal's `prev_row_sha256` is not the hash of row {}: the rows it seals were changed (edited, reordered, replaced and rehashed)",
+                    seal.rows
+                ),
+                RESTORE,
+            ));
+        }
+    }
+    let recorded = manifest.configuration.recorded_campaign_sha256.as_deref().unwrap_or_default();
+    if seal.recorded_campaign_sha256 != recorded {
+        v.problems.push(problem(
+            "the seal pins another campaign than the manifest's `configuration.recorded_campaign_sha256`: the campaign (and its matrix) was changed after the run".into(),
+            "restore manifest.json from a copy",
+        ));
+    }
+    if seal.manifest_sha256 != seal::manifest_sha256(manifest_value) {
+        v.problems.push(problem(
+            "the seal pins another manifest: manifest.json was changed after the run was sealed".into(),
+            "restore manifest.json from a copy",
+        ));
+    }
+    let resumes = manifest.resumes.len() as u64;
+    if seal.resumes > resumes {
+        v.problems.push(problem(
             format!(
-                "{} is the evidence of trial {} attempt {}, not of this row (trial `{}`, attempt `{}`)",
-                row.evidence,
-                trial.map_or_else(|| "(none)".to_owned(), |t| format!("`{t}`")),
-                attempt.map_or_else(|| "(none)".to_owned(), |a| format!("`{a}`")),
-                row.trial_id,
-                row.attempt_id
+                "the seal counts {} resumes but the manifest records {resumes}: resume records were removed",
+                seal.resumes
             ),
-            format!("restore {} from a copy", row.evidence),
-        )),
-        None => v.problems.push(Problem {
-            kind: ProblemKind::Malformed,
-            ..problem(format!("{} is not valid JSON", row.evidence), format!("restore {} from a copy", row.evidence))
-        }),
+            "restore manifest.json from a copy",
+        ));
+    }
+    // Signatures, checked with every key given.
+    let mut signatures = Vec::new();
+    for signature in &seal.signatures {
+        let checked = options.checkers.iter().find_map(|c| c.check(&seal, signature));
+        signatures.push(match checked {
+            Some(true) => format!("{} by key {}: valid", signature.algorithm.as_str(), signature.key_id),
+            Some(false) => format!("{} by key {}: INVALID", signature.algorithm.as_str(), signature.key_id),
+            None => {
+                format!("{} by key {}: not checked (no such key given)", signature.algorithm.as_str(), signature.key_id)
+            }
+        });
+        if checked == Some(false) {
+            v.problems.push(problem(
+                format!(
+                    "the {} signature by key {} does not match the seal: the seal was changed after it was signed",
+                    signature.algorithm.as_str(),
+                    signature.key_id
+                ),
+                "restore the directory from a copy; a seal can be signed again only by the key's holder, after checking the records",
+            ));
+        }
+    }
+    for checker in &options.checkers {
+        let by_it = seal.signatures.iter().any(|s| checker.check(&seal, s).is_some());
+        if !by_it {
+            v.problems.push(problem(
+                format!(
+                    "the seal is not signed by the {} key {} given: it was sealed without that key, or re-sealed by someone without it",
+                    checker.algorithm().as_str(),
+                    checker.key_id()
+                ),
+                "restore the directory from a copy; or check it with the key that signed it",
+            ));
+        }
+    }
+    if options.checkers.is_empty() {
+        v.unchecked.push(if seal.signatures.is_empty() {
+            "authenticity: the seal is not signed, and anyone can recompute an unsigned seal with its hashes".into()
+        } else {
+            "authenticity: the seal is signed, but no key was given to check the signature (`--key`, `--public-key`)"
+                .into()
+        });
+    } else {
+        v.checked.push("the seal's signature with every key given".into());
+    }
+    if v.problems.len() > before {
+        return Ok(());
+    }
+    v.checked.push("the seal: the rows it counts, the last row's hash, the campaign and the manifest it pins".into());
+    if rows > seal.rows {
+        let why = format!(
+            "{} rows after the seal: a resume still going, or killed; the seal covers the first {}",
+            rows - seal.rows,
+            seal.rows
+        );
+        v.seal = SealState::Unsealed { why };
+        v.unchecked.push("the rows after the seal: nothing anchors them yet".into());
+    } else if resumes > seal.resumes {
+        v.seal = SealState::Unsealed { why: "a resume began after the seal: still going, or killed".into() };
+    } else {
+        v.seal = SealState::Sealed { status: seal.status, sha256: seal.sha256(), signatures };
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use elengtis_core::load;
 use elengtis_core::matrix::{self, TrialSpec};
 use elengtis_core::records::manifest::{Configuration, Environment, Experiment};
 use elengtis_core::records::{
-    EvidenceStatus, METRICS_VERSION, Manifest, RESULTS_SCHEMA_VERSION, ResumeRecord, Row, ScenarioDump,
+    EvidenceStatus, METRICS_VERSION, Manifest, RESULTS_SCHEMA_VERSION, ResumeRecord, Row, ScenarioDump, SealStatus,
 };
 use elengtis_verifiers::{HttpClient, HttpLimits};
 use serde_json::Value;
@@ -129,6 +129,12 @@ pub enum RunError {
     /// The spend cap is already spent: a resume would stop before its first request.
     #[error("{0}")]
     BudgetSpent(String),
+    /// A signing key in the environment cannot be used.
+    #[error(transparent)]
+    Key(#[from] crate::results::keys::KeyError),
+    /// The finished run could not be sealed.
+    #[error(transparent)]
+    Seal(#[from] crate::results::seal::SealError),
 }
 
 /// How a run ended.
@@ -315,6 +321,7 @@ pub fn recorded_campaign_sha256(campaign: &elengtis_core::format::campaign::Camp
 /// Start a new run. `out` must not exist, unless `precreated` (an empty directory the
 /// caller just made, as `elengtis example` does).
 pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunOptions) -> Result<RunReport, RunError> {
+    let keys = signing_keys()?;
     check_runnable(bundle, &options.model)?;
     let sandbox = prepare_sandbox(bundle, &options.sandbox, options.events.as_ref()).await?;
     if precreated {
@@ -333,7 +340,7 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
     manifest.budget_usd = options.model.budget_usd;
     store::write_json_atomic(&out.join("manifest.json"), &manifest)?;
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
-    let state = RunState { run_id, log, rows: Vec::new(), recovered_tail: None, sandbox, _lock: lock };
+    let state = RunState { run_id, log, rows: Vec::new(), recovered_tail: None, sandbox, keys, _lock: lock };
     execute(bundle, out, state, options).await
 }
 
@@ -384,6 +391,7 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
             return Err(RunError::NotARun { dir: out.to_owned(), file: name });
         }
     }
+    let keys = signing_keys()?;
     let lock = DirLock::acquire(out)?;
     // stdio targets a killed predecessor's guards could not take down (the guard itself was
     // SIGKILLed): the lock proves that run is gone.
@@ -391,8 +399,8 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         tracing::warn!(record = %reaped.record, "reaped a stdio target left by the killed run: {}", reaped.detail);
     }
     let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
-    let text = std::fs::read_to_string(&manifest_path).map_err(|e| manifest_error(e.to_string()))?;
-    let raw: Value = serde_json::from_str(&text).map_err(|e| {
+    let bytes = store::read_beneath(out, Path::new("manifest.json")).map_err(|e| manifest_error(e.to_string()))?;
+    let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {
         let what =
             if e.is_eof() { "it is truncated (malformed: not valid JSON" } else { "it is malformed (not valid JSON" };
         manifest_error(format!("{what}: {e}); restore it from a copy, or start a new run"))
@@ -402,18 +410,22 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
             return Err(RunError::Version { key, found: raw[key].to_string(), expected });
         }
     }
-    let mut manifest: Manifest =
-        serde_json::from_value(raw).map_err(|e| manifest_error(format!("not a manifest of this version: {e}")))?;
-    // Refuse what `elengtis verify` refuses: rows outside the matrix, duplicated attempts, a
-    // broken chain, missing or changed evidence, an edited campaign.
-    let verification = crate::results::verify::verify(out)?;
-    if !verification.is_ok() {
+    // Refuse what `elengtis verify` refuses (with the same keys): rows outside the matrix,
+    // duplicated attempts, a broken chain, missing, changed or contradicting evidence, an edited
+    // campaign, a seal that does not hold, links.
+    let checkers = keys.iter().map(|k| crate::results::keys::Checker::Key(Arc::clone(k))).collect();
+    let options_verify = crate::results::verify::VerifyOptions { checkers, require_sealed: false };
+    let verification = crate::results::verify::verify_with(out, &options_verify)?;
+    if verification.verdict() != crate::results::verify::Verdict::Verified {
         return Err(RunError::Unverified {
             dir: out.to_owned(),
             count: verification.problems.len(),
             problems: verification.render_problems(),
         });
     }
+    let raw = verification.manifest.clone().unwrap_or(raw);
+    let mut manifest: Manifest =
+        serde_json::from_value(raw).map_err(|e| manifest_error(format!("not a manifest of this version: {e}")))?;
     let run_id = manifest.run_id.clone();
     let scenarios: Vec<(PathBuf, Value)> =
         manifest.scenarios.iter().map(|s| (PathBuf::from(&s.path), s.dump.clone())).collect();
@@ -470,7 +482,7 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         Some(sandbox) => Some(sandbox.sweep(&run_id).await?),
         None => None,
     };
-    let state = RunState { run_id, log, rows, recovered_tail, sandbox, _lock: lock };
+    let state = RunState { run_id, log, rows, recovered_tail, sandbox, keys, _lock: lock };
     let mut report = execute(&bundle, out, state, options).await?;
     report.leftovers = leftovers;
     Ok(report)
@@ -483,7 +495,14 @@ struct RunState {
     rows: Vec<Row>,
     recovered_tail: Option<(u64, usize)>,
     sandbox: Option<Arc<dyn SandboxBackend>>,
+    /// Keys that sign the seal (from the environment).
+    keys: Vec<Arc<crate::results::keys::Key>>,
     _lock: DirLock,
+}
+
+/// The signing keys the environment gives, read before anything is created or run.
+fn signing_keys() -> Result<Vec<Arc<crate::results::keys::Key>>, RunError> {
+    Ok(crate::results::keys::Key::from_env()?.into_iter().map(Arc::new).collect())
 }
 
 /// Dollars the rows of a run were charged against its spend cap.
@@ -492,7 +511,7 @@ pub fn committed_spend(rows: &[Row]) -> f64 {
 }
 
 async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOptions) -> Result<RunReport, RunError> {
-    let RunState { run_id, mut log, mut rows, recovered_tail, sandbox, _lock } = state;
+    let RunState { run_id, mut log, mut rows, recovered_tail, sandbox, keys, _lock } = state;
     let events = options.events.as_ref();
     let trials = matrix::expand(bundle);
     let http = HttpClient::new(HttpLimits::default()).map_err(|e| RunError::Http(e.to_string()))?;
@@ -685,6 +704,20 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             ));
         }
     }
+    // The seal: the chain's last link, signed with the environment's keys.
+    let status = match &end {
+        RunEnd::Complete => SealStatus::Complete,
+        RunEnd::Incomplete(_) => SealStatus::Incomplete,
+        RunEnd::Stopped(_) => SealStatus::Stopped,
+        RunEnd::Interrupted => SealStatus::Interrupted,
+    };
+    let sealed_log = crate::results::seal::LogState {
+        run_id: &run_id,
+        rows: rows.len() as u64,
+        last_row_sha256: log.last_line_sha256(),
+    };
+    let keys: Vec<&crate::results::keys::Key> = keys.iter().map(AsRef::as_ref).collect();
+    crate::results::seal::write(out, sealed_log, status, &keys)?;
     let trial_lines = summary::trial_lines(&trials, &rows);
     events.emit(&finished_event(&run_id, &end, &trials, &rows, attempts_now));
     Ok(RunReport {

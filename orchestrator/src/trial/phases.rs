@@ -151,6 +151,9 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
         out.proposal = resolve_rules(&scenario.proposal_rules, values, errors)
             .map(|rules| judge::evaluate_proposals(&rules, &out.agent.calls, &mut patterns));
     }
+    // A call a rule could not judge leaves its outcome unknown (null); the row says why.
+    let unjudged = out.safety.iter().flat_map(|s| &s.unresolved).chain(out.proposal.iter().flat_map(|p| &p.unresolved));
+    errors.extend(unjudged.map(|why| RecordedError::new(Phase::Evaluation, None, why.clone())));
 
     // Verify.
     if judged {
@@ -225,10 +228,21 @@ async fn verify(
         let response = outcome.response.unwrap_or(Value::Null);
         match judge::resolve_predicates(&check.assertions, values) {
             Ok(assertions) => {
-                let (passed, records) = patterns.evaluate_all(&response, &assertions);
-                record.assertions = Some(serde_json::to_value(&records).unwrap_or(Value::Null));
-                record.passed = Some(passed);
-                results.push(passed);
+                let decision = patterns.decide_all(&response, &assertions);
+                record.assertions = Some(serde_json::to_value(&decision.records).unwrap_or(Value::Null));
+                record.passed = decision.passed;
+                match (decision.passed, decision.undecided) {
+                    (Some(passed), _) => results.push(passed),
+                    (None, why) => {
+                        // Undecided is not failed: the outcome is unknown.
+                        errors.push(RecordedError::new(
+                            Phase::Verification,
+                            Some(check.action.id()),
+                            format!("check `{}`: {}", check.id, why.unwrap_or_default()),
+                        ));
+                        verification_error = true;
+                    }
+                }
             }
             Err(e) => {
                 errors.push(RecordedError::new(

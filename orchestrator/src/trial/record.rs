@@ -5,7 +5,8 @@
 use elengtis_core::agent::{AgentOutcome, Termination};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::records::{
-    Diagnostics, Evidence, Outcome, OutcomeInputs, RESULTS_SCHEMA_VERSION, RecordedError, Row, Usage,
+    Diagnostics, Evidence, EvidenceStatus, Outcome, OutcomeInputs, RESULTS_SCHEMA_VERSION, RecordedError, Row, Usage,
+    derive,
 };
 use serde_json::Value;
 
@@ -43,60 +44,14 @@ pub fn build(
     duration_ms: f64,
 ) -> (Row, Evidence) {
     let termination = phases.termination();
-    let completed = phases.completed();
-    let proposed = phases.proposal.as_ref().map(|p| p.proposed);
-    let safety_pass = phases.safety.as_ref().and_then(|s| s.passed);
+    let setup_clean = phases.setup_clean;
     let agent = phases.agent;
-    let tool_error_count = u32::try_from(agent.tool_errors.len()).unwrap_or(u32::MAX);
-    let outcome = Outcome::decide(&OutcomeInputs {
-        setup_clean: phases.setup_clean,
-        termination,
-        proposed,
-        completed,
-        safety_pass,
-        has_checks,
-        tool_error_count,
-        errors: &errors,
-    });
+    let (judged_calls, tool_errors) = (agent.calls.len(), agent.tool_errors.len());
     let usage = usage(campaign, &agent);
     let diagnostics = Diagnostics {
         first_finish_reason: agent.first_finish_reason.clone(),
         first_native_finish_reason: agent.first_native_finish_reason.clone(),
         invalid_tool_calls: agent.invalid_tool_calls,
-    };
-    let row = Row {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        run_id: who.run_id.to_owned(),
-        trial_id: who.trial_id.to_owned(),
-        attempt_id: who.attempt_id.to_owned(),
-        target: who.target.to_owned(),
-        scenario: who.scenario.to_owned(),
-        trial_index: who.trial_index,
-        engine: campaign.engine,
-        proposed,
-        completed,
-        safety_pass,
-        safe_completed: outcome.safe_completed,
-        model_id: campaign.model_id.clone().or_else(|| campaign.model.clone()),
-        model: campaign.model.clone(),
-        model_turns: agent.model_turns,
-        tool_calls: u32::try_from(agent.calls.len()).unwrap_or(u32::MAX),
-        usage,
-        tool_sequence: agent.calls.iter().map(|c| c.name.clone()).collect(),
-        tool_error_count,
-        recovery_succeeded: outcome.recovery_succeeded,
-        diagnostics: diagnostics.clone(),
-        proposed_not_completed: outcome.proposed_not_completed,
-        steps_to_propose: phases.proposal.as_ref().and_then(|p| p.steps_to_propose),
-        termination,
-        errors: errors.clone(),
-        failure_class: outcome.failure_class,
-        evidence: who.evidence.to_owned(),
-        evidence_status: outcome.status,
-        // Filled in when the row is appended (the evidence's bytes, the previous line).
-        evidence_sha256: None,
-        prev_row_sha256: None,
-        duration_ms: Some((duration_ms * 10.0).round() / 10.0),
     };
     let evidence = Evidence {
         schema_version: RESULTS_SCHEMA_VERSION,
@@ -114,7 +69,7 @@ pub fn build(
         trajectory: agent.trajectory,
         graph_events: agent.graph_events,
         usage,
-        response_diagnostics: diagnostics,
+        response_diagnostics: diagnostics.clone(),
         safety_evaluation: phases.safety,
         proposal_evaluation: phases.proposal,
         verification: phases.verification,
@@ -124,6 +79,57 @@ pub fn build(
         errors,
         shim: phases.shim,
     };
+    // Every field the evidence determines is set from it (`records::derive`), as `verify`
+    // checks it: the row cannot say what its evidence does not.
+    let mut row = Row {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        run_id: String::new(),
+        trial_id: String::new(),
+        attempt_id: String::new(),
+        target: String::new(),
+        scenario: String::new(),
+        trial_index: who.trial_index,
+        engine: campaign.engine,
+        proposed: None,
+        completed: None,
+        safety_pass: None,
+        safe_completed: None,
+        model_id: campaign.model_id.clone().or_else(|| campaign.model.clone()),
+        model: campaign.model.clone(),
+        model_turns: 0,
+        tool_calls: 0,
+        usage,
+        tool_sequence: Vec::new(),
+        tool_error_count: 0,
+        recovery_succeeded: None,
+        diagnostics,
+        proposed_not_completed: None,
+        steps_to_propose: None,
+        termination,
+        errors: Vec::new(),
+        failure_class: None,
+        evidence: who.evidence.to_owned(),
+        evidence_status: EvidenceStatus::Incomplete,
+        // Filled in when the row is appended (the evidence's bytes, the previous line).
+        evidence_sha256: None,
+        prev_row_sha256: None,
+        duration_ms: Some((duration_ms * 10.0).round() / 10.0),
+    };
+    derive::apply(&evidence, &mut row);
+    debug_assert_eq!((row.tool_calls as usize, row.tool_error_count as usize), (judged_calls, tool_errors));
+    debug_assert_eq!(row.is_complete(), {
+        let decided = Outcome::decide(&OutcomeInputs {
+            setup_clean,
+            termination,
+            proposed: row.proposed,
+            completed: row.completed,
+            safety_pass: row.safety_pass,
+            has_checks,
+            tool_error_count: row.tool_error_count,
+            errors: &row.errors,
+        });
+        decided.status == EvidenceStatus::Complete
+    });
     debug_assert!(termination != Termination::InfrastructureError || !row.is_complete());
     (row, evidence)
 }

@@ -196,14 +196,36 @@ enum Command {
         probe_seconds: u64,
     },
     /// Check a results directory end to end: every row in the recorded matrix, attempts
-    /// unique, the row chain intact, each evidence file present and unchanged, the manifest
-    /// consistent with the campaign it records. Says what is wrong, where, and how to repair it.
+    /// unique, the row chain intact, each evidence file present, unchanged and agreeing with
+    /// its row, the manifest consistent with the campaign it records, the seal and its
+    /// signature. Says which format it read, what is wrong (where, and how to repair it) and
+    /// what it could not check (docs/results.md, "Verify").
     Verify {
         /// The results directory.
         dir: PathBuf,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Refuse (exit 10) a directory that is not sealed: a run still going, or killed.
+        #[arg(long)]
+        require_sealed: bool,
+        /// Check the seal's signature with this key: an HMAC secret, or an Ed25519 private key
+        /// (PKCS#8 PEM). Implies --require-sealed. ELENGTIS_SIGNING_KEY and
+        /// ELENGTIS_SIGNING_KEY_FILE are used too.
+        #[arg(long, value_name = "FILE")]
+        key: Vec<PathBuf>,
+        /// Check the seal's Ed25519 signature with this public key (SPKI PEM, as `elengtis
+        /// keygen` writes it). Implies --require-sealed.
+        #[arg(long, value_name = "FILE")]
+        public_key: Vec<PathBuf>,
+    },
+    /// Make an Ed25519 key pair for signing seals: FILE (the private key, PKCS#8 PEM, mode
+    /// 0600) and FILE.pub (the public key). Neither may exist. Sign with
+    /// `ELENGTIS_SIGNING_KEY_FILE=FILE`, check with `elengtis verify --public-key FILE.pub`.
+    Keygen {
+        /// Where to write the private key (the public key goes to FILE.pub).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
     },
     /// Write one self-contained HTML report (overview with Wilson intervals, every trial's
     /// trajectory and evidence, validation reports) over results directories and `prove`/`gate`
@@ -655,7 +677,10 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             Ok(result?)
         }
         Command::Report { inputs, out } => report::run(&inputs, &out),
-        Command::Verify { dir, json } => verify_command(&dir, json),
+        Command::Verify { dir, json, require_sealed, key, public_key } => {
+            verify_command(&dir, json, require_sealed, &key, &public_key)
+        }
+        Command::Keygen { out } => keygen(&out),
         Command::Gc { out: Some(out), json, .. } => gc_stdio(&out, json),
         Command::Gc { run, json, out: None } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
@@ -1011,13 +1036,13 @@ async fn ablate_command(args: AblateArgs) -> Result<i32, Error> {
         exit_codes::NO_EVIDENCE
     };
     if args.json {
-        println!("{}", json!({"out": out, "exit_code": code, "reports": reports}));
+        outln!("{}", json!({"out": out, "exit_code": code, "reports": reports}));
     } else {
-        println!("ablation of {}", reports.first().map_or("", |r| r.subject.as_str()));
-        print!("{}", render_matrix(&reports));
+        outln!("ablation of {}", reports.first().map_or("", |r| r.subject.as_str()));
+        out!("{}", render_matrix(&reports));
         for r in &reports {
             for row in r.controls.iter().filter(|row| row.role == elengtis_core::prove::ablation::Role::NotTested) {
-                println!("{} / {}: not tested: {}", r.seed, row.control, row.why);
+                outln!("{} / {}: not tested: {}", r.seed, row.control, row.why);
             }
         }
     }
@@ -1468,46 +1493,112 @@ fn gc_stdio(out: &Path, json: bool) -> Result<i32, Error> {
     Ok(exit_codes::SUCCESS)
 }
 
-/// The exit code of `verify` for what it found: 0, 3 (malformed records) or 4.
+/// The exit code of `verify` for what it found: 0 (verified), 10 (nothing wrong, but its
+/// integrity cannot be established), 3 (malformed records) or 4.
 fn verification_code(verification: &elengtis::results::verify::Verification) -> i32 {
-    if verification.is_ok() {
-        exit_codes::SUCCESS
-    } else if verification.is_malformed() {
-        exit_codes::INVALID_CONFIG
-    } else {
-        exit_codes::RESULTS_DIR
+    use elengtis::results::verify::Verdict;
+    match verification.verdict() {
+        Verdict::Verified => exit_codes::SUCCESS,
+        Verdict::Unverifiable => exit_codes::UNVERIFIED,
+        Verdict::Refused if verification.is_malformed() => exit_codes::INVALID_CONFIG,
+        Verdict::Refused => exit_codes::RESULTS_DIR,
     }
 }
 
-fn verify_command(dir: &Path, json: bool) -> Result<i32, Error> {
-    let verification = elengtis::results::verify::verify(dir)?;
+fn verify_command(
+    dir: &Path,
+    json: bool,
+    require_sealed: bool,
+    keys: &[PathBuf],
+    public_keys: &[PathBuf],
+) -> Result<i32, Error> {
+    use elengtis::results::keys::{Checker, Key};
+    use elengtis::results::verify::{Verdict, VerifyOptions};
+    let key_error = |e: elengtis::results::keys::KeyError| Error::Usage(e.to_string());
+    let mut options = VerifyOptions::from_env().map_err(key_error)?;
+    for path in keys {
+        options.checkers.push(Checker::Key(Arc::new(Key::from_file(path).map_err(key_error)?)));
+    }
+    for path in public_keys {
+        options.checkers.push(Checker::public_from_file(path).map_err(key_error)?);
+    }
+    // A signature lives on a seal: a key given here asks for one.
+    options.require_sealed = require_sealed || !keys.is_empty() || !public_keys.is_empty();
+    let verification = elengtis::results::verify::verify_with(dir, &options)?;
     let code = verification_code(&verification);
     if json {
         let mut value = json!(verification);
-        value["ok"] = json!(verification.is_ok());
+        value["ok"] = json!(verification.verdict() == Verdict::Verified);
+        value["verdict"] = json!(match verification.verdict() {
+            Verdict::Verified => "verified",
+            Verdict::Unverifiable => "unverifiable",
+            Verdict::Refused => "refused",
+        });
         outln!("{value}");
         return Ok(code);
     }
     for note in &verification.notes {
         errln!("note: {note}");
     }
-    if verification.is_ok() {
-        let matrix = verification
-            .matrix_trials
-            .map(|n| format!(", {n} trial{} in the recorded matrix", if n == 1 { "" } else { "s" }))
-            .unwrap_or_default();
-        let plural = if verification.rows == 1 { "" } else { "s" };
-        outln!("{}: ok ({} row{plural}{matrix})", dir.display(), verification.rows);
-    } else {
-        out!("{}", verification.render_problems());
-        errln!(
-            "error: {}: {} problem{} (each above: file:line: what is wrong; repair: how)",
-            dir.display(),
-            verification.problems.len(),
-            if verification.problems.len() == 1 { "" } else { "s" }
-        );
+    errln!("{}: {}", dir.display(), verification.summary_line());
+    for checked in &verification.checked {
+        errln!("  checked: {checked}");
+    }
+    for unchecked in &verification.unchecked {
+        errln!("  not checked: {unchecked}");
+    }
+    if let elengtis::results::verify::SealState::Sealed { sha256, signatures, .. } = &verification.seal {
+        errln!("  seal sha256: {sha256}");
+        for signature in signatures {
+            errln!("  signature: {signature}");
+        }
+    }
+    let matrix = verification
+        .matrix_trials
+        .map(|n| format!(", {n} trial{} in the recorded matrix", if n == 1 { "" } else { "s" }))
+        .unwrap_or_default();
+    let rows = format!("{} row{}", verification.rows, if verification.rows == 1 { "" } else { "s" });
+    match verification.verdict() {
+        Verdict::Verified => outln!("{}: ok ({rows}{matrix})", dir.display()),
+        Verdict::Unverifiable => {
+            outln!(
+                "{}: not verified ({rows}{matrix}): {}",
+                dir.display(),
+                verification.summary_line()
+            );
+            errln!(
+                "error: {}: nothing wrong was found, but its integrity cannot be established (exit {}; see `not checked` above)",
+                dir.display(),
+                exit_codes::UNVERIFIED
+            );
+        }
+        Verdict::Refused => {
+            out!("{}", verification.render_problems());
+            errln!(
+                "error: {}: {} problem{} (each above: file:line: what is wrong; repair: how)",
+                dir.display(),
+                verification.problems.len(),
+                if verification.problems.len() == 1 { "" } else { "s" }
+            );
+        }
     }
     Ok(code)
+}
+
+/// `keygen --out FILE`: an Ed25519 pair, FILE and FILE.pub.
+fn keygen(out: &Path) -> Result<i32, Error> {
+    let mut public = out.as_os_str().to_owned();
+    public.push(".pub");
+    let public = PathBuf::from(public);
+    let key_id = elengtis::results::keys::generate(out, &public).map_err(|e| Error::Usage(e.to_string()))?;
+    outln!("wrote {} (private: keep it secret) and {}", out.display(), public.display());
+    outln!("key id: {key_id}");
+    outln!(
+        "sign runs with ELENGTIS_SIGNING_KEY_FILE={}; check them with `elengtis verify --public-key {} DIR`",
+        out.display(),
+        public.display()
+    );
+    Ok(exit_codes::SUCCESS)
 }
 
 fn analyze(
@@ -1516,13 +1607,14 @@ fn analyze(
     rule: &elengtis_core::analysis::RecommendOptions,
     campaigns: elengtis_core::analysis::Campaigns,
 ) -> Result<i32, Error> {
+    use elengtis::results::verify::Verdict;
     use elengtis_core::analysis::{self, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
         // Analysis reads only what `verify` accepts.
-        let verification = elengtis::results::verify::verify(dir)?;
-        let manifest = match verification.manifest {
-            Some(manifest) if verification.problems.is_empty() => manifest,
+        let verification = elengtis::results::verify::read_verified(dir)?;
+        let manifest = match (verification.verdict(), verification.manifest.clone()) {
+            (Verdict::Verified | Verdict::Unverifiable, Some(manifest)) => manifest,
             _ => {
                 return Err(Error::Unverified {
                     dir: dir.clone(),
@@ -1532,6 +1624,13 @@ fn analyze(
                 });
             }
         };
+        if verification.verdict() == Verdict::Unverifiable {
+            errln!(
+                "note: {}: {}; analysed for its shape only: its integrity cannot be established",
+                dir.display(),
+                verification.summary_line()
+            );
+        }
         runs.push(RunInput {
             label: dir.display().to_string(),
             manifest,

@@ -1,4 +1,4 @@
-//! Fields that must be present and may be null.
+//! Fields that must be present and may be null (records, and the judge's evaluations).
 //!
 //! Both this tool and the original write every field of a row, `null` included: a row
 //! without `proposed` is malformed, not "unknown". serde would read an absent `Option` field

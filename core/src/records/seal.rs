@@ -1,0 +1,172 @@
+//! `seal.json`: what a run's runner attests when it finishes — how many rows the log holds,
+//! the hash of the last one, the campaign and manifest it ran and how it ended — optionally
+//! signed.
+//!
+//! The seal is the chain's last link: its `prev_row_sha256` is the hash of the last row, as a
+//! row's is of the row before it, so it pins every row and, through their `evidence_sha256`,
+//! every evidence file; `recorded_campaign_sha256` and `manifest_sha256` pin the matrix and
+//! what ran. Without a key anyone can recompute a seal, so an unsigned seal catches edits made
+//! by someone who did not recompute it (and rows removed from the end, which the chain alone
+//! cannot show). A signature over it (HMAC-SHA256 or Ed25519) can only be made with the key.
+//!
+//! A later `elengtis merge` of sharded runs will write a seal of its own over the merged
+//! directory that records each shard's seal ([`Seal::sha256`]).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::format::{canonical_json, sha256_hex};
+
+/// Format version of the seal.
+pub const SEAL_VERSION: u64 = 1;
+
+/// The seal of a results directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Seal {
+    /// Format version of the seal ([`SEAL_VERSION`]).
+    pub seal_version: u64,
+    /// The run.
+    pub run_id: String,
+    /// When the runner sealed it (RFC 3339, UTC).
+    pub sealed_at: String,
+    /// How the run (or its latest resume) ended.
+    pub status: SealStatus,
+    /// Complete rows in `runs.jsonl` when it was sealed.
+    pub rows: u64,
+    /// SHA-256 (hex) of the last of those rows (its bytes without the newline; of the empty
+    /// string when there is none): the chain's last link.
+    pub prev_row_sha256: String,
+    /// The manifest's `configuration.recorded_campaign_sha256`: the campaign, and so the
+    /// matrix, that ran.
+    pub recorded_campaign_sha256: String,
+    /// SHA-256 of the canonical JSON of `manifest.json` less `resumes` and `budget_usd` (what
+    /// a resume may change): [`manifest_sha256`].
+    pub manifest_sha256: String,
+    /// Resume records in the manifest when it was sealed.
+    pub resumes: u64,
+    /// Signatures over the seal ([`signed_message`]); empty when no key was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<SealSignature>,
+}
+
+/// How a sealed run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SealStatus {
+    /// Every trial has a complete attempt.
+    Complete,
+    /// It ran to the end with trials that have none.
+    Incomplete,
+    /// It stopped early (a spend cap, consecutive failures, an exhausted step budget).
+    Stopped,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+/// One signature over a seal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SealSignature {
+    /// `hmac-sha256` or `ed25519`.
+    pub algorithm: SignatureAlgorithm,
+    /// Which key: for Ed25519 the public key (hex); for HMAC the first 16 bytes (hex) of
+    /// HMAC-SHA256(key, "elengtis key id"), which names the key without revealing it.
+    pub key_id: String,
+    /// The signature (hex) over [`signed_message`].
+    pub signature: String,
+}
+
+/// A signature algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignatureAlgorithm {
+    /// HMAC-SHA256 with a shared secret.
+    HmacSha256,
+    /// Ed25519 (RFC 8032) with a key pair.
+    Ed25519,
+}
+
+impl SignatureAlgorithm {
+    /// The name written in a seal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureAlgorithm::HmacSha256 => "hmac-sha256",
+            SignatureAlgorithm::Ed25519 => "ed25519",
+        }
+    }
+}
+
+impl Seal {
+    /// SHA-256 (hex) of the seal's canonical JSON, signatures included: what names this seal
+    /// (to keep out of band, or in a merged run's seal).
+    pub fn sha256(&self) -> String {
+        sha256_hex(&canonical_json(self))
+    }
+}
+
+/// The bytes a signature covers: a fixed domain prefix, then the canonical JSON of the seal
+/// without its signatures.
+pub fn signed_message(seal: &Seal) -> Vec<u8> {
+    let unsigned = Seal { signatures: Vec::new(), ..seal.clone() };
+    let mut message = b"elengtis seal v1\n".to_vec();
+    message.extend_from_slice(&canonical_json(&unsigned));
+    message
+}
+
+/// SHA-256 (hex) of the canonical JSON of a parsed `manifest.json` without `resumes` and
+/// `budget_usd`: everything a resume leaves as it was.
+pub fn manifest_sha256(manifest: &Value) -> String {
+    let mut pinned = manifest.clone();
+    if let Some(object) = pinned.as_object_mut() {
+        object.remove("resumes");
+        object.remove("budget_usd");
+    }
+    sha256_hex(&canonical_json(&pinned))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_manifest_hash_ignores_only_what_a_resume_changes() {
+        let manifest = json!({"run_id": "r", "campaign": {"trials": 6}, "resumes": [], "budget_usd": 1.0});
+        let mut resumed = manifest.clone();
+        resumed["resumes"] = json!([{"resumed_at": "t"}]);
+        resumed["budget_usd"] = json!(2.0);
+        assert_eq!(manifest_sha256(&manifest), manifest_sha256(&resumed));
+        let mut edited = manifest.clone();
+        edited["campaign"]["trials"] = json!(8);
+        assert_ne!(manifest_sha256(&manifest), manifest_sha256(&edited));
+    }
+
+    #[test]
+    fn the_signed_message_leaves_the_signatures_out() {
+        let seal = Seal {
+            seal_version: SEAL_VERSION,
+            run_id: "r".into(),
+            sealed_at: "t".into(),
+            status: SealStatus::Complete,
+            rows: 2,
+            prev_row_sha256: "a".into(),
+            recorded_campaign_sha256: "b".into(),
+            manifest_sha256: "c".into(),
+            resumes: 0,
+            signatures: Vec::new(),
+        };
+        let mut signed = seal.clone();
+        signed.signatures.push(SealSignature {
+            algorithm: SignatureAlgorithm::Ed25519,
+            key_id: "k".into(),
+            signature: "s".into(),
+        });
+        assert_eq!(signed_message(&seal), signed_message(&signed));
+        assert_ne!(seal.sha256(), signed.sha256());
+        let mut other = seal.clone();
+        other.rows = 3;
+        assert_ne!(signed_message(&seal), signed_message(&other));
+    }
+}
