@@ -255,6 +255,69 @@ fn a_compile_of_the_images_executables_is_announced_with_its_reason_and_last_dur
     assert!(second.contains("(8 units)"), "{second}");
 }
 
+/// Issue 29, item 5: the README's `docker run` line, run as written in a checkout the invoking
+/// user owns (mode 0755, as a clone is): the tool in its image, the Docker socket mounted,
+/// creates `results/ci` in the mounted checkout and completes the campaign. Only the engine
+/// gate's acceptance is added, as in every test here (this machine's engine is one the gate
+/// refuses). Its results belong to the invoking user.
+#[test]
+fn the_readme_docker_run_line_works_as_written() {
+    if !docker_or_skip("the_readme_docker_run_line_works_as_written") {
+        return;
+    }
+    bundled_images();
+    let readme = std::fs::read_to_string(elengtis_tests::workspace().join("README.md")).expect("README");
+    let start = readme.find("docker run --rm --user").expect("the README's docker run line");
+    let end = start + readme[start..].find("\n```").expect("the end of its block");
+    let line = &readme[start..end];
+    assert!(line.contains("run --config campaign.yaml --out results/ci"), "{line}");
+    let dir = scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("test setup");
+    write(dir.path(), "campaign.yaml", &campaign(FixtureMcp::Stdio));
+    write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+    let script = line.replace("docker run --rm", "docker run --rm -e ELENGTIS_ALLOW_VULNERABLE_ENGINE=1");
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .expect("bash");
+    let logs = format!("{}{}", elengtis_tests::stdout(&out), elengtis_tests::stderr(&out));
+    assert!(out.status.success(), "the README's docker run line failed ({:?}):\n{line}\n{logs}", out.status.code());
+    let results = dir.path().join("results/ci");
+    let rows = rows(&results.join("runs.jsonl"));
+    assert_eq!(rows.len(), 2, "{logs}");
+    assert!(rows.iter().all(|r| r["evidence_status"] == "complete"), "{rows:?}");
+    let owner = std::fs::metadata(dir.path()).expect("test setup").uid();
+    assert_eq!(std::fs::metadata(&results).expect("results").uid(), owner, "the results belong to the user");
+}
+
+/// Issue 29, item 5: the tool image as its own user (uid 65534) in a checkout it cannot write:
+/// exit 4, and the error names the uid, the directory's owner and mode, and the fix, as the
+/// socket's error does.
+#[test]
+fn the_tool_image_that_cannot_create_the_out_dir_names_its_uid_and_the_fix() {
+    if !docker_or_skip("the_tool_image_that_cannot_create_the_out_dir_names_its_uid_and_the_fix") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("test setup");
+    let owner = std::fs::metadata(dir.path()).expect("test setup");
+    assert_ne!(owner.uid(), 65534, "the scratch directory must not belong to uid 65534");
+    write(dir.path(), "campaign.yaml", &campaign(FixtureMcp::Stdio));
+    write(dir.path(), "support-note.yaml", crate::SUPPORT_NOTE_NO_CHECKS);
+    let (code, logs) =
+        tool_container(&["run", "--config", "campaign.yaml", "--out", "results/ci"], &[], true, Some(dir.path()));
+    assert_eq!(code, Some(4), "{logs}");
+    assert!(logs.contains("Permission denied"), "{logs}");
+    assert!(logs.contains("this process runs as uid 65534 gid 65534"), "{logs}");
+    assert!(
+        logs.contains(&format!("/work is owned by uid {} gid {} with mode 0755", owner.uid(), owner.gid())),
+        "{logs}"
+    );
+    assert!(logs.contains(r#"docker run --user "$(id -u):$(id -g)""#), "{logs}");
+}
+
 /// Runs the tool image hardened as the CI recipes do, with the Docker socket mounted (and its
 /// group added when `group_add`), `work` bound at /work; returns the exit code and the logs.
 fn tool_container(
