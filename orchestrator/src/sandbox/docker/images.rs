@@ -383,7 +383,7 @@ pub const BUILD_RECORD: &str = "elengtis-static-build.json";
 /// A cold static build of every bundled executable, measured on this project's machine kind
 /// (2 vCPU; docs/performance.md, "Images from the build you ran"): what the announcement says
 /// when no build here has been recorded yet.
-const COLD_BUILD_ESTIMATE: &str = "about 12 minutes on 2 cores";
+const COLD_BUILD_ESTIMATE: &str = "about 12 minutes on 2 idle cores, much longer on a busy machine";
 
 /// How long the last static build here took, and how many units (crates, build scripts) cargo
 /// reported: the denominator of the next build's progress.
