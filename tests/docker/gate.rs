@@ -144,7 +144,7 @@ fn the_gitlab_recipe_runs_the_gate_from_the_checkout_mounted_at_the_working_dire
 
 /// Runs a recipe's shell lines in a scratch checkout (`scenarios/` with the gate trimmed to
 /// one finding: one is enough to show the recipe works; the full gate runs above), with this
-/// build's binary for `target/release/elengtis`, and checks the gate passed and left its SARIF.
+/// build's binary for `target/x86_64-unknown-linux-gnu/release/elengtis`, and checks the gate passed and left its SARIF.
 fn run_recipe(script: &str, env: &[(String, String)]) {
     use std::os::unix::fs::PermissionsExt as _;
     bundled_images();
@@ -167,7 +167,10 @@ fn run_recipe(script: &str, env: &[(String, String)]) {
     };
     let script = script
         .replace("images build", &images_build)
-        .replace("target/release/elengtis", elengtis_tests::bin("elengtis").to_str().expect("UTF-8"))
+        .replace(
+            "target/x86_64-unknown-linux-gnu/release/elengtis",
+            elengtis_tests::bin("elengtis").to_str().expect("UTF-8"),
+        )
         .replace("docker run --rm", "docker run --rm -e ELENGTIS_ALLOW_VULNERABLE_ENGINE=1");
     let output = std::process::Command::new("bash")
         .arg("-euo")

@@ -18,7 +18,8 @@
 # change in the machine's load reaches every setting alike.
 #
 # Environment:
-#   ELENGTIS   elengtis executable (default: target/release/elengtis, else `elengtis` on PATH)
+#   ELENGTIS   elengtis executable (default: target/x86_64-unknown-linux-gnu/release/elengtis,
+#              the static release build, else target/release/elengtis, else `elengtis` on PATH)
 #   ORIGINAL   the original's `elengtis` executable (default: a venv made under
 #              ${XDG_CACHE_HOME:-~/.cache}/elengtis/original-0.1.0 with pip from PyPI)
 #   ROUTES     `both` (default) or `direct`: only the direct route (ELENGTIS_RELAY=never), e.g.
@@ -40,7 +41,10 @@ ROUTES=${ROUTES:-both}
 [[ $ROUTES == both || $ROUTES == direct ]] || die "ROUTES must be both or direct, got '$ROUTES'"
 
 if [[ -z ${ELENGTIS:-} ]]; then
-    if [[ -x target/release/elengtis ]]; then ELENGTIS=$PWD/target/release/elengtis; else ELENGTIS=$(command -v elengtis) || die "no elengtis: build it (cargo build --release) or set ELENGTIS"; fi
+    for candidate in target/x86_64-unknown-linux-gnu/release/elengtis target/release/elengtis; do
+        if [[ -x $candidate ]]; then ELENGTIS=$PWD/$candidate; break; fi
+    done
+    [[ -n ${ELENGTIS:-} ]] || ELENGTIS=$(command -v elengtis) || die "no elengtis: build it (cargo build --release) or set ELENGTIS"
 fi
 if [[ -z ${ORIGINAL:-} ]]; then
     venv=${XDG_CACHE_HOME:-$HOME/.cache}/elengtis/original-0.1.0

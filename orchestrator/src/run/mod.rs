@@ -6,6 +6,7 @@
 //! lock keeps a second runner out. Resume skips trials that have a complete row and retries
 //! the rest from setup with a new attempt id; the denominator is always the matrix.
 
+mod denied;
 pub mod summary;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -378,6 +379,7 @@ fn create_error(out: &Path, path: &Path, source: std::io::Error) -> RunError {
     }
     let detail = match out.ancestors().skip(1).find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir()) {
         Some(file) => format!("{} is a file, not a directory", file.display()),
+        None if source.kind() == std::io::ErrorKind::PermissionDenied => denied::explain(path, &source),
         None => format!("failed to create {}: {source}", path.display()),
     };
     RunError::Unusable { path: out.to_owned(), detail }

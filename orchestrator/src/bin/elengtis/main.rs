@@ -270,12 +270,12 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum ImagesCommand {
-    /// Build the bundled images (the reference targets, the elengtis tool) from static
-    /// binaries of this source tree and import them through the Docker API. Inside the tool
-    /// image, where there is no source tree, they are imported from the static executables
-    /// the image carries.
+    /// Build the bundled images (the reference targets, the elengtis tool) and import them
+    /// through the Docker API: from the static executables beside this one when they are all
+    /// there (the release build, the tool image), else from a static compile of the source
+    /// tree this binary was built from.
     Build {
-        /// The elengtis source tree (default: the one this binary was built from).
+        /// Compile the executables from this elengtis source tree (a static build of its own).
         #[arg(long, conflicts_with = "binaries")]
         source: Option<PathBuf>,
         /// Import the static executables already in DIR instead of building them (every
@@ -1337,61 +1337,34 @@ async fn example(
     Ok(report(&result?, json, verbose, false))
 }
 
-/// Pass the engine gate, then make sure the bundled images exist, building them (minutes,
-/// once) when they do not.
+/// Pass the engine gate, then make sure the bundled images exist, making them when they do
+/// not: imported from the static executables beside this one (seconds), else compiled from the
+/// source tree (minutes, announced with progress), else an error saying what is needed.
 async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Error> {
     let engine = docker::api::connect().await?;
     // An engine accepted despite findings is reported by the run that follows.
     docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?;
-    let Some(from) = binary_source(None) else {
-        // Without a source tree or prebuilt executables the images must already exist; the
-        // run says which one is missing.
-        return Ok(());
-    };
-    docker::images::ensure_bundled(&engine, &from).await?;
+    docker::images::ensure_bundled(&engine, &docker::images::Notify::stderr(interactive())).await?;
     Ok(())
-}
-
-/// Where the bundled images come from: `--source`, else the source tree this binary was
-/// built from (if it is still there), else the static executables beside this one (the tool
-/// image's layout).
-fn binary_source(source: Option<PathBuf>) -> Option<docker::images::BinarySource> {
-    use docker::images::BinarySource;
-    let built_from = || {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
-        dir.join("Cargo.toml").is_file().then_some(dir)
-    };
-    source
-        .or_else(built_from)
-        .map(BinarySource::Build)
-        .or_else(|| docker::images::prebuilt_dir().map(BinarySource::Prebuilt))
 }
 
 async fn images(command: ImagesCommand) -> Result<i32, Error> {
     use elengtis::sandbox::docker::images;
     // What the images are made from is settled before the engine is asked anything: a wrong
     // `--binaries` directory is reported without a Docker engine.
-    let from = match &command {
-        ImagesCommand::Build { source, binaries, .. } => Some(match binaries {
-            Some(dir) => Some(images::BinarySource::Prebuilt(images::prebuilt_in(dir)?)),
-            None => binary_source(source.clone()),
-        }),
-        ImagesCommand::Import { .. } => None,
-    };
-    let engine = docker::api::connect().await?;
     match command {
-        ImagesCommand::Build { json, .. } => {
-            let Some(from) = from.flatten() else {
-                return Err(Error::Usage(
-                    "failed to find what to build the images from: the source tree this binary was built from is gone and no static `elengtis-*` executables are beside it; pass --source DIR (an elengtis checkout)"
-                        .into(),
-                ));
+        ImagesCommand::Build { source, binaries, json } => {
+            let from = match (binaries, source) {
+                (Some(dir), _) => images::BinarySource::Prebuilt(images::prebuilt_in(&dir)?),
+                (None, Some(source)) => images::BinarySource::Build { source, reason: None },
+                (None, None) => images::default_source()?,
             };
+            let engine = docker::api::connect().await?;
             if let images::BinarySource::Prebuilt(dir) = &from {
                 errln!("importing the bundled images from the static executables in {}", dir.display());
             }
-            let dir = from.binaries().await?;
-            let built = images::build_bundled(&engine, &dir).await?;
+            let dir = from.binaries(&images::Notify::stderr(interactive())).await?;
+            let built = images::build_bundled(&engine, &dir, &images::Notify::silent()).await?;
             if json {
                 outln!("{}", json!({"images": built}));
             } else {
@@ -1403,6 +1376,7 @@ async fn images(command: ImagesCommand) -> Result<i32, Error> {
             Ok(exit_codes::SUCCESS)
         }
         ImagesCommand::Import { rootfs, tag, user, entrypoint, cmd, labels } => {
+            let engine = docker::api::connect().await?;
             let parse_list = |flag: &str, text: Option<String>| -> Result<Option<Vec<String>>, Error> {
                 text.map(|t| {
                     serde_json::from_str::<Vec<String>>(&t)

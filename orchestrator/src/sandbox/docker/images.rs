@@ -5,8 +5,10 @@
 //!
 //! - **No registry.** elengtis never pulls. Audit machines often have no registry access,
 //!   and a pulled base image would be third-party code running next to the server under test.
-//!   Everything in the bundled images is built from this source tree
-//!   ([`static_build`]) and sent straight to the engine.
+//!   Everything in the bundled images is built from this source tree: the static executables
+//!   of the build the user ran (the release build is static by default, `.cargo/config.toml`),
+//!   or a static build of their own ([`static_build`]), sent straight to the engine
+//!   ([`default_source`] picks).
 //! - **FROM scratch, by import.** The binaries are statically linked (glibc with
 //!   `crt-static`, see [`STATIC_RUSTFLAGS`]), so the root filesystem is just them plus two
 //!   directories ([`rootfs_tar`]). The tar goes to `POST /images/create?fromSrc=-` (what
@@ -138,6 +140,19 @@ pub enum ImageError {
         /// What is wrong and what to do.
         detail: String,
     },
+    /// Nothing to make the bundled images from: no usable executables beside this one and no
+    /// source tree.
+    #[error(
+        "failed to make the bundled images: {reason}, and the source tree this binary was built from ({}) is gone. The images need the static executables {} of this version in one directory: build them in an elengtis checkout with `cargo build --release --locked` (static by default) and run that build's elengtis (target/{IMAGE_TARGET}/release/elengtis), or run `elengtis images build --binaries DIR` (or `--source CHECKOUT`, which compiles them)",
+        .source_tree.display(),
+        bundled_list()
+    )]
+    NoSource {
+        /// Why the executables beside this one cannot be used.
+        reason: String,
+        /// Where the source tree was.
+        source_tree: PathBuf,
+    },
     /// The engine did not answer in time.
     #[error(
         "failed to {what} `{reference}`: the Docker engine did not answer within {} s; check that the daemon is healthy (`docker info`) and retry",
@@ -161,6 +176,15 @@ pub enum ImageError {
         /// The engine's answer.
         detail: String,
     },
+}
+
+/// `elengtis, elengtis-fixture, … and elengtis-twin`.
+fn bundled_list() -> String {
+    let names: Vec<String> = PACKAGES.iter().map(|(_, binary)| format!("`{binary}`")).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
 }
 
 /// One bundled image as the engine holds it.
@@ -234,28 +258,37 @@ pub fn tool_ref() -> String {
     format!("{TOOL_REPO}:{TAG}")
 }
 
-/// Build `elengtis` and `elengtis-fixture` as static executables from the workspace at
-/// `source` and return the directory holding them
-/// (`<target-dir>/x86_64-unknown-linux-gnu/image/`).
+/// Build every bundled executable statically from the workspace at `source` and return the
+/// directory holding them (`<target-dir>/x86_64-unknown-linux-gnu/image/`).
 ///
-/// Runs `$CARGO` (or `cargo`) with `--locked --profile image --target x86_64-unknown-linux-gnu`
-/// and [`STATIC_RUSTFLAGS`]. Cargo's progress and diagnostics go to our stderr. The paths come
-/// from cargo's own artifact messages, so `CARGO_TARGET_DIR` and `build.target-dir` are
-/// respected. Each executable is checked to have no ELF interpreter, because a dynamically
-/// linked binary would fail in a scratch image with a misleading "no such file or directory".
-/// Blocking: takes minutes on a cold cache. Call it from `spawn_blocking` in async code.
-pub fn static_build(source: &Path) -> Result<PathBuf, ImageError> {
+/// Runs `$CARGO` (or `cargo`) with `--locked --quiet --profile image --target
+/// x86_64-unknown-linux-gnu` and [`STATIC_RUSTFLAGS`]. Before it starts, `notify` says what is
+/// compiled, why (`reason`) and how long the last such build here took (recorded next to the
+/// executables, [`BUILD_RECORD`]); while it runs, progress (units compiled, the last crate,
+/// time elapsed) replaces cargo's own status lines. Diagnostics still go to our stderr. The
+/// paths come from cargo's own artifact messages, so `CARGO_TARGET_DIR` and
+/// `build.target-dir` are respected. Each executable is checked to have no ELF interpreter,
+/// because a dynamically linked binary would fail in a scratch image with a misleading "no
+/// such file or directory". Blocking: takes minutes on a cold cache. Call it from
+/// `spawn_blocking` in async code.
+pub fn static_build(source: &Path, reason: Option<&str>, notify: &Notify) -> Result<PathBuf, ImageError> {
     if !source.join("Cargo.toml").is_file() {
         return Err(ImageError::Build(format!(
             "`{}` has no Cargo.toml; pass the elengtis source tree (the workspace root)",
             source.display()
         )));
     }
+    let record_path = image_target_dir(source).join(BUILD_RECORD);
+    let last = BuildRecord::read(&record_path);
+    notify.line(&compile_announcement(source, reason, last.as_ref()));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(&cargo);
     command
         .current_dir(source)
-        .args(["build", "--locked", "--profile", IMAGE_PROFILE, "--target", IMAGE_TARGET])
+        // `--quiet`: the progress below replaces cargo's status lines (which a non-terminal
+        // never shows as a bar, and which said nothing but "Blocking waiting for file lock" when
+        // another cargo held the target directory).
+        .args(["build", "--locked", "--quiet", "--profile", IMAGE_PROFILE, "--target", IMAGE_TARGET])
         // Diagnostics are still rendered to stderr; stdout carries one JSON message per line.
         .arg("--message-format=json-render-diagnostics")
         .args(PACKAGES.iter().flat_map(|(package, _)| ["-p", package]))
@@ -273,14 +306,31 @@ pub fn static_build(source: &Path) -> Result<PathBuf, ImageError> {
             Path::new(&cargo).display()
         ))
     })?;
+    let progress = BuildProgress::start(*notify, last.map(|l| (l.units, l.seconds)), source);
     let mut executables: Vec<(String, PathBuf)> = Vec::new();
+    let mut read_error = None;
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines() {
-            let line = line.map_err(|e| ImageError::Build(format!("could not read cargo's output: {e}")))?;
+            let line = match line {
+                Ok(line) => line,
+                Err(e) => {
+                    read_error = Some(e);
+                    break;
+                }
+            };
+            if let Some(unit) = artifact_unit(&line) {
+                progress.unit(&unit);
+            }
             if let Some(found) = artifact_executable(&line) {
                 executables.push(found);
             }
         }
+    }
+    let units = progress.finish();
+    if let Some(e) = read_error {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(ImageError::Build(format!("could not read cargo's output: {e}")));
     }
     let status = child.wait().map_err(|e| ImageError::Build(format!("could not wait for cargo: {e}")))?;
     if !status.success() {
@@ -318,8 +368,228 @@ pub fn static_build(source: &Path) -> Result<PathBuf, ImageError> {
         }
     }
     let dir = dir.unwrap_or_default();
+    let seconds = started.elapsed().as_secs_f64();
+    // Where cargo really put them (a `build.target-dir` of a cargo config moves them).
+    BuildRecord { seconds, units }.write(&dir.join(BUILD_RECORD));
+    notify.line(&format!("elengtis: compiled the images' executables in {} ({units} units)", duration_text(seconds)));
     tracing::info!(dir = %dir.display(), elapsed_ms = started.elapsed().as_millis() as u64, "static binaries built");
     Ok(dir)
+}
+
+/// The file beside the static build's executables recording how long that build took, so the
+/// next one can say so up front.
+pub const BUILD_RECORD: &str = "elengtis-static-build.json";
+
+/// A cold static build of every bundled executable, measured on this project's machine kind
+/// (2 vCPU; docs/performance.md, "Images from the build you ran"): what the announcement says
+/// when no build here has been recorded yet.
+const COLD_BUILD_ESTIMATE: &str = "about 12 minutes on 2 idle cores, much longer on a busy machine";
+
+/// How long the last static build here took, and how many units (crates, build scripts) cargo
+/// reported: the denominator of the next build's progress.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize, Serialize)]
+struct BuildRecord {
+    seconds: f64,
+    units: usize,
+}
+
+impl BuildRecord {
+    fn read(path: &Path) -> Option<Self> {
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    }
+
+    /// Best effort: a missing record only makes the next announcement less precise.
+    fn write(&self, path: &Path) {
+        if let Ok(text) = serde_json::to_vec(self)
+            && let Err(e) = std::fs::write(path, text)
+        {
+            tracing::debug!(path = %path.display(), error = %e, "could not record the static build's duration");
+        }
+    }
+}
+
+/// Where the static build puts its executables when nothing moves the target directory:
+/// `$CARGO_TARGET_DIR` (relative to `source`, where cargo runs) or `source/target`, then
+/// `x86_64-unknown-linux-gnu/image`.
+fn image_target_dir(source: &Path) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| source.join("target"), |dir| source.join(dir));
+    target.join(IMAGE_TARGET).join(IMAGE_PROFILE)
+}
+
+/// What the user reads before a compile starts: what is compiled, why, and how long it took
+/// last time (or what a cold build takes).
+fn compile_announcement(source: &Path, reason: Option<&str>, last: Option<&BuildRecord>) -> String {
+    let why = match reason {
+        Some(reason) => format!("the images are made from static executables, and {reason}. "),
+        None => String::new(),
+    };
+    let how_long = match last {
+        Some(last) => format!(
+            "the last such build here took {} ({} units); with nothing changed since, it takes seconds",
+            duration_text(last.seconds),
+            last.units
+        ),
+        None => format!("no such build has run here yet: from cold it takes {COLD_BUILD_ESTIMATE}"),
+    };
+    format!(
+        "elengtis: {why}Compiling them now: every bundled executable, static, from the source tree {} (`cargo build --profile {IMAGE_PROFILE} --target {IMAGE_TARGET}` with `crt-static`); {how_long}. Progress follows; Ctrl-C stops it and keeps what is compiled.",
+        source.display()
+    )
+}
+
+/// `12 min 03 s`, `4.2 s`.
+fn duration_text(seconds: f64) -> String {
+    if seconds < 60.0 {
+        format!("{seconds:.1} s")
+    } else {
+        let whole = seconds.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
+    }
+}
+
+/// The crate (or build script) a `compiler-artifact` message reports, for any unit.
+fn artifact_unit(line: &str) -> Option<String> {
+    let message: serde_json::Value = serde_json::from_str(line).ok()?;
+    if message.get("reason")?.as_str()? != "compiler-artifact" {
+        return None;
+    }
+    Some(message.get("target")?.get("name")?.as_str()?.to_owned())
+}
+
+/// The progress of a static build, reported by a thread of its own so that the elapsed time
+/// moves even while one large crate compiles: on a terminal one line redrawn every second,
+/// elsewhere a line every [`BuildProgress::QUIET_EVERY`].
+struct BuildProgress {
+    state: std::sync::Arc<std::sync::Mutex<ProgressState>>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    units: usize,
+    last: String,
+}
+
+impl BuildProgress {
+    /// How often a non-terminal gets a progress line.
+    const QUIET_EVERY: Duration = Duration::from_secs(30);
+    /// With nothing compiled after this long, the line says what cargo is probably waiting for.
+    const STALLED_AFTER: Duration = Duration::from_secs(20);
+
+    fn start(notify: Notify, last: Option<(usize, f64)>, source: &Path) -> Self {
+        let state = std::sync::Arc::new(std::sync::Mutex::new(ProgressState::default()));
+        if !notify.enabled {
+            return BuildProgress { state, stop: None, thread: None };
+        }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let shared = state.clone();
+        let lock_dir = image_target_dir(source).parent().and_then(Path::parent).map(Path::to_path_buf);
+        let thread = std::thread::spawn(move || {
+            let started = Instant::now();
+            let every = if notify.interactive { Duration::from_secs(1) } else { BuildProgress::QUIET_EVERY };
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                let (units, crate_name) = match shared.lock() {
+                    Ok(state) => (state.units, state.last.clone()),
+                    Err(_) => return,
+                };
+                notify.progress(&progress_text(units, &crate_name, started.elapsed(), last, lock_dir.as_deref()));
+            }
+        });
+        BuildProgress { state, stop: Some(stop), thread: Some(thread) }
+    }
+
+    fn unit(&self, name: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.units += 1;
+            name.clone_into(&mut state.last);
+        }
+    }
+
+    /// Stop reporting; the number of units compiled (or found fresh).
+    fn finish(mut self) -> usize {
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.state.lock().map(|s| s.units).unwrap_or_default()
+    }
+}
+
+/// One progress line of the static build: units so far (of the last build's count), the last
+/// crate, the time elapsed (and the last build's), and a hint when nothing has compiled for
+/// [`BuildProgress::STALLED_AFTER`] (cargo waits for a lock another cargo holds).
+fn progress_text(
+    units: usize,
+    crate_name: &str,
+    elapsed: Duration,
+    last: Option<(usize, f64)>,
+    lock_dir: Option<&Path>,
+) -> String {
+    let of = match last {
+        Some((total, _)) if total >= units => format!(" of ≈{total}"),
+        _ => String::new(),
+    };
+    let previous = match last {
+        Some((_, seconds)) => format!(" (last build: {})", duration_text(seconds)),
+        None => String::new(),
+    };
+    let crate_name = if crate_name.is_empty() { String::new() } else { format!(", last `{crate_name}`") };
+    let mut text = format!(
+        "elengtis: compiling the images' executables: {units}{of} units{crate_name}, {} elapsed{previous}",
+        duration_text(elapsed.as_secs_f64()),
+    );
+    if units == 0 && elapsed >= BuildProgress::STALLED_AFTER {
+        let dir = lock_dir.map_or_else(|| "the target directory".to_owned(), |d| d.display().to_string());
+        text.push_str("; nothing compiled yet: cargo may be waiting for another cargo that holds the lock on ");
+        text.push_str(&dir);
+    }
+    text
+}
+
+/// Where the image commands report what they do and how far they are: stderr (the CLI), or
+/// nowhere (library callers, tests).
+#[derive(Debug, Clone, Copy)]
+pub struct Notify {
+    enabled: bool,
+    interactive: bool,
+}
+
+impl Notify {
+    /// Report on stderr; `interactive` (stderr is a terminal) redraws progress in place.
+    pub fn stderr(interactive: bool) -> Self {
+        Notify { enabled: true, interactive }
+    }
+
+    /// Report nothing.
+    pub fn silent() -> Self {
+        Notify { enabled: false, interactive: false }
+    }
+
+    /// A line of its own (ends a progress line being redrawn).
+    fn line(&self, text: &str) {
+        if !self.enabled {
+            return;
+        }
+        if self.interactive {
+            eprint!("\r\x1b[2K");
+        }
+        eprintln!("{text}");
+    }
+
+    /// A progress line: redrawn in place on a terminal, appended elsewhere.
+    fn progress(&self, text: &str) {
+        use std::io::Write as _;
+        if !self.enabled {
+            return;
+        }
+        if self.interactive {
+            eprint!("\r\x1b[2K{text}");
+            let _ = std::io::stderr().flush();
+        } else {
+            eprintln!("{text}");
+        }
+    }
 }
 
 /// The `(binary name, path)` of a `compiler-artifact` message for one of our executables.
@@ -706,18 +976,24 @@ fn describe(e: &bollard::errors::Error) -> String {
 }
 
 /// Import the bundled images from the static executables in `binaries_dir` (as returned by
-/// [`static_build`], or [`prebuilt_dir`]), tagged with this version. The tags move to the new
+/// [`static_build`], or [`default_source`]), tagged with this version. The tags move to the new
 /// images; an image whose content (root filesystem and configuration) is unchanged is kept.
-pub async fn build_bundled(engine: &DockerEngine, binaries_dir: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+/// `notify` gets a line per image (reference, size, time).
+pub async fn build_bundled(
+    engine: &DockerEngine,
+    binaries_dir: &Path,
+    notify: &Notify,
+) -> Result<Vec<BuiltImage>, ImageError> {
     let docker = &engine.docker;
     let mut built = Vec::with_capacity(BUNDLED.len());
     for image in &BUNDLED {
+        let started = Instant::now();
         let reference = format!("{}:{TAG}", image.repo);
         let paths: Vec<(&str, PathBuf)> = image.binaries.iter().map(|name| (*name, binaries_dir.join(name))).collect();
         for (_, path) in &paths {
             if !is_static_executable(path)? {
                 return Err(ImageError::Rootfs(format!(
-                    "`{}` is not a static executable and cannot run in a scratch image; build it with `static_build`",
+                    "`{}` is not a static executable and cannot run in a scratch image; build it with the static flags (.cargo/config.toml)",
                     path.display()
                 )));
             }
@@ -746,63 +1022,141 @@ pub async fn build_bundled(engine: &DockerEngine, binaries_dir: &Path) -> Result
         let changes = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, &labels)?;
         let id = import(docker, tar, &reference, &changes, IMPORT_DEADLINE).await?;
         let size = inspect(docker, &id).await?.and_then(|i| i.size).unwrap_or_default();
+        notify.line(&format!(
+            "  imported {reference} ({:.1} MB) in {}",
+            size as f64 / 1e6,
+            duration_text(started.elapsed().as_secs_f64())
+        ));
         built.push(BuiltImage { name: image.name, reference, id, size, unchanged: false });
     }
     Ok(built)
 }
 
-/// The directory of this executable when it holds every bundled executable, each static:
-/// the layout of the tool image (`/elengtis`, `/elengtis-fixture`, …), where there is no
-/// source tree to build from. `None` anywhere else.
-pub fn prebuilt_dir() -> Option<PathBuf> {
-    let dir = std::env::current_exe().ok()?.parent()?.to_path_buf();
-    PACKAGES.iter().all(|(_, binary)| is_static_executable(&dir.join(binary)).unwrap_or(false)).then_some(dir)
+/// Why a directory cannot give the bundled images their executables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unusable {
+    /// A bundled executable is not there; the package that provides it.
+    Missing { path: PathBuf, package: &'static str },
+    /// A bundled executable has an ELF interpreter (it needs a loader the images do not have).
+    Dynamic { path: PathBuf },
+    /// A bundled executable could not be read.
+    Unreadable { path: PathBuf, error: String },
 }
 
-/// `dir` when it holds every bundled executable, each static (`images build --binaries DIR`):
-/// for example a static test build (`CARGO_BUILD_TARGET` and `crt-static`, as `.ci/run` builds
-/// the tests), so the images need no second compile. The error names the first executable that
-/// is missing or dynamically linked.
-pub fn prebuilt_in(dir: &Path) -> Result<PathBuf, ImageError> {
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Missing { path, package } => {
+                write!(f, "`{}` is missing (package `{package}` provides it)", path.display())
+            }
+            Unusable::Dynamic { path } => {
+                write!(f, "`{}` is dynamically linked (it has an ELF interpreter)", path.display())
+            }
+            Unusable::Unreadable { path, error } => write!(f, "`{}` cannot be read: {error}", path.display()),
+        }
+    }
+}
+
+/// `Ok` when `dir` holds every bundled executable, each static; else the first one that is
+/// missing, dynamically linked or unreadable.
+pub fn check_executables(dir: &Path) -> Result<(), Unusable> {
     for (package, binary) in PACKAGES {
         let path = dir.join(binary);
         if !path.is_file() {
-            return Err(ImageError::Build(format!(
-                "`{}` is missing: --binaries needs every bundled executable (build them with `cargo build --workspace` and the static flags, see docs/performance.md); package `{package}` provides it",
-                path.display()
-            )));
+            return Err(Unusable::Missing { path, package });
         }
-        if !is_static_executable(&path)? {
-            return Err(ImageError::Build(format!(
-                "`{}` is dynamically linked (it has an ELF interpreter) and cannot run in a scratch image; build with `CARGO_BUILD_TARGET={IMAGE_TARGET}` and `RUSTFLAGS='{STATIC_RUSTFLAGS}'`",
-                path.display()
-            )));
+        match is_static_executable(&path) {
+            Ok(true) => {}
+            Ok(false) => return Err(Unusable::Dynamic { path }),
+            Err(e) => return Err(Unusable::Unreadable { path, error: e.to_string() }),
         }
     }
-    Ok(dir.to_path_buf())
+    Ok(())
 }
 
-/// Where `images build` takes the bundled executables from.
+/// `dir` when it holds every bundled executable, each static (`images build --binaries DIR`):
+/// for example the README's release build or a static test build, so the images need no
+/// second compile. The error names the first executable that is missing or dynamically linked.
+pub fn prebuilt_in(dir: &Path) -> Result<PathBuf, ImageError> {
+    match check_executables(dir) {
+        Ok(()) => Ok(dir.to_path_buf()),
+        Err(Unusable::Missing { path, package }) => Err(ImageError::Build(format!(
+            "`{}` is missing: --binaries needs every bundled executable (`cargo build --release --locked` in an elengtis checkout makes them all, static); package `{package}` provides it",
+            path.display()
+        ))),
+        Err(Unusable::Dynamic { path }) => Err(ImageError::Build(format!(
+            "`{}` is dynamically linked (it has an ELF interpreter) and cannot run in a scratch image; build it with the checkout's settings (.cargo/config.toml: `crt-static` for {IMAGE_TARGET}, not replaced by RUSTFLAGS or another CARGO_BUILD_TARGET), or with `CARGO_BUILD_TARGET={IMAGE_TARGET}` and `RUSTFLAGS='{STATIC_RUSTFLAGS}'`",
+            path.display()
+        ))),
+        Err(Unusable::Unreadable { path, error }) => {
+            Err(ImageError::Build(format!("`{}` cannot be read: {error}", path.display())))
+        }
+    }
+}
+
+/// Where the bundled images take their executables from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BinarySource {
-    /// A static build of this elengtis checkout ([`static_build`]).
-    Build(PathBuf),
-    /// Static executables already built, as in the tool image ([`prebuilt_dir`]).
+    /// A static build of this elengtis checkout ([`static_build`]); `reason` says why nothing
+    /// already built could be used (`None` when `--source` asked for the build).
+    Build {
+        /// The workspace root.
+        source: PathBuf,
+        /// Why a compile is needed, for the announcement.
+        reason: Option<String>,
+    },
+    /// Static executables already built: beside this one (the README's build, the tool image)
+    /// or named by `--binaries`.
     Prebuilt(PathBuf),
 }
 
 impl BinarySource {
-    /// The directory holding the static executables, building them first when needed.
-    pub async fn binaries(&self) -> Result<PathBuf, ImageError> {
+    /// The directory holding the static executables, building them first when needed (with
+    /// an announcement and progress through `notify`).
+    pub async fn binaries(&self, notify: &Notify) -> Result<PathBuf, ImageError> {
         match self {
             Self::Prebuilt(dir) => Ok(dir.clone()),
-            Self::Build(source) => {
-                let source = source.clone();
-                tokio::task::spawn_blocking(move || static_build(&source))
+            Self::Build { source, reason } => {
+                let (source, reason, notify) = (source.clone(), reason.clone(), *notify);
+                tokio::task::spawn_blocking(move || static_build(&source, reason.as_deref(), &notify))
                     .await
                     .map_err(|e| ImageError::Build(format!("the build task failed: {e}")))?
             }
         }
+    }
+}
+
+/// The source tree this binary was built from, while it is still there.
+fn built_from() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+    dir.join("Cargo.toml").is_file().then_some(dir)
+}
+
+/// Where the bundled images come from when nothing is named, cheapest first:
+///
+/// 1. the executables beside this one, when every bundled one is there and static: the
+///    README's `cargo build --release --locked` (static by default, `.cargo/config.toml`),
+///    a static test build, the tool image (`/elengtis`, `/elengtis-fixture`, …). An import
+///    of seconds, and the images then run the very code of this build;
+/// 2. else the source tree this binary was built from, compiled statically ([`static_build`],
+///    minutes; the reason is kept for the announcement);
+/// 3. else nothing: the error says exactly which executables are needed and how to get them.
+pub fn default_source() -> Result<BinarySource, ImageError> {
+    let exe = std::env::current_exe().ok();
+    let beside = exe.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+    let unusable = match &beside {
+        Some(dir) => match check_executables(dir) {
+            Ok(()) => return Ok(BinarySource::Prebuilt(dir.clone())),
+            Err(why) => format!("beside this executable {why}"),
+        },
+        None => "the path of this executable is unknown".to_owned(),
+    };
+    match built_from() {
+        Some(source) => Ok(BinarySource::Build { source, reason: Some(unusable) }),
+        None => Err(ImageError::NoSource {
+            reason: unusable,
+            source_tree: Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default(),
+        }),
     }
 }
 
@@ -823,31 +1177,53 @@ fn label<'a>(image: &'a ImageInspect, key: &str) -> Option<&'a str> {
 }
 
 /// The bundled images of this version: the existing ones when all are present (and carry
-/// our label), otherwise imported from `from` ([`build_bundled`]). Never pulls.
+/// our label), otherwise imported from [`default_source`] ([`build_bundled`]), saying so up
+/// front through `notify`: which images are missing, what they are made from, and (for a
+/// compile) why and how long it took last time. Never pulls.
 ///
 /// Existing images are trusted by tag: after changing the code without changing the
-/// version, call [`build_bundled`] to refresh them.
-pub async fn ensure_bundled(engine: &DockerEngine, from: &BinarySource) -> Result<Vec<BuiltImage>, ImageError> {
+/// version, call [`build_bundled`] (`elengtis images build`) to refresh them.
+pub async fn ensure_bundled(engine: &DockerEngine, notify: &Notify) -> Result<Vec<BuiltImage>, ImageError> {
     let docker = &engine.docker;
     let mut present = Vec::with_capacity(BUNDLED.len());
+    let mut missing = Vec::new();
     for image in &BUNDLED {
         let reference = format!("{}:{TAG}", image.repo);
-        let Some(found) = inspect(docker, &reference).await? else { break };
-        let ours = label(&found, LABEL_IMAGE) == Some(image.name);
-        let (Some(id), true) = (found.id, ours) else { break };
-        present.push(BuiltImage {
-            name: image.name,
-            reference,
-            id,
-            size: found.size.unwrap_or_default(),
-            unchanged: true,
-        });
+        match inspect(docker, &reference).await? {
+            Some(found) if label(&found, LABEL_IMAGE) == Some(image.name) && found.id.is_some() => {
+                present.push(BuiltImage {
+                    name: image.name,
+                    reference,
+                    id: found.id.unwrap_or_default(),
+                    size: found.size.unwrap_or_default(),
+                    unchanged: true,
+                });
+            }
+            _ => missing.push(reference),
+        }
     }
-    if present.len() == BUNDLED.len() {
+    if missing.is_empty() {
         return Ok(present);
     }
-    let dir = from.binaries().await?;
-    build_bundled(engine, &dir).await
+    let from = default_source()?;
+    let started = Instant::now();
+    let what = match &from {
+        BinarySource::Prebuilt(dir) => {
+            format!("importing them from the static executables beside this one, in {} (no compile)", dir.display())
+        }
+        BinarySource::Build { .. } => "making them".to_owned(),
+    };
+    notify.line(&format!(
+        "elengtis: the bundled images of this version are not in the Docker engine yet ({}); {what}:",
+        missing.join(", ")
+    ));
+    let dir = from.binaries(notify).await?;
+    let built = build_bundled(engine, &dir, notify).await?;
+    notify.line(&format!(
+        "elengtis: the bundled images are ready ({} in all)",
+        duration_text(started.elapsed().as_secs_f64())
+    ));
+    Ok(built)
 }
 
 #[cfg(test)]
@@ -1022,6 +1398,77 @@ mod tests {
         bytes[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
         bytes[64..68].copy_from_slice(&p_type.to_le_bytes());
         bytes
+    }
+
+    #[test]
+    fn progress_says_how_far_how_long_and_why_it_may_wait() {
+        let line = progress_text(57, "tokio", Duration::from_secs(130), Some((412, 723.0)), None);
+        assert_eq!(
+            line,
+            "elengtis: compiling the images' executables: 57 of ≈412 units, last `tokio`, 2 min 10 s elapsed (last build: 12 min 03 s)"
+        );
+        let first = progress_text(3, "libc", Duration::from_millis(4300), None, None);
+        assert_eq!(first, "elengtis: compiling the images' executables: 3 units, last `libc`, 4.3 s elapsed");
+        let stalled = progress_text(0, "", Duration::from_secs(25), None, Some(Path::new("/src/target")));
+        assert!(
+            stalled.ends_with(
+                "nothing compiled yet: cargo may be waiting for another cargo that holds the lock on /src/target"
+            ),
+            "{stalled}"
+        );
+    }
+
+    #[test]
+    fn the_announcement_says_what_why_and_how_long() {
+        let why = "beside this executable `/x/elengtis-twin` is missing (package `elengtis-twin` provides it)";
+        let first = compile_announcement(Path::new("/src"), Some(why), None);
+        assert!(first.contains(why), "{first}");
+        assert!(first.contains("from the source tree /src"), "{first}");
+        assert!(first.contains(&format!("from cold it takes {COLD_BUILD_ESTIMATE}")), "{first}");
+        let again = compile_announcement(Path::new("/src"), None, Some(&BuildRecord { seconds: 723.4, units: 412 }));
+        assert!(again.contains("the last such build here took 12 min 03 s (412 units)"), "{again}");
+    }
+
+    #[test]
+    fn with_nothing_to_make_the_images_from_the_error_names_what_is_needed() {
+        let error = ImageError::NoSource {
+            reason: "beside this executable `/usr/local/bin/elengtis-fixture` is missing".into(),
+            source_tree: PathBuf::from("/gone/elengtis"),
+        };
+        let text = error.to_string();
+        assert!(text.starts_with("failed to make the bundled images: beside this executable"), "{text}");
+        assert!(text.contains("(/gone/elengtis) is gone"), "{text}");
+        assert!(
+            text.contains("`elengtis`, `elengtis-fixture`, `elengtis-sink`, `elengtis-notes`, `elengtis-hostile` and `elengtis-twin`"),
+            "{text}"
+        );
+        assert!(text.contains("cargo build --release --locked"), "{text}");
+        assert!(text.contains("elengtis images build --binaries DIR"), "{text}");
+    }
+
+    #[test]
+    fn the_build_record_round_trips_and_a_bad_one_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(BUILD_RECORD);
+        assert_eq!(BuildRecord::read(&path), None);
+        BuildRecord { seconds: 12.5, units: 3 }.write(&path);
+        assert_eq!(BuildRecord::read(&path), Some(BuildRecord { seconds: 12.5, units: 3 }));
+        std::fs::write(&path, "not json").unwrap();
+        assert_eq!(BuildRecord::read(&path), None);
+    }
+
+    #[test]
+    fn executables_are_checked_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(check_executables(dir.path()), Err(Unusable::Missing { package: "elengtis", .. })));
+        for (_, binary) in PACKAGES {
+            write(dir.path(), binary, &elf(1));
+        }
+        assert_eq!(check_executables(dir.path()), Ok(()));
+        write(dir.path(), TWIN_BIN, &elf(3));
+        let why = check_executables(dir.path()).unwrap_err();
+        assert_eq!(why, Unusable::Dynamic { path: dir.path().join(TWIN_BIN) });
+        assert!(why.to_string().ends_with("elengtis-twin` is dynamically linked (it has an ELF interpreter)"), "{why}");
     }
 
     #[test]
