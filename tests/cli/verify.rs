@@ -275,3 +275,39 @@ fn results_written_before_the_hashes_stay_readable() {
     assert_eq!(output.status.code(), Some(4), "{}{}", stdout(&output), stderr(&output));
     assert!(stdout(&output).contains("runs.jsonl:3:"), "{}", stdout(&output));
 }
+
+/// Evidence is checked on every core; the problems still come back in the log's order, each
+/// row's own (its chain) before its evidence's, whatever thread checked which row.
+#[test]
+fn problems_are_reported_in_the_order_of_the_log() {
+    let dir = scratch();
+    let out = run(dir.path(), 40);
+    let log = lines(&out);
+    // Evidence of rows 5, 17 and 33 changed; row 26 removed (so line 26 is the next row, whose
+    // chain link no longer holds).
+    for line in [5, 17, 33] {
+        let row: Value = serde_json::from_str(&log[line - 1]).expect("row");
+        let evidence = out.join(row["evidence"].as_str().expect("evidence path"));
+        let mut edited = b" ".to_vec();
+        edited.extend_from_slice(&std::fs::read(&evidence).expect("evidence"));
+        std::fs::write(&evidence, edited).expect("edit evidence");
+    }
+    let mut shorter = log.clone();
+    shorter.remove(25);
+    write_lines(&out, &shorter);
+    let output = elengtis(dir.path(), &["verify", "--json", s(&out)]);
+    assert_eq!(output.status.code(), Some(4), "{}{}", stdout(&output), stderr(&output));
+    let report: Value = serde_json::from_str(stdout(&output).trim()).expect("verify --json");
+    let found: Vec<(u64, String)> = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|p| p["file"] == "runs.jsonl")
+        .map(|p| (p["line"].as_u64().expect("a line"), p["problem"].as_str().expect("what").to_owned()))
+        .collect();
+    let lines_found: Vec<u64> = found.iter().map(|(line, _)| *line).collect();
+    // Rows 33.. moved up one line when row 26 went.
+    assert_eq!(lines_found, vec![5, 17, 26, 32], "{found:?}");
+    assert!(found[2].1.contains("the chain is broken"), "{found:?}");
+    assert!(found.iter().enumerate().all(|(i, (_, what))| i == 2 || what.contains("was changed after its row")), "{found:?}");
+}

@@ -306,7 +306,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
         manifest: None,
         row_values: Vec::new(),
     };
-    let Some(manifest_bytes) = read_file(dir, "manifest.json", None, &mut v)? else { return Ok(v) };
+    let Some(manifest_bytes) = read_file(dir, "manifest.json", None, &mut v.problems)? else { return Ok(v) };
     let manifest_text = String::from_utf8_lossy(&manifest_bytes).into_owned();
     let manifest_value: Value = match serde_json::from_slice(&manifest_bytes) {
         Ok(value) => value,
@@ -328,16 +328,34 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
     v.manifest = Some(manifest_value.clone());
 
     // The log, read whatever the manifest says, so every problem is reported.
-    let lines = read_file(dir, "runs.jsonl", None, &mut v)?.map(|bytes| split_lines(&bytes, &mut v));
+    let lines = read_file(dir, "runs.jsonl", None, &mut v.problems)?.map(|bytes| split_lines(&bytes, &mut v));
+    let all_parsed = lines.as_ref().is_some_and(|lines| lines.iter().all(|(_, value)| value.is_some()));
     if let Some(lines) = &lines
-        && lines.iter().all(|(_, value)| value.is_some())
+        && all_parsed
     {
-        v.row_values = lines.iter().filter_map(|(_, value)| value.clone()).collect();
         v.rows = lines.len();
     }
+    check_records(dir, options, &manifest_value, &manifest_text, lines.as_deref(), &mut v)?;
+    if all_parsed {
+        // Moved, not copied: a large run's rows are held once.
+        v.row_values = lines.into_iter().flatten().filter_map(|(_, value)| value).collect();
+    }
+    Ok(v)
+}
+
+/// Everything after reading the manifest and the log: the format, the manifest, the campaign,
+/// each row, its evidence and the seal.
+fn check_records(
+    dir: &Path,
+    options: &VerifyOptions,
+    manifest_value: &Value,
+    manifest_text: &str,
+    lines: Option<&[(Vec<u8>, Option<Value>)]>,
+    v: &mut Verification,
+) -> Result<(), VerifyError> {
 
     // Exactly one format, from the manifest's whole shape.
-    let format = match shape::detect(&manifest_value) {
+    let format = match shape::detect(manifest_value) {
         Ok(format) => format,
         Err(e) => {
             v.problems.push(Problem {
@@ -347,15 +365,15 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
                 problem: e.to_string(),
                 repair: "restore manifest.json from a copy; a results directory is read in one format, decided by its manifest's whole shape".into(),
             });
-            return Ok(v);
+            return Ok(());
         }
     };
     v.format = Some(format);
     if format == ResultsFormat::Original {
-        check_original(dir, lines.as_deref(), &manifest_value, &mut v)?;
-        return Ok(v);
+        check_original(dir, lines, manifest_value, v)?;
+        return Ok(());
     }
-    let manifest: Manifest = match from_value(&manifest_value) {
+    let manifest: Manifest = match from_value(manifest_value) {
         Ok(manifest) => manifest,
         Err(e) => {
             // `detect` read it as one already; kept for a plain message should it not.
@@ -366,7 +384,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
                 problem: format!("it is not a valid manifest: {e}"),
                 repair: RESTORE.into(),
             });
-            return Ok(v);
+            return Ok(());
         }
     };
     let chained = format.is_chained();
@@ -387,13 +405,16 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
     }
 
     // The recorded campaign, its hashes and its matrix.
-    let specs = check_campaign(dir, &manifest, &manifest_text, &mut v);
+    let specs = check_campaign(dir, &manifest, manifest_text, v);
 
-    let Some(lines) = lines else { return Ok(v) };
+    let Some(lines) = lines else { return Ok(()) };
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
     let mut referenced: BTreeSet<String> = BTreeSet::new();
     let mut previous: &[u8] = b"";
-    let evidence_dir_ok = lines.is_empty() || check_evidence_dir(dir, &mut v);
+    let evidence_dir_ok = lines.is_empty() || check_evidence_dir(dir, v);
+    // Rows whose evidence is checked after the loop, on every core: (line, row, where in
+    // `v.problems` its evidence's problems belong, right after the row's own).
+    let mut to_check: Vec<(usize, Row, usize)> = Vec::with_capacity(lines.len());
     for (index, (line_bytes, value)) in lines.iter().enumerate() {
         let line = index + 1;
         let prev_sha = line_sha256(previous);
@@ -421,7 +442,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
             ));
         }
         if let Some(specs) = &specs {
-            check_against_matrix(&row, specs, &problem, &mut v);
+            check_against_matrix(&row, specs, &problem, v);
         }
         if let Some(first) = attempts.get(&row.attempt_id) {
             v.problems.push(problem(
@@ -450,9 +471,23 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
             ));
         }
         if evidence_dir_ok {
-            check_evidence(dir, &row, line, chained, &mut referenced, &mut v)?;
+            if names_its_own_evidence(&row) {
+                referenced.insert(row.evidence.clone());
+            }
+            let at = v.problems.len();
+            to_check.push((line, row, at));
         }
     }
+    let evidence_problems = check_evidence_all(dir, &to_check, chained)?;
+    let row_problems = std::mem::take(&mut v.problems);
+    let mut row_problems = row_problems.into_iter();
+    let mut taken = 0;
+    for ((_, _, at), problems) in to_check.iter().zip(evidence_problems) {
+        v.problems.extend(row_problems.by_ref().take(at - taken));
+        taken = *at;
+        v.problems.extend(problems);
+    }
+    v.problems.extend(row_problems);
     if chained {
         v.checked.push("the row chain, and each row's evidence against the hash it pins".into());
     }
@@ -472,9 +507,9 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
         }
     }
     if chained {
-        check_seal(dir, &manifest, &manifest_value, &lines, options, &mut v)?;
+        check_seal(dir, &manifest, manifest_value, lines, options, v)?;
     }
-    Ok(v)
+    Ok(())
 }
 
 /// Reads the evidence a row of a verified directory names, as `verify` read it: through no
@@ -501,7 +536,7 @@ fn read_file(
     dir: &Path,
     relative: &str,
     line: Option<usize>,
-    v: &mut Verification,
+    problems: &mut Vec<Problem>,
 ) -> Result<Option<Vec<u8>>, VerifyError> {
     let file = if line.is_some() { "runs.jsonl".to_owned() } else { relative.to_owned() };
     let problem = |problem: String, repair: String| Problem {
@@ -527,15 +562,15 @@ fn read_file(
                     ),
                 )
             };
-            v.problems.push(problem(what, repair));
+            problems.push(problem(what, repair));
             Ok(None)
         }
         Err(e @ (BeneathError::Link | BeneathError::NotAFile)) => {
-            v.problems.push(problem(format!("{relative}: {e}"), LINK_REPAIR.to_owned()));
+            problems.push(problem(format!("{relative}: {e}"), LINK_REPAIR.to_owned()));
             Ok(None)
         }
         Err(BeneathError::NotRelative) => {
-            v.problems.push(problem(format!("{relative} is not a file inside the directory"), RESTORE.to_owned()));
+            problems.push(problem(format!("{relative} is not a file inside the directory"), RESTORE.to_owned()));
             Ok(None)
         }
         Err(BeneathError::Io(source)) => Err(VerifyError::Read { path: dir.join(relative), source }),
@@ -611,7 +646,7 @@ fn check_original(
             ));
             continue;
         }
-        read_file(dir, &row.evidence, Some(line), v)?;
+        read_file(dir, &row.evidence, Some(line), &mut v.problems)?;
     }
     v.checked.push("the manifest and every row against the original 0.1.0's record shapes; every evidence file a row names is present".into());
     v.unchecked.push("integrity: the original's results carry no chain or hashes, so rows and evidence edited, removed or reordered cannot be found, nor a row that disagrees with its evidence".into());
@@ -788,8 +823,7 @@ fn check_evidence(
     row: &Row,
     line: usize,
     chained: bool,
-    referenced: &mut BTreeSet<String>,
-    v: &mut Verification,
+    problems: &mut Vec<Problem>,
 ) -> Result<(), VerifyError> {
     let problem = |kind, problem: String, repair: String| Problem {
         file: "runs.jsonl".into(),
@@ -798,18 +832,8 @@ fn check_evidence(
         problem,
         repair,
     };
-    let relative = Path::new(&row.evidence);
-    let inside = relative.components().all(|c| matches!(c, Component::Normal(_)))
-        && relative.components().next() == Some(Component::Normal("evidence".as_ref()))
-        && relative.components().count() == 2;
-    let name = relative.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let named = name == format!("{}.json", row.trial_id)
-        || name
-            .strip_prefix(&format!("{}.retry-", row.trial_id))
-            .and_then(|rest| rest.strip_suffix(".json"))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    if !inside || !named {
-        v.problems.push(problem(
+    if !names_its_own_evidence(row) {
+        problems.push(problem(
             ProblemKind::Inconsistent,
             format!(
                 "the row's evidence `{}` is not `evidence/{}.json` (or `.retry-<n>.json`), the file of its trial inside evidence/",
@@ -819,14 +843,13 @@ fn check_evidence(
         ));
         return Ok(());
     }
-    referenced.insert(row.evidence.clone());
-    let Some(bytes) = read_file(dir, &row.evidence, Some(line), v)? else { return Ok(()) };
+    let Some(bytes) = read_file(dir, &row.evidence, Some(line), problems)? else { return Ok(()) };
     if chained {
         let actual = sha256_hex(&bytes);
         if let Some(pinned) = row.evidence_sha256.as_deref()
             && pinned != actual
         {
-            v.problems.push(problem(
+            problems.push(problem(
                 ProblemKind::Inconsistent,
                 format!(
                     "{} was changed after its row was written (its hash is {actual}, the row pins {pinned})",
@@ -847,7 +870,7 @@ fn check_evidence(
         Ok(evidence) => evidence,
         Err(_) => {
             let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-                v.problems.push(problem(
+                problems.push(problem(
                     ProblemKind::Malformed,
                     format!("{} is not valid JSON", row.evidence),
                     restore,
@@ -857,12 +880,12 @@ fn check_evidence(
             let names =
                 (value.get("trial_id").and_then(Value::as_str), value.get("attempt_id").and_then(Value::as_str));
             if names != (Some(row.trial_id.as_str()), Some(row.attempt_id.as_str())) {
-                v.problems.push(not_this_rows(row, line, names, restore));
+                problems.push(not_this_rows(row, line, names, restore));
                 return Ok(());
             }
             let detail = from_value::<Evidence>(&value).err().map_or_else(String::new, |e| e.to_string());
             let detail = detail.strip_prefix("failed to read the record: ").unwrap_or(&detail).to_owned();
-            v.problems.push(problem(
+            problems.push(problem(
                 ProblemKind::Malformed,
                 format!("{} is not valid evidence: {detail}", row.evidence),
                 restore,
@@ -872,25 +895,74 @@ fn check_evidence(
     };
     let names = (Some(evidence.trial_id.as_str()), Some(evidence.attempt_id.as_str()));
     if names != (Some(row.trial_id.as_str()), Some(row.attempt_id.as_str())) {
-        v.problems.push(not_this_rows(row, line, names, restore));
+        problems.push(not_this_rows(row, line, names, restore));
         return Ok(());
     }
     // The row says only what its evidence says.
     for (field, in_row, from_evidence) in derive::differences(&evidence, row) {
-        v.problems.push(problem(
+        problems.push(problem(
             ProblemKind::Inconsistent,
             format!("the row's `{field}` is {in_row} but its evidence {} makes it {from_evidence}", row.evidence),
             restore.clone(),
         ));
     }
     for inconsistency in derive::inconsistencies(&evidence) {
-        v.problems.push(problem(
+        problems.push(problem(
             ProblemKind::Inconsistent,
             format!("{} contradicts itself: {inconsistency}", row.evidence),
             restore.clone(),
         ));
     }
     Ok(())
+}
+
+/// The row's evidence is `evidence/<trial>.json` (or `.retry-<n>.json`), inside evidence/.
+fn names_its_own_evidence(row: &Row) -> bool {
+    let relative = Path::new(&row.evidence);
+    let inside = relative.components().all(|c| matches!(c, Component::Normal(_)))
+        && relative.components().next() == Some(Component::Normal("evidence".as_ref()))
+        && relative.components().count() == 2;
+    let name = relative.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    inside
+        && (name == format!("{}.json", row.trial_id)
+            || name
+                .strip_prefix(&format!("{}.retry-", row.trial_id))
+                .and_then(|rest| rest.strip_suffix(".json"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+}
+
+/// Checks each row's evidence (read, hash, parse, derive: most of `verify`'s time) on every
+/// core; the problems of each row come back in its order.
+fn check_evidence_all(
+    dir: &Path,
+    rows: &[(usize, Row, usize)],
+    chained: bool,
+) -> Result<Vec<Vec<Problem>>, VerifyError> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
+    let chunk = rows.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = rows
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(line, row, _)| {
+                            let mut problems = Vec::new();
+                            check_evidence(dir, row, *line, chained, &mut problems).map(|()| problems)
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(rows.len());
+        for worker in workers {
+            match worker.join() {
+                Ok(problems) => all.extend(problems?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        Ok(all)
+    })
 }
 
 /// The problem of evidence that names another trial or attempt than its row.
