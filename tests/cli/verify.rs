@@ -309,5 +309,8 @@ fn problems_are_reported_in_the_order_of_the_log() {
     // Rows 33.. moved up one line when row 26 went.
     assert_eq!(lines_found, vec![5, 17, 26, 32], "{found:?}");
     assert!(found[2].1.contains("the chain is broken"), "{found:?}");
-    assert!(found.iter().enumerate().all(|(i, (_, what))| i == 2 || what.contains("was changed after its row")), "{found:?}");
+    assert!(
+        found.iter().enumerate().all(|(i, (_, what))| i == 2 || what.contains("was changed after its row")),
+        "{found:?}"
+    );
 }

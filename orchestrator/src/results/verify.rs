@@ -353,7 +353,6 @@ fn check_records(
     lines: Option<&[(Vec<u8>, Option<Value>)]>,
     v: &mut Verification,
 ) -> Result<(), VerifyError> {
-
     // Exactly one format, from the manifest's whole shape.
     let format = match shape::detect(manifest_value) {
         Ok(format) => format,
@@ -870,11 +869,7 @@ fn check_evidence(
         Ok(evidence) => evidence,
         Err(_) => {
             let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-                problems.push(problem(
-                    ProblemKind::Malformed,
-                    format!("{} is not valid JSON", row.evidence),
-                    restore,
-                ));
+                problems.push(problem(ProblemKind::Malformed, format!("{} is not valid JSON", row.evidence), restore));
                 return Ok(());
             };
             let names =

@@ -1535,11 +1535,7 @@ fn verify_command(
     match verification.verdict() {
         Verdict::Verified => outln!("{}: ok ({rows}{matrix})", dir.display()),
         Verdict::Unverifiable => {
-            outln!(
-                "{}: not verified ({rows}{matrix}): {}",
-                dir.display(),
-                verification.summary_line()
-            );
+            outln!("{}: not verified ({rows}{matrix}): {}", dir.display(), verification.summary_line());
             errln!(
                 "error: {}: nothing wrong was found, but its integrity cannot be established (exit {}; see `not checked` above)",
                 dir.display(),
