@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 
 use elengtis_tests::{
-    FixtureMcp, bundled_images, docker_api, docker_or_skip, fixture_image, fixture_target, rows, scratch,
-    support_note_campaign, write,
+    FixtureMcp, bundled_images, docker_api, docker_api_within, docker_or_skip, fixture_image, fixture_target, rows,
+    scratch, support_note_campaign, write,
 };
 use serde_json::json;
 
@@ -353,7 +353,8 @@ fn tool_container(
         .expect("test setup")
         .to_owned();
     let (status, started) = docker_api("POST", &format!("/containers/{id}/start"), None);
-    let (_, waited) = docker_api("POST", &format!("/containers/{id}/wait"), None);
+    let (_, waited) =
+        docker_api_within("POST", &format!("/containers/{id}/wait"), None, std::time::Duration::from_secs(600));
     let (_, logs) = docker_api("GET", &format!("/containers/{id}/logs?stdout=1&stderr=1"), None);
     let _ = docker_api("DELETE", &format!("/containers/{id}?force=1"), None);
     assert_eq!(status, 204, "{started}");

@@ -369,10 +369,17 @@ pub fn bundled_images() {
 /// One raw Engine API request over the unix socket (HTTP/1.0, so the reply ends the
 /// connection): `(status, body)`. For assertions in tests only.
 pub fn docker_api(method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    docker_api_within(method, path, body, std::time::Duration::from_secs(30))
+}
+
+/// [`docker_api`] with a deadline of its own: a `/containers/{id}/wait` answers only when the
+/// container ends, which for a whole `images build` in the tool image is minutes on a busy
+/// machine.
+pub fn docker_api_within(method: &str, path: &str, body: Option<&str>, deadline: std::time::Duration) -> (u16, String) {
     use std::io::{Read as _, Write as _};
     let mut s =
         std::os::unix::net::UnixStream::connect("/var/run/docker.sock").expect("failed to connect to docker.sock");
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    s.set_read_timeout(Some(deadline)).expect("timeout");
     let body = body.unwrap_or("");
     let request = format!(
         "{method} {path} HTTP/1.0\r\nHost: docker\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
