@@ -28,6 +28,23 @@ pub struct AnalysisManifest {
     /// Hashes of what ran: runs of different campaigns are kept apart ([`Self::campaign`]).
     #[serde(default)]
     pub configuration: Option<CampaignHashes>,
+    /// A merged directory's shards (`elengtis merge`): their rows carry their own run ids.
+    #[serde(default)]
+    pub merge: Option<MergedShards>,
+}
+
+/// The shards a merged directory records.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+pub struct MergedShards {
+    /// Each shard, in log order.
+    pub shards: Vec<MergedShardId>,
+}
+
+/// A shard's run id.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+pub struct MergedShardId {
+    /// The shard's run id.
+    pub run_id: String,
 }
 
 /// The campaign hashes a manifest records (this tool's and the original's).
@@ -165,7 +182,8 @@ impl<'a> Run<'a> {
                     trial_id: row.trial_id,
                 });
             }
-            if row.run_id != manifest.run_id {
+            let of_a_shard = manifest.merge.as_ref().is_some_and(|m| m.shards.iter().any(|s| s.run_id == row.run_id));
+            if row.run_id != manifest.run_id && !of_a_shard {
                 return Err(AnalyzeError::RunIdMismatch {
                     label: label.to_owned(),
                     row: number,

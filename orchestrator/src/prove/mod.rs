@@ -333,6 +333,7 @@ async fn run_campaign(
         events: options.events.clone(),
         model: options.model.clone(),
         slots: Some(pool.slots.clone()),
+        partition: None,
     };
     run::start(&campaign.bundle, &campaign.results, false, &run_options).await?;
     legs::read_run(&campaign.results).map_err(|detail| ProveError::Io {
