@@ -26,6 +26,7 @@ mod report;
 mod resume;
 mod run;
 mod schema;
+mod shards;
 mod shim;
 mod stdio;
 mod templates;

@@ -1752,7 +1752,7 @@ fn analyze(
     outln!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
     if analysis.not_run > 0 {
         errln!(
-            "error: {} trial{} of the recorded matri{} never ran (counted as not run); finish with `elengtis run --resume --out DIR`",
+            "error: {} trial{} of the recorded matri{} never ran (counted as not run); finish with `elengtis run --resume --out DIR` (a merged directory: resume or run the shard named by `elengtis merge`, then merge again)",
             analysis.not_run,
             if analysis.not_run == 1 { "" } else { "s" },
             if inputs.len() == 1 { "x" } else { "ces" }
