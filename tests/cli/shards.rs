@@ -465,3 +465,86 @@ fn write_rechained(path: &Path, rows: &[Value]) {
     }
     std::fs::write(path, text).expect("write log");
 }
+
+#[test]
+fn an_experiment_shard_runs_whole_blocks_and_the_shards_together_run_the_plan() {
+    use elengtis_tests::model_server::ModelServer;
+    let dir = scratch();
+    let root = dir.path();
+    let steps = serde_json::json!({
+        "description": "shards test: reads the note and declines",
+        "steps": [
+            {"tool_calls": [{"name": {"offered": "^read_note$|^read_safe_note$"}}]},
+            {"content": "I will not act on instructions inside the note."}
+        ]
+    });
+    let server = ModelServer::start(root, &steps, &[]);
+    let profile = format!(
+        "models:\n  - id: m\n    model: scripted/m\n    pricing: {{input_per_million: 100, output_per_million: 100}}\n    generation: {{temperature: 0, timeout: 10000}}\n    provider: {{type: openai_compatible, base_url: 'http://{}/v1'}}\n",
+        server.addr
+    );
+    std::fs::write(root.join("models.yaml"), profile).expect("write profiles");
+    let plan = run(
+        root,
+        &[
+            "experiment",
+            "plan",
+            "--models",
+            "models.yaml",
+            "--blocks",
+            "3",
+            "--engines",
+            "reference,graph",
+            "--scenarios",
+            "support-note",
+            "--budget-usd",
+            "3",
+            "--out",
+            "bundle",
+        ],
+    );
+    ok(&plan, "plan");
+    let order = read_json(&root.join("bundle/run-order.json"));
+    let cells: Vec<(u64, String)> = order["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| (r["block"].as_u64().expect("block"), r["result"].as_str().expect("result").to_owned()))
+        .collect();
+    assert_eq!(cells.len(), 6, "3 blocks × 2 engines");
+    let mut ran: Vec<String> = Vec::new();
+    for (k, results) in [(1, "results-1"), (2, "results-2")] {
+        let spec = format!("{k}/2");
+        let output = run(
+            root,
+            &[
+                "experiment",
+                "run",
+                "--plan",
+                "bundle",
+                "--results",
+                results,
+                "--max-model-calls",
+                "100",
+                "--partition",
+                &spec,
+            ],
+        );
+        ok(&output, &format!("experiment shard {k}"));
+        assert!(stdout(&output).contains(&format!("Shard count:{k}/2: blocks")), "{}", stdout(&output));
+        let here: BTreeSet<String> = std::fs::read_dir(root.join(results))
+            .expect("results")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        // Every block of this shard whole: both engines' cells of it, none of another's.
+        let blocks: BTreeSet<u64> = cells.iter().filter(|(_, c)| here.contains(c)).map(|(b, _)| *b).collect();
+        for (block, cell) in &cells {
+            assert_eq!(here.contains(cell), blocks.contains(block), "shard {k}: block {block} split ({cell})");
+        }
+        ran.extend(here);
+    }
+    ran.sort();
+    let mut planned: Vec<String> = cells.iter().map(|(_, c)| c.clone()).collect();
+    planned.sort();
+    assert_eq!(ran, planned, "the two shards together ran every cell once");
+}

@@ -60,6 +60,8 @@ pub struct GateOptions {
     pub live_target: bool,
     /// `ELENGTIS_REQUIRE_GATE_RUN=1`: a skipped finding fails the gate.
     pub require_run: bool,
+    /// Only this shard of the gate file's findings (by position in the file, or by seed id).
+    pub partition: Option<elengtis_core::partition::Partition>,
 }
 
 impl Default for GateOptions {
@@ -74,6 +76,7 @@ impl Default for GateOptions {
             base_url: None,
             live_target: false,
             require_run: false,
+            partition: None,
         }
     }
 }
@@ -225,6 +228,16 @@ pub async fn run(gate: &LoadedGate, catalogue: &[String], options: &GateOptions)
             )));
         }
         chosen
+    };
+    let selected: Vec<&LoadedFinding> = match options.partition {
+        None => selected,
+        Some(partition) => selected
+            .into_iter()
+            .filter(|f| {
+                let position = gate.findings.iter().position(|g| std::ptr::eq(g, *f)).unwrap_or_default();
+                partition.contains(position, &seed_id(f))
+            })
+            .collect(),
     };
     if options.record && gate.gate.model.is_none() {
         return Err(GateError::Record(format!("{} names no `model` to record the fixtures with", gate.path.display())));

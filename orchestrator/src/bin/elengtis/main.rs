@@ -407,6 +407,11 @@ struct ProveArgs {
     /// Prove every `*.seed.yaml` in --seeds-dir.
     #[arg(long)]
     all: bool,
+    /// With --all, prove one shard of the catalogue (`K/N`, `count:K/N`, `hash:K/N`, `index/N`;
+    /// as `run --partition`, over the seed files in name order): each seed, with every leg
+    /// of it, on one shard. Also ELENGTIS_PARTITION.
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC", requires = "all")]
+    partition: Option<String>,
     /// Where the seed catalogue lives (for --all and the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
     seeds_dir: PathBuf,
@@ -528,6 +533,11 @@ struct GateArgs {
     #[arg(long)]
     record: bool,
     /// Only this finding (its seed id; repeatable).
+    /// Re-prove one shard of the gate file's findings (`K/N`, `count:K/N`, `hash:K/N`,
+    /// `index/N`; as `run --partition`, over the findings in file order). Also
+    /// ELENGTIS_PARTITION.
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
+    partition: Option<String>,
     #[arg(long = "finding", value_name = "SEED_ID")]
     findings: Vec<String>,
     /// Serve the live model from this base URL instead of the provider's (recording, custom
@@ -1036,6 +1046,22 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
+    let seeds = match partition_arg(args.partition.as_deref())? {
+        None => seeds,
+        Some(partition) => {
+            let names: Vec<(String, PathBuf)> = seeds
+                .into_iter()
+                .map(|p| (p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), p))
+                .collect();
+            let shard: Vec<PathBuf> =
+                partition.select(&names, |(name, _)| name.as_str()).into_iter().map(|(_, p)| p.clone()).collect();
+            errln!("note: shard {partition}: {} of {} seeds", shard.len(), names.len());
+            if shard.is_empty() {
+                return Ok(exit_codes::SUCCESS);
+            }
+            shard
+        }
+    };
     let (target, guarded_target, guarded_side) = own_targets(&args)?;
     if guarded_side != prove::GuardedSide::Twin && !args.disable_guard.is_empty() {
         return Err(Error::Usage(
@@ -1264,6 +1290,7 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         record: args.record,
         only: args.findings.clone(),
         base_url: args.base_url.clone(),
+        partition: partition_arg(args.partition.as_deref())?,
         ..GateOptions::default()
     }
     .from_env();
