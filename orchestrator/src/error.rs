@@ -173,9 +173,10 @@ fn merge_error_code(e: &crate::merge::MergeError) -> i32 {
         | MergeError::Overlap { .. }
         | MergeError::SelfCheck { .. } => exit_codes::RESULTS_DIR,
         MergeError::Out(e) => run_error_code(e),
+        MergeError::OutExists(_) => exit_codes::RESULTS_DIR,
         MergeError::Store(s) if s.is_disk_full() || refused_write(s) => exit_codes::IO,
         MergeError::Store(_) => exit_codes::RESULTS_DIR,
-        MergeError::Read { .. } | MergeError::Seal(_) => exit_codes::IO,
+        MergeError::Read { .. } | MergeError::Write { .. } | MergeError::Seal(_) => exit_codes::IO,
     }
 }
 

@@ -25,7 +25,7 @@ use elengtis_core::records::{Manifest, ResultsFormat, Row, Seal, SealStatus};
 use serde_json::Value;
 
 use crate::results::keys::Key;
-use crate::results::store::{self, AppendLog, DirLock, StoreError};
+use crate::results::store::{self, DirLock, StoreError};
 use crate::results::verify::{self, SealState, VerifyError, VerifyOptions};
 use crate::run;
 
@@ -120,7 +120,10 @@ pub enum MergeError {
         /// Why.
         source: elengtis_core::format::LoadError,
     },
-    /// The output directory exists or cannot be created.
+    /// The output directory exists.
+    #[error("failed to merge: {} already exists; choose a new --out (the merged directory is written whole, never into an existing one)", .0.display())]
+    OutExists(PathBuf),
+    /// The staging directory could not be created.
     #[error(transparent)]
     Out(#[from] run::RunError),
     /// Writing the merged directory failed.
@@ -133,6 +136,14 @@ pub enum MergeError {
         path: PathBuf,
         /// Why.
         detail: String,
+    },
+    /// A file of the merged directory could not be written.
+    #[error("failed to merge: failed to write {}: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
     },
     /// The merged directory could not be sealed.
     #[error(transparent)]
@@ -335,78 +346,27 @@ pub fn merge(inputs: &[PathBuf], out: &Path, options: &MergeOptions) -> Result<M
         }
     }
 
-    // Write the merged directory.
-    run::create_results_dir(out)?;
-    let _lock = DirLock::acquire(out)?;
-    std::fs::create_dir_all(out.join("evidence"))
-        .map_err(|e| run::RunError::Create { path: out.join("evidence"), source: e })?;
-    let run_id = uuid::Uuid::new_v4().to_string();
-    let mut merged_shards = Vec::with_capacity(shards.len());
-    for shard in &shards {
-        for row in &shard.rows {
-            copy_evidence(&shard.dir, out, row)?;
+    // Write the merged directory: into a staging directory beside `out`, made durable with one
+    // `syncfs`, then renamed into place (never over an existing `out`). A merge killed on the
+    // way leaves `out` absent, never half written; the staging directory is removed on error.
+    if std::fs::symlink_metadata(out).is_ok() {
+        return Err(MergeError::OutExists(out.to_owned()));
+    }
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| MergeError::Write { path: parent.to_owned(), source: e })?;
+    }
+    let staging = staging_dir(out);
+    let written = write_merged(&shards, &bundle, &all, &first_partition, &staging, options);
+    let (run_id, rows, gaps, status, sealed, summary) = match written {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
         }
-        let partition = shard.manifest.partition.as_ref().map_or(0, |p| p.shard);
-        merged_shards.push(MergedShard {
-            shard: partition,
-            run_id: shard.manifest.run_id.clone(),
-            source: shard.dir.display().to_string(),
-            started_at: shard.manifest.started_at.clone(),
-            environment: shard.manifest.environment.clone(),
-            rows: shard.lines.len() as u64,
-            seal: shard.seal.clone(),
-            seal_sha256: shard.seal.sha256(),
-            budget_usd: shard.manifest.budget_usd,
-            spend_usd: run::committed_spend(&shard.rows),
-        });
-    }
-    let rows: Vec<Row> = shards.iter().flat_map(|s| s.rows.iter().cloned()).collect();
-    let gaps = gaps(&all, &first_partition, &shards, &rows);
-    let not_run: usize = gaps.iter().map(|g| g.not_run.len()).sum();
-    let mut manifest = first.manifest.clone();
-    manifest.run_id = run_id.clone();
-    manifest.started_at = crate::results::now_rfc3339();
-    manifest.environment = run::environment();
-    manifest.resumes = Vec::new();
-    manifest.engine_gate = None;
-    manifest.budget_usd = None;
-    manifest.partition = None;
-    manifest.merge = Some(MergeRecord {
-        scheme: first_partition.scheme,
-        total: first_partition.total,
-        matrix_sha256: first_partition.matrix_sha256.clone(),
-        shards: merged_shards,
-        not_run: not_run as u64,
-    });
-    store::write_json_atomic(&out.join("manifest.json"), &manifest)?;
-    let mut log = AppendLog::create_new(&out.join("runs.jsonl"))?;
-    for shard in &shards {
-        for line in &shard.lines {
-            log.append_line(line.clone())?;
-        }
-    }
-    let mut summary = run::summarize(&bundle, &all, &rows);
-    if bundle.campaign.value.model.is_some() {
-        summary.push_str(&run::summary::spend(&rows, None));
-    }
-    store::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
-    let status = if gaps.is_empty() { SealStatus::Complete } else { SealStatus::Incomplete };
-    let keys: Vec<&Key> = options.keys.iter().map(AsRef::as_ref).collect();
-    let sealed = crate::results::seal::write(
-        out,
-        crate::results::seal::LogState {
-            run_id: &run_id,
-            rows: rows.len() as u64,
-            last_row_sha256: log.last_line_sha256(),
-        },
-        status,
-        &keys,
-    )?;
-    // What was written must read back as it is meant to: the verifier every reader uses.
-    let check = verify::verify_with(out, &VerifyOptions::default())
-        .map_err(|source| MergeError::Verify { dir: out.to_owned(), source })?;
-    if !check.problems.is_empty() {
-        return Err(MergeError::SelfCheck { dir: out.to_owned(), problems: check.render_problems() });
+    };
+    if let Err(e) = publish(&staging, out) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
     }
     let shard_reports = shards
         .iter()
@@ -435,6 +395,130 @@ pub fn merge(inputs: &[PathBuf], out: &Path, options: &MergeOptions) -> Result<M
         summary,
         campaign_path: first.manifest.campaign_path.clone(),
     })
+}
+
+/// What [`write_merged`] made: the merged run id, its rows, the gaps, how it is sealed.
+type Written = (String, Vec<Row>, Vec<Gap>, SealStatus, Seal, String);
+
+/// Writes the merged directory into `staging` (created, locked) and checks it.
+fn write_merged(
+    shards: &[Shard],
+    bundle: &elengtis_core::format::Bundle,
+    all: &[TrialSpec],
+    first_partition: &partition::PartitionRecord,
+    staging: &Path,
+    options: &MergeOptions,
+) -> Result<Written, MergeError> {
+    let first = &shards[0];
+    std::fs::create_dir_all(staging.join("evidence"))
+        .map_err(|e| run::RunError::Create { path: staging.join("evidence"), source: e })?;
+    let _lock = DirLock::acquire(staging)?;
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let mut merged_shards = Vec::with_capacity(shards.len());
+    for shard in shards {
+        for row in &shard.rows {
+            copy_evidence(&shard.dir, staging, row)?;
+        }
+        let partition = shard.manifest.partition.as_ref().map_or(0, |p| p.shard);
+        merged_shards.push(MergedShard {
+            shard: partition,
+            run_id: shard.manifest.run_id.clone(),
+            source: shard.dir.display().to_string(),
+            started_at: shard.manifest.started_at.clone(),
+            environment: shard.manifest.environment.clone(),
+            rows: shard.lines.len() as u64,
+            seal: shard.seal.clone(),
+            seal_sha256: shard.seal.sha256(),
+            budget_usd: shard.manifest.budget_usd,
+            spend_usd: run::committed_spend(&shard.rows),
+        });
+    }
+    let rows: Vec<Row> = shards.iter().flat_map(|s| s.rows.iter().cloned()).collect();
+    let gaps = gaps(all, first_partition, shards, &rows);
+    let not_run: usize = gaps.iter().map(|g| g.not_run.len()).sum();
+    let mut manifest = first.manifest.clone();
+    manifest.run_id = run_id.clone();
+    manifest.started_at = crate::results::now_rfc3339();
+    manifest.environment = run::environment();
+    manifest.resumes = Vec::new();
+    manifest.engine_gate = None;
+    manifest.budget_usd = None;
+    manifest.partition = None;
+    manifest.merge = Some(MergeRecord {
+        scheme: first_partition.scheme,
+        total: first_partition.total,
+        matrix_sha256: first_partition.matrix_sha256.clone(),
+        shards: merged_shards,
+        not_run: not_run as u64,
+    });
+    write_plain(&staging.join("manifest.json"), &json_bytes(&staging.join("manifest.json"), &manifest)?)?;
+    let mut log = Vec::new();
+    let mut last_line = store::line_sha256(b"");
+    for shard in shards {
+        for line in &shard.lines {
+            log.extend_from_slice(line);
+            log.push(b'\n');
+            last_line = store::line_sha256(line);
+        }
+    }
+    write_plain(&staging.join("runs.jsonl"), &log)?;
+    let mut summary = run::summarize(bundle, all, &rows);
+    if bundle.campaign.value.model.is_some() {
+        summary.push_str(&run::summary::spend(&rows, None));
+    }
+    write_plain(&staging.join("summary.txt"), summary.as_bytes())?;
+    let status = if gaps.is_empty() { SealStatus::Complete } else { SealStatus::Incomplete };
+    let keys: Vec<&Key> = options.keys.iter().map(AsRef::as_ref).collect();
+    let sealed = crate::results::seal::write(
+        staging,
+        crate::results::seal::LogState { run_id: &run_id, rows: rows.len() as u64, last_row_sha256: &last_line },
+        status,
+        &keys,
+    )?;
+    // What was written must read back as it is meant to: the verifier every reader uses.
+    let check = verify::verify_with(staging, &VerifyOptions::default())
+        .map_err(|source| MergeError::Verify { dir: staging.to_owned(), source })?;
+    if !check.problems.is_empty() {
+        return Err(MergeError::SelfCheck { dir: staging.to_owned(), problems: check.render_problems() });
+    }
+    Ok((run_id, rows, gaps, status, sealed, summary))
+}
+
+/// A staging directory beside `out` (same file system, so the final rename is atomic).
+fn staging_dir(out: &Path) -> PathBuf {
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into());
+    out.with_file_name(format!(".{name}.merging-{}", uuid::Uuid::new_v4()))
+}
+
+/// Writes a file in the staging directory (made durable later, all at once, by [`publish`]).
+fn write_plain(path: &Path, bytes: &[u8]) -> Result<(), MergeError> {
+    std::fs::write(path, bytes).map_err(|e| MergeError::Write { path: path.to_owned(), source: e })
+}
+
+fn json_bytes<T: serde::Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, MergeError> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| MergeError::Write { path: path.to_owned(), source: std::io::Error::other(e) })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Makes every file of `staging` durable (one `syncfs` of its file system), renames it to
+/// `out` (refused if `out` appeared meanwhile) and syncs the parent directory.
+fn publish(staging: &Path, out: &Path) -> Result<(), MergeError> {
+    let fail = |path: &Path, source: std::io::Error| MergeError::Write { path: path.to_owned(), source };
+    let dir = std::fs::File::open(staging).map_err(|e| fail(staging, e))?;
+    nix::unistd::syncfs(&dir).map_err(|e| fail(staging, e.into()))?;
+    nix::fcntl::renameat2(
+        nix::fcntl::AT_FDCWD,
+        staging,
+        nix::fcntl::AT_FDCWD,
+        out,
+        nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+    )
+    .map_err(|e| fail(out, e.into()))?;
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| fail(parent, e))?;
+    Ok(())
 }
 
 /// Reads one shard through the verifier; refuses one that does not verify, is not sealed or
@@ -517,8 +601,7 @@ fn copy_evidence(shard: &Path, out: &Path, row: &Row) -> Result<(), MergeError> 
             detail: "it was changed after its row was written (its hash is not the one the row pins)".into(),
         });
     }
-    store::write_atomic(&out.join(relative), &bytes)?;
-    Ok(())
+    write_plain(&out.join(relative), &bytes)
 }
 
 /// The first trial of shard `number` (for an overlap's message).

@@ -218,7 +218,7 @@ fn four_shards_of_a_200_trial_campaign_run_at_once_merge_to_the_unsharded_result
         assert_eq!(record["seal_sha256"], sha256_hex(&elengtis_core::format::canonical_json(&record["seal"])));
     }
     eprintln!(
-        "200 stdio trials: unsharded {unsharded:?}, 4 shards at once {sharded:?}, merge {merge_time:?} (debug build; figures for docs/scale-out.md come from the release build)"
+        "200 stdio trials: unsharded {unsharded:?}, 4 shards at once {sharded:?}, merge {merge_time:?} (this build)"
     );
 }
 
@@ -319,6 +319,22 @@ fn an_overlap_is_refused_naming_both_shards() {
     let output = run(dir.path(), &["merge", "--input", s(&shards[0]), s(&rerun[0]), "--out", s(&out)]);
     assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
     assert!(stderr(&output).contains("both are shard 1/2 (trial `local-demo--support-note--0` is in both)"));
+
+    // The merged directory is written whole or not at all: never into an existing one, and
+    // nothing of a refused or finished merge is left beside it.
+    let existing = dir.path().join("existing");
+    std::fs::create_dir(&existing).expect("mkdir");
+    let output = run(dir.path(), &["merge", "--input", s(&shards[0]), s(&shards[1]), "--out", s(&existing)]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert!(stderr(&output).contains("already exists; choose a new --out"), "{}", stderr(&output));
+    assert_eq!(std::fs::read_dir(&existing).expect("list").count(), 0, "left untouched");
+    ok(&run(dir.path(), &["merge", "--input", s(&shards[0]), s(&shards[1]), "--out", s(&out)]), "merge");
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".merging-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
