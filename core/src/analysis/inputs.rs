@@ -170,11 +170,13 @@ impl<'a> Run<'a> {
         let mut rows: Vec<Row> = Vec::with_capacity(input.rows.len());
         let mut trials: Vec<Vec<usize>> = Vec::new();
         let mut trial_index: BTreeMap<String, usize> = BTreeMap::new();
+        let planned: Option<std::collections::BTreeSet<&str>> =
+            input.matrix.as_ref().map(|m| m.iter().map(|planned| planned.trial_id.as_str()).collect());
         for (offset, value) in input.rows.iter().enumerate() {
             let number = offset + 1;
             let row = read_row(label, number, value, producer)?;
-            if let Some(matrix) = &input.matrix
-                && !matrix.iter().any(|planned| planned.trial_id == row.trial_id)
+            if let Some(planned) = &planned
+                && !planned.contains(row.trial_id.as_str())
             {
                 return Err(AnalyzeError::OutsideMatrix {
                     label: label.to_owned(),
