@@ -453,6 +453,25 @@ fn a_tampered_shard_is_refused_and_a_tampered_merge_does_not_verify() {
     assert!(err.contains("runs.jsonl:2: the row's `completed` is false but its evidence"), "{err}");
     assert!(!out.exists());
 
+    // A row (and its evidence) of shard 1 slipped into shard 2, chain and seal recomputed:
+    // refused as a trial outside shard 2's partition.
+    let slipped = dir.path().join("slipped");
+    copy_tree(&shards[1], &slipped);
+    let mut lines: Vec<Value> = rows(&slipped.join("runs.jsonl"));
+    let foreign_row = rows(&shards[0].join("runs.jsonl")).remove(0);
+    let evidence = foreign_row["evidence"].as_str().expect("evidence").to_owned();
+    std::fs::copy(shards[0].join(&evidence), slipped.join(&evidence)).expect("copy evidence");
+    lines.push(foreign_row);
+    write_rechained(&slipped.join("runs.jsonl"), &lines);
+    std::fs::remove_file(slipped.join("seal.json")).expect("drop the seal");
+    let output = run(dir.path(), &["verify", s(&slipped)]);
+    assert_eq!(output.status.code(), Some(4), "{}{}", stdout(&output), stderr(&output));
+    assert!(
+        stdout(&output).contains("is not in this run's shard count:2/2 of the recorded matrix"),
+        "{}",
+        stdout(&output)
+    );
+
     // The merged directory itself: a row moved from one shard's segment to the other's, the
     // chain and the merged seal recomputed as a forger would, is still caught by the shards'
     // own seals.

@@ -393,7 +393,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
 
     let Some(lines) = lines else { return Ok(v) };
     // A merged directory: each shard's log as it was, one after another, each its own chain.
-    let segments = manifest.merge.as_ref().map(|merge| segments_of(merge)).unwrap_or_default();
+    let segments = manifest.merge.as_ref().map(segments_of).unwrap_or_default();
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
     let mut referenced: BTreeSet<String> = BTreeSet::new();
     let mut previous: &[u8] = b"";
@@ -930,6 +930,12 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
                     repair: RESTORE.into(),
                 });
             }
+            v.checked.push(format!(
+                "the shard's partition {}: {} of the recorded matrix's {} trials, against the matrix hash every shard records",
+                record.partition(),
+                shard.len(),
+                all.len()
+            ));
             shard
         }
         None => all.clone(),

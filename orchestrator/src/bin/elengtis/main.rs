@@ -407,10 +407,10 @@ struct ProveArgs {
     /// Prove every `*.seed.yaml` in --seeds-dir.
     #[arg(long)]
     all: bool,
-    /// With --all, prove one shard of the catalogue (`K/N`, `count:K/N`, `hash:K/N`, `index/N`;
+    /// With --all, prove one shard of the catalogue (ignored with --seed) (`K/N`, `count:K/N`, `hash:K/N`, `index/N`;
     /// as `run --partition`, over the seed files in name order): each seed, with every leg
     /// of it, on one shard. Also ELENGTIS_PARTITION.
-    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC", requires = "all")]
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
     partition: Option<String>,
     /// Where the seed catalogue lives (for --all and the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
@@ -1046,7 +1046,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
-    let seeds = match partition_arg(args.partition.as_deref())? {
+    let seeds = match partition_arg(args.partition.as_deref().filter(|_| args.all))? {
         None => seeds,
         Some(partition) => {
             let names: Vec<(String, PathBuf)> = seeds
