@@ -583,3 +583,48 @@ fn an_experiment_shard_runs_whole_blocks_and_the_shards_together_run_the_plan() 
     planned.sort();
     assert_eq!(ran, planned, "the two shards together ran every cell once");
 }
+
+#[test]
+fn signed_shards_keep_their_signatures_checkable_in_the_merged_directory() {
+    const KEY: &str = "0f3c9a8e7d6b5a4938271605f4e3d2c1b0a9f8e7d6c5b4a3";
+    let dir = scratch();
+    let config = campaign(dir.path(), "campaign", 6);
+    let key_file = dir.path().join("hmac.key");
+    std::fs::write(&key_file, KEY).expect("write key");
+    let signed = [("ELENGTIS_SIGNING_KEY", KEY)];
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let out = dir.path().join(format!("signed-{k}"));
+        let spec = format!("{k}/2");
+        ok(
+            &cmd(dir.path(), &["run", "--config", s(&config), "--partition", &spec, "--out", s(&out)], &signed),
+            "shard",
+        );
+        shards.push(out);
+    }
+    let merged = dir.path().join("merged");
+    ok(&cmd(dir.path(), &["merge", "--input", s(&shards[0]), s(&shards[1]), "--out", s(&merged)], &signed), "merge");
+    let output = run(dir.path(), &["verify", "--key", s(&key_file), s(&merged)]);
+    ok(&output, "verify the merged directory with the key");
+    for k in 1..=2 {
+        assert!(
+            stderr(&output).contains(&format!("checked: shard {k}/2's seal: its hmac-sha256 signature by key")),
+            "{}",
+            stderr(&output)
+        );
+    }
+    // A shard's recorded signature edited: the shard's seal no longer holds (its signature by
+    // the key, its recorded hash), whatever else is recomputed.
+    let forged = dir.path().join("forged");
+    copy_tree(&merged, &forged);
+    let manifest_path = forged.join("manifest.json");
+    let mut manifest = read_json(&manifest_path);
+    let signature =
+        manifest["merge"]["shards"][1]["seal"]["signatures"][0]["signature"].as_str().expect("sig").to_owned();
+    let flipped = format!("{}{}", if signature.starts_with('0') { "1" } else { "0" }, &signature[1..]);
+    manifest["merge"]["shards"][1]["seal"]["signatures"][0]["signature"] = flipped.into();
+    std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest).expect("json")).expect("write");
+    let output = run(dir.path(), &["verify", "--key", s(&key_file), s(&forged)]);
+    assert_eq!(output.status.code(), Some(4), "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("the seal of shard 2/2"), "{}", stdout(&output));
+}
