@@ -628,3 +628,22 @@ fn signed_shards_keep_their_signatures_checkable_in_the_merged_directory() {
     assert_eq!(output.status.code(), Some(4), "{}{}", stdout(&output), stderr(&output));
     assert!(stdout(&output).contains("the seal of shard 2/2"), "{}", stdout(&output));
 }
+
+#[test]
+fn prove_all_takes_one_shard_of_the_seed_catalogue() {
+    let dir = scratch();
+    let seeds = elengtis_tests::workspace().join("scenarios/seeds");
+    let count = std::fs::read_dir(&seeds)
+        .expect("seeds")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".seed.yaml")))
+        .count();
+    assert!(count > 1 && count < 64);
+    // Shard 64 of 64 holds no seed of a smaller catalogue: it says so and proves nothing
+    // (no engine is contacted); a bad spec is a usage error.
+    let output = run(dir.path(), &["prove", "--all", "--seeds-dir", s(&seeds), "--partition", "64/64", "--out", "p"]);
+    ok(&output, "an empty shard");
+    assert!(stderr(&output).contains(&format!("shard count:64/64: 0 of {count} seeds")), "{}", stderr(&output));
+    assert!(!dir.path().join("p").exists());
+    let output = run(dir.path(), &["prove", "--all", "--seeds-dir", s(&seeds), "--partition", "0/4"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
