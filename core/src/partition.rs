@@ -195,6 +195,68 @@ impl PartitionRecord {
     }
 }
 
+/// What a shard of a frozen list other than a trial matrix records of its partition: a seed
+/// catalogue (`prove --all --partition`: the seed files' names, in name order) or a gate's
+/// findings (`gate --partition`: their seed ids, in file order). Every shard of one list
+/// records the same `list_sha256` and `list_items`; their `items` together are the list,
+/// each item once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListShard {
+    /// How items were assigned: `count` (position) or `hash` (the item's id).
+    pub scheme: Scheme,
+    /// This shard, 1-based.
+    pub shard: u32,
+    /// Shards in all.
+    pub total: u32,
+    /// What the list is: `seeds` or `findings`.
+    pub list: String,
+    /// SHA-256 of the whole list's ids, in order ([`list_sha256`]).
+    pub list_sha256: String,
+    /// Items in the whole list.
+    pub list_items: u64,
+    /// This shard's items (their ids), in list order; empty when N exceeds the list.
+    pub items: Vec<String>,
+}
+
+impl ListShard {
+    /// The partition it records.
+    pub fn partition(&self) -> Partition {
+        Partition { scheme: self.scheme, shard: self.shard, total: self.total }
+    }
+
+    /// One line for people: `shard count:2/3 of 4 findings: 1 (w2-…)`.
+    pub fn line(&self) -> String {
+        let items = if self.items.is_empty() { "none".to_owned() } else { self.items.join(", ") };
+        format!(
+            "shard {} of {} {} (list sha256 {}): {} in this shard: {items}",
+            self.partition(),
+            self.list_items,
+            self.list,
+            self.list_sha256.get(..12).unwrap_or(&self.list_sha256),
+            self.items.len(),
+        )
+    }
+}
+
+impl Partition {
+    /// The shard of a frozen list of ids (`list` names what they are): which positions are
+    /// in it, and the record of it.
+    pub fn shard_list(&self, list: &str, ids: &[String]) -> (Vec<usize>, ListShard) {
+        let positions: Vec<usize> = (0..ids.len()).filter(|&i| self.contains(i, &ids[i])).collect();
+        let record = ListShard {
+            scheme: self.scheme,
+            shard: self.shard,
+            total: self.total,
+            list: list.to_owned(),
+            list_sha256: list_sha256(ids.iter().map(String::as_str)),
+            list_items: ids.len() as u64,
+            items: positions.iter().map(|&i| ids[i].clone()).collect(),
+        };
+        (positions, record)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +298,22 @@ mod tests {
                 assert!(seen.iter().all(|&n| n == 1), "{scheme:?} N={total}: {seen:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_shards_of_a_list_record_one_list_and_cover_it_once() {
+        let ids: Vec<String> = (0..5).map(|i| format!("seed-{i}")).collect();
+        for scheme in [Scheme::Count, Scheme::Hash] {
+            let records: Vec<ListShard> =
+                (1..=3).map(|shard| Partition { scheme, shard, total: 3 }.shard_list("seeds", &ids).1).collect();
+            let mut all: Vec<String> = records.iter().flat_map(|r| r.items.clone()).collect();
+            all.sort();
+            assert_eq!(all, ids, "{scheme:?}");
+            assert!(records.iter().all(|r| r.list_sha256 == records[0].list_sha256 && r.list_items == 5));
+        }
+        let (positions, empty) = Partition { scheme: Scheme::Count, shard: 7, total: 7 }.shard_list("seeds", &ids);
+        assert!(positions.is_empty() && empty.items.is_empty());
+        assert!(empty.line().contains("0 in this shard: none"), "{}", empty.line());
     }
 
     #[test]

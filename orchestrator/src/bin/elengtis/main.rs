@@ -533,13 +533,13 @@ struct GateArgs {
     #[arg(long)]
     record: bool,
     /// Only this finding (its seed id; repeatable).
-    /// Re-prove one shard of the gate file's findings (`K/N`, `count:K/N`, `hash:K/N`,
-    /// `index/N`; as `run --partition`, over the findings in file order). Also
-    /// ELENGTIS_PARTITION.
-    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
-    partition: Option<String>,
     #[arg(long = "finding", value_name = "SEED_ID")]
     findings: Vec<String>,
+    /// Re-prove one shard of the gate file's findings (`K/N`, `count:K/N`, `hash:K/N`,
+    /// `index/N`; as `run --partition`, over the findings in file order, `hash:` by seed id).
+    /// A shard with no finding succeeds and says so. Also ELENGTIS_PARTITION.
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
+    partition: Option<String>,
     /// Serve the live model from this base URL instead of the provider's (recording, custom
     /// findings).
     #[arg(long, value_name = "URL")]
@@ -1046,20 +1046,26 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
-    let seeds = match partition_arg(args.partition.as_deref().filter(|_| args.all))? {
-        None => seeds,
+    let (seeds, shard) = match partition_arg(args.partition.as_deref().filter(|_| args.all))? {
+        None => (seeds, None),
         Some(partition) => {
-            let names: Vec<(String, PathBuf)> = seeds
-                .into_iter()
-                .map(|p| (p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), p))
-                .collect();
-            let shard: Vec<PathBuf> =
-                partition.select(&names, |(name, _)| name.as_str()).into_iter().map(|(_, p)| p.clone()).collect();
-            errln!("note: shard {partition}: {} of {} seeds", shard.len(), names.len());
-            if shard.is_empty() {
+            let (selected, record) = prove::shard_seeds(&seeds, partition);
+            errln!("note: shard {partition}: {} of {} seeds", selected.len(), seeds.len());
+            if selected.is_empty() {
+                // A shard with nothing to do succeeds (as nextest's), and says so; no engine
+                // is contacted and no directory is created.
+                if args.json {
+                    outln!(
+                        "{}",
+                        json!({"out": null, "sarif": null, "verdict": null, "exit_code": exit_codes::SUCCESS,
+                               "partition": record, "reports": [], "guarded_notes": []})
+                    );
+                } else {
+                    outln!("{}: nothing to prove", record.line());
+                }
                 return Ok(exit_codes::SUCCESS);
             }
-            shard
+            (selected, Some(record))
         }
     };
     let (target, guarded_target, guarded_side) = own_targets(&args)?;
@@ -1103,6 +1109,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         model: model_options,
         target,
         guarded_target,
+        partition: shard.clone(),
     };
     // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
     // printed as soon as it (and every seed before it) is done.
@@ -1126,13 +1133,16 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
             "{}",
             json!({
                 "out": out, "sarif": sarif, "verdict": verdict.label(), "exit_code": code,
-                "reports": reports,
+                "partition": shard, "reports": reports,
                 "guarded_notes": proven.iter().map(|p| p.guarded_note.clone()).collect::<Vec<_>>(),
             })
         );
     } else {
         for p in &proven {
             outln!("{:<40} {}", p.report.seed, p.report.verdict_label);
+        }
+        if let Some(shard) = &shard {
+            outln!("{}", shard.line());
         }
         outln!("sarif: {}", sarif.display());
     }
@@ -1279,7 +1289,7 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
         PathBuf::from(format!("gate-{stamp}"))
     });
-    ensure_images(args.allow_vulnerable_engine).await?;
+    let partition = partition_arg(args.partition.as_deref())?;
     let catalogue = elengtis::prove::catalogue(&args.seeds_dir);
     let terminal = Arc::new(Terminal::new(interactive() && !args.json));
     let options = GateOptions {
@@ -1290,10 +1300,14 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         record: args.record,
         only: args.findings.clone(),
         base_url: args.base_url.clone(),
-        partition: partition_arg(args.partition.as_deref())?,
+        partition,
         ..GateOptions::default()
     }
     .from_env();
+    // A shard with no finding to re-prove contacts no engine (gate::run then passes it).
+    if !gate::select(&loaded, &options)?.0.is_empty() {
+        ensure_images(args.allow_vulnerable_engine).await?;
+    }
     let outcome = gate::run(&loaded, &catalogue, &options).await;
     terminal.finish();
     let outcome = outcome?;
@@ -1313,13 +1327,20 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         outln!(
             "{}",
             json!({"status": outcome.status, "exit_code": code, "recorded": outcome.recorded, "out": out,
-                   "sarif": (!reports.is_empty()).then_some(&sarif), "findings": outcome.findings})
+                   "sarif": (!reports.is_empty()).then_some(&sarif), "partition": outcome.partition,
+                   "findings": outcome.findings})
         );
     } else {
         for f in &outcome.findings {
             outln!("{:<40} {:<9} {}", f.seed, f.kind, f.status.as_str());
             for line in &f.details {
                 outln!("    {line}");
+            }
+        }
+        if let Some(shard) = &outcome.partition {
+            outln!("{}", shard.line());
+            if outcome.findings.is_empty() {
+                outln!("nothing to re-prove in this shard");
             }
         }
         let what = if outcome.recorded { "gate --record" } else { "gate" };
