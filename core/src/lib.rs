@@ -30,6 +30,7 @@ pub mod judge;
 pub mod load;
 pub mod matrix;
 pub(crate) mod nullable;
+pub mod partition;
 pub mod prove;
 pub mod records;
 pub mod refs;

@@ -1,6 +1,7 @@
 //! The stable trial matrix: targets × scenarios × trial indexes, in campaign order.
 
 use crate::format::Bundle;
+use crate::partition::{self, Partition, PartitionRecord};
 
 /// One trial of the matrix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,4 +33,31 @@ pub fn expand(bundle: &Bundle) -> Vec<TrialSpec> {
         }
     }
     trials
+}
+
+/// The trials of one shard of a bundle's matrix (the whole matrix without a partition), in
+/// matrix order.
+pub fn shard(bundle: &Bundle, partition: Option<Partition>) -> Vec<TrialSpec> {
+    let all = expand(bundle);
+    match partition {
+        None => all,
+        Some(p) => p.select(&all, |t| t.trial_id.as_str()).into_iter().cloned().collect(),
+    }
+}
+
+/// SHA-256 of the matrix's trial ids in order ([`partition::list_sha256`]).
+pub fn matrix_sha256(all: &[TrialSpec]) -> String {
+    partition::list_sha256(all.iter().map(|t| t.trial_id.as_str()))
+}
+
+/// What a shard's manifest records of its partition of the full matrix `all`.
+pub fn partition_record(all: &[TrialSpec], p: Partition) -> PartitionRecord {
+    PartitionRecord {
+        scheme: p.scheme,
+        shard: p.shard,
+        total: p.total,
+        matrix_sha256: matrix_sha256(all),
+        matrix_trials: all.len() as u64,
+        shard_trials: p.select(all, |t| t.trial_id.as_str()).len() as u64,
+    }
 }

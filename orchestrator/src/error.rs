@@ -91,6 +91,9 @@ pub enum CommandError {
     /// `experiment plan` or `experiment run` could not plan, start or continue.
     #[error(transparent)]
     Experiment(#[from] crate::experiment::ExperimentError),
+    /// `merge` refused its shards or could not write the merged directory.
+    #[error(transparent)]
+    Merge(#[from] crate::merge::MergeError),
     /// `report` could not read its inputs or write the page (boxed: it is large).
     #[error(transparent)]
     Report(Box<crate::report::ReportError>),
@@ -138,6 +141,7 @@ impl CommandError {
                 (None, None) => exit_codes::RUN_INCOMPLETE,
             },
             CommandError::Report(e) => report_error_code(e),
+            CommandError::Merge(e) => merge_error_code(e),
             CommandError::Gate(e) => match e {
                 crate::gate::GateError::Selection(_) => exit_codes::USAGE,
                 crate::gate::GateError::Record(_) => exit_codes::UNAVAILABLE,
@@ -153,6 +157,26 @@ impl CommandError {
             crate::prove::ProveError::Io { .. } => exit_codes::IO,
             crate::prove::ProveError::Usage(_) => exit_codes::USAGE,
         }
+    }
+}
+
+fn merge_error_code(e: &crate::merge::MergeError) -> i32 {
+    use crate::merge::MergeError;
+    match e {
+        MergeError::NoShards => exit_codes::USAGE,
+        MergeError::Verify { source, .. } => verify_error_code(source),
+        MergeError::Unverified { malformed: true, .. } | MergeError::Load { .. } => exit_codes::INVALID_CONFIG,
+        MergeError::Unsealed { .. } => exit_codes::UNVERIFIED,
+        MergeError::Unverified { malformed: false, .. }
+        | MergeError::NotAShard { .. }
+        | MergeError::Mismatch { .. }
+        | MergeError::Overlap { .. }
+        | MergeError::SelfCheck { .. } => exit_codes::RESULTS_DIR,
+        MergeError::Out(e) => run_error_code(e),
+        MergeError::OutExists(_) => exit_codes::RESULTS_DIR,
+        MergeError::Store(s) if s.is_disk_full() || refused_write(s) => exit_codes::IO,
+        MergeError::Store(_) => exit_codes::RESULTS_DIR,
+        MergeError::Read { .. } | MergeError::Write { .. } | MergeError::Seal(_) => exit_codes::IO,
     }
 }
 
@@ -174,6 +198,8 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::Verify(e) => verify_error_code(e),
         RunError::Key(_) => exit_codes::USAGE,
         RunError::Seal(_) => exit_codes::IO,
+        RunError::PartitionMismatch { .. } => exit_codes::USAGE,
+        RunError::Merged(_) => exit_codes::RESULTS_DIR,
     }
 }
 

@@ -28,6 +28,7 @@ pub mod exit_codes;
 pub mod experiment;
 pub mod gate;
 pub mod init;
+pub mod merge;
 pub mod model;
 pub mod preflight;
 pub mod prove;

@@ -15,6 +15,7 @@ mod mounted_socket;
 mod prove;
 mod prove_shim;
 mod report;
+mod shards;
 mod startup;
 mod verifiers;
 

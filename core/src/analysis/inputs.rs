@@ -28,6 +28,23 @@ pub struct AnalysisManifest {
     /// Hashes of what ran: runs of different campaigns are kept apart ([`Self::campaign`]).
     #[serde(default)]
     pub configuration: Option<CampaignHashes>,
+    /// A merged directory's shards (`elengtis merge`): their rows carry their own run ids.
+    #[serde(default)]
+    pub merge: Option<MergedShards>,
+}
+
+/// The shards a merged directory records.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+pub struct MergedShards {
+    /// Each shard, in log order.
+    pub shards: Vec<MergedShardId>,
+}
+
+/// A shard's run id.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+pub struct MergedShardId {
+    /// The shard's run id.
+    pub run_id: String,
 }
 
 /// The campaign hashes a manifest records (this tool's and the original's).
@@ -153,11 +170,13 @@ impl<'a> Run<'a> {
         let mut rows: Vec<Row> = Vec::with_capacity(input.rows.len());
         let mut trials: Vec<Vec<usize>> = Vec::new();
         let mut trial_index: BTreeMap<String, usize> = BTreeMap::new();
+        let planned: Option<std::collections::BTreeSet<&str>> =
+            input.matrix.as_ref().map(|m| m.iter().map(|planned| planned.trial_id.as_str()).collect());
         for (offset, value) in input.rows.iter().enumerate() {
             let number = offset + 1;
             let row = read_row(label, number, value, producer)?;
-            if let Some(matrix) = &input.matrix
-                && !matrix.iter().any(|planned| planned.trial_id == row.trial_id)
+            if let Some(planned) = &planned
+                && !planned.contains(row.trial_id.as_str())
             {
                 return Err(AnalyzeError::OutsideMatrix {
                     label: label.to_owned(),
@@ -165,7 +184,8 @@ impl<'a> Run<'a> {
                     trial_id: row.trial_id,
                 });
             }
-            if row.run_id != manifest.run_id {
+            let of_a_shard = manifest.merge.as_ref().is_some_and(|m| m.shards.iter().any(|s| s.run_id == row.run_id));
+            if row.run_id != manifest.run_id && !of_a_shard {
                 return Err(AnalyzeError::RunIdMismatch {
                     label: label.to_owned(),
                     row: number,

@@ -260,6 +260,10 @@ pub struct ValidationReport {
     pub mutation: MutationScore,
     /// The claim the verdict earns.
     pub claim: String,
+    /// The shard of the seed catalogue this seed was proven in (`prove --all --partition`);
+    /// absent when the catalogue was not sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<crate::partition::ListShard>,
 }
 
 fn mutation(seed: &str, catalogue: &[String], killed: bool) -> MutationScore {
@@ -353,6 +357,7 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         evidence_tier,
         mutation: mutation(&seed.id, input.catalogue, killed),
         claim,
+        partition: None,
     }
 }
 

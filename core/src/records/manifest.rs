@@ -8,6 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::seal::Seal;
+use crate::partition::{PartitionRecord, Scheme};
+
 /// A run's manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +47,59 @@ pub struct Manifest {
     /// `usage.budget_charge_usd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
+    /// elengtis addition: the shard of the trial matrix this run is (`run --partition K/N`);
+    /// absent for a run of the whole matrix. `verify`, `analyze` and `run --resume` then take
+    /// the shard's trials as the run's matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionRecord>,
+    /// elengtis addition: the shards this directory was merged from (`elengtis merge`);
+    /// absent for a run. Its `runs.jsonl` is each shard's log as it was, one after another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeRecord>,
+}
+
+/// What a merged directory records of its shards (`manifest.json` `merge`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeRecord {
+    /// The shards' partition scheme.
+    pub scheme: Scheme,
+    /// Shards in all (N).
+    pub total: u32,
+    /// SHA-256 of the full matrix's trial ids, as every shard records it.
+    pub matrix_sha256: String,
+    /// The shards merged, in shard order; their logs follow each other in `runs.jsonl` in
+    /// this order, each a chain of its own that its seal closes.
+    pub shards: Vec<MergedShard>,
+    /// Trials of the matrix with no row in any shard when merged.
+    pub not_run: u64,
+}
+
+/// One shard of a merged directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergedShard {
+    /// Its shard number (1-based).
+    pub shard: u32,
+    /// Its run id (its rows and evidence carry it).
+    pub run_id: String,
+    /// The directory it was merged from, as given.
+    pub source: String,
+    /// When it started.
+    pub started_at: String,
+    /// The runner that started it.
+    pub environment: Environment,
+    /// Its rows (its segment of `runs.jsonl`).
+    pub rows: u64,
+    /// Its seal as it was (signatures included): still checkable against its segment.
+    pub seal: Seal,
+    /// SHA-256 of its seal ([`Seal::sha256`]).
+    pub seal_sha256: String,
+    /// Its spend cap (`--budget-usd`), when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// What its rows were charged (US dollars).
+    pub spend_usd: f64,
 }
 
 /// One scenario as validated.

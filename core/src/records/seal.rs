@@ -9,8 +9,9 @@
 //! by someone who did not recompute it (and rows removed from the end, which the chain alone
 //! cannot show). A signature over it (HMAC-SHA256 or Ed25519) can only be made with the key.
 //!
-//! A later `elengtis merge` of sharded runs will write a seal of its own over the merged
-//! directory that records each shard's seal ([`Seal::sha256`]).
+//! `elengtis merge` of sharded runs writes a seal of its own over the merged directory, whose
+//! manifest records each shard's seal whole and its hash ([`Seal::sha256`]); `verify` checks
+//! each shard's seal against its segment of the merged log.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -89,6 +89,12 @@ pub struct RunArgs {
     /// Continue: cells already complete are skipped, incomplete ones resumed.
     #[arg(long)]
     pub resume: bool,
+    /// Run one shard of the plan's blocks (`K/N`, `count:K/N`, `hash:K/N`, `index/N`; as `run
+    /// --partition`, over the plan's blocks in order): every cell of a block runs on the same
+    /// shard, so the blocked design survives. The spend cap is the plan's divided by N (or
+    /// --budget-usd). Also ELENGTIS_PARTITION.
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
+    pub partition: Option<String>,
 }
 
 /// A dollar amount: a positive, finite number.

@@ -306,10 +306,37 @@ pub async fn run(
         };
         options.model.prices.insert(&profile.model, price);
     }
-    let budget = args.budget_usd.unwrap_or(order.budget_usd);
+    // A shard of the plan's blocks: whole blocks only, assigned from the frozen plan alone.
+    let partition = match args.partition.as_deref() {
+        None => None,
+        Some(spec) => {
+            let index = std::env::var("JOB_COMPLETION_INDEX").ok();
+            Some(
+                elengtis_core::partition::parse(spec, index.as_deref())
+                    .map_err(|e| ExperimentError::Usage(e.to_string()))?,
+            )
+        }
+    };
+    let all_blocks: Vec<u32> = order.runs.iter().map(|run| run.block).collect::<BTreeSet<u32>>().into_iter().collect();
+    let shard_blocks: BTreeSet<u32> = match partition {
+        None => all_blocks.iter().copied().collect(),
+        Some(p) => {
+            let ids: Vec<String> = all_blocks.iter().map(u32::to_string).collect();
+            p.select(&ids, String::as_str).into_iter().filter_map(|b| b.parse().ok()).collect()
+        }
+    };
+    if let Some(p) = partition {
+        print(&format!(
+            "Shard {p}: blocks {} of {} ({} cells).",
+            shard_blocks.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            all_blocks.len(),
+            order.runs.iter().filter(|r| shard_blocks.contains(&r.block)).count()
+        ));
+    }
+    let budget = args.budget_usd.unwrap_or(order.budget_usd / f64::from(partition.map_or(1, |p| p.total)));
     let results = &args.results;
     let mut states: BTreeMap<&str, CellState> = BTreeMap::new();
-    for run in &order.runs {
+    for run in order.runs.iter().filter(|run| shard_blocks.contains(&run.block)) {
         states.insert(run.result.as_str(), cell_state(&results.join(&run.result))?);
     }
     let resume_hint = format!(
@@ -330,8 +357,8 @@ pub async fn run(
     if !results.exists() {
         std::fs::create_dir_all(results).map_err(ExperimentError::io("create", results))?;
     }
-    let blocks: BTreeSet<u32> = order.runs.iter().map(|run| run.block).collect();
-    let total = order.runs.len();
+    let blocks: BTreeSet<u32> = shard_blocks.clone();
+    let total = order.runs.iter().filter(|run| shard_blocks.contains(&run.block)).count();
     let mut incomplete: Vec<&str> = Vec::new();
     let mut stop: Option<Stop> = None;
     let mut position = 0;

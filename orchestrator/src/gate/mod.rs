@@ -60,6 +60,8 @@ pub struct GateOptions {
     pub live_target: bool,
     /// `ELENGTIS_REQUIRE_GATE_RUN=1`: a skipped finding fails the gate.
     pub require_run: bool,
+    /// Only this shard of the gate file's findings (by position in the file, or by seed id).
+    pub partition: Option<elengtis_core::partition::Partition>,
 }
 
 impl Default for GateOptions {
@@ -74,6 +76,7 @@ impl Default for GateOptions {
             base_url: None,
             live_target: false,
             require_run: false,
+            partition: None,
         }
     }
 }
@@ -149,6 +152,10 @@ pub struct GateOutcome {
     pub findings: Vec<FindingOutcome>,
     /// Whether this was a recording.
     pub recorded: bool,
+    /// The shard of the gate file's findings this gate re-proved (`--partition`); absent
+    /// when the findings were not sharded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<elengtis_core::partition::ListShard>,
 }
 
 /// Why a gate could not run at all (a finding that fails is an outcome, not an error).
@@ -206,26 +213,48 @@ fn with_base_url(model: &LiveModel, base_url: Option<&str>) -> LiveModel {
     model
 }
 
+/// The findings a gate re-proves: those `--finding` names (all when none), narrowed to the
+/// shard of `--partition` — by each finding's position in the gate file (`count:`) or its
+/// seed id (`hash:`), so every finding of the file is in exactly one shard — with the
+/// shard's record (the whole finding list's hash and this shard's seed ids).
+///
+/// # Errors
+///
+/// [`GateError::Selection`] when `--finding` names no finding of the file.
+pub fn select<'a>(
+    gate: &'a LoadedGate,
+    options: &GateOptions,
+) -> Result<(Vec<&'a LoadedFinding>, Option<elengtis_core::partition::ListShard>), GateError> {
+    let known: Vec<String> = gate.findings.iter().map(seed_id).collect();
+    if let Some(unknown) = options.only.iter().find(|id| !known.contains(id)) {
+        return Err(GateError::Selection(format!(
+            "{} has no finding `{unknown}` (it has: {})",
+            gate.path.display(),
+            known.join(", ")
+        )));
+    }
+    let (in_shard, record) = match options.partition {
+        None => ((0..gate.findings.len()).collect::<Vec<usize>>(), None),
+        Some(partition) => {
+            let (positions, record) = partition.shard_list("findings", &known);
+            (positions, Some(record))
+        }
+    };
+    let selected = in_shard
+        .into_iter()
+        .filter(|&i| options.only.is_empty() || options.only.contains(&known[i]))
+        .map(|i| &gate.findings[i])
+        .collect();
+    Ok((selected, record))
+}
+
 /// Run (or record) the gate.
 ///
 /// # Errors
 ///
 /// [`GateError`] when it cannot run at all; every finding's failure is in the outcome.
 pub async fn run(gate: &LoadedGate, catalogue: &[String], options: &GateOptions) -> Result<GateOutcome, GateError> {
-    let selected: Vec<&LoadedFinding> = if options.only.is_empty() {
-        gate.findings.iter().collect()
-    } else {
-        let chosen: Vec<&LoadedFinding> = gate.findings.iter().filter(|f| options.only.contains(&seed_id(f))).collect();
-        let known: Vec<String> = gate.findings.iter().map(seed_id).collect();
-        if let Some(unknown) = options.only.iter().find(|id| !known.contains(id)) {
-            return Err(GateError::Selection(format!(
-                "{} has no finding `{unknown}` (it has: {})",
-                gate.path.display(),
-                known.join(", ")
-            )));
-        }
-        chosen
-    };
+    let (selected, partition) = select(gate, options)?;
     if options.record && gate.gate.model.is_none() {
         return Err(GateError::Record(format!("{} names no `model` to record the fixtures with", gate.path.display())));
     }
@@ -245,7 +274,7 @@ pub async fn run(gate: &LoadedGate, catalogue: &[String], options: &GateOptions)
         findings.push(outcome);
     }
     let status = overall(findings.iter().map(|f| f.status));
-    Ok(GateOutcome { status, findings, recorded: options.record })
+    Ok(GateOutcome { status, findings, recorded: options.record, partition })
 }
 
 /// Prove options of a finding: the gate's iterations, results under `out/<seed id>/`.

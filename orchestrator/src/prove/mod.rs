@@ -92,6 +92,9 @@ pub struct ProveOptions {
     /// The guarded side under [`GuardedSide::Build`]: a second build of the user's server
     /// (a campaign target).
     pub guarded_target: Option<serde_json::Value>,
+    /// The shard of the seed catalogue being proven (`prove --all --partition`), recorded in
+    /// each seed's report; `None` when the catalogue is not sharded.
+    pub partition: Option<elengtis_core::partition::ListShard>,
 }
 
 /// What stands on the guarded side of a prove.
@@ -169,6 +172,7 @@ impl Default for ProveOptions {
             model: ModelOptions::default(),
             target: None,
             guarded_target: None,
+            partition: None,
         }
     }
 }
@@ -271,6 +275,20 @@ pub fn seeds_in(dir: &Path) -> Result<Vec<PathBuf>, ProveError> {
     Ok(seeds)
 }
 
+/// One shard of a seed catalogue (`prove --all --partition`): the seeds whose file names
+/// (the catalogue in name order, as [`seeds_in`] lists it) fall in `partition`, and the
+/// record every seed's report and the summary carry. Every leg of a seed stays on its shard:
+/// a seed's legs are compared with each other (the repeat filter, the metamorphic stage).
+pub fn shard_seeds(
+    seeds: &[PathBuf],
+    partition: elengtis_core::partition::Partition,
+) -> (Vec<PathBuf>, elengtis_core::partition::ListShard) {
+    let names: Vec<String> =
+        seeds.iter().map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()).collect();
+    let (positions, record) = partition.shard_list("seeds", &names);
+    (positions.into_iter().map(|i| seeds[i].clone()).collect(), record)
+}
+
 /// The ids of the seeds in `dir` (the kill matrix's catalogue); unreadable seeds are left out.
 pub fn catalogue(dir: &Path) -> Vec<String> {
     seeds_in(dir).unwrap_or_default().iter().filter_map(|p| load_seed(p).ok()).map(|s| s.seed.id).collect()
@@ -333,6 +351,7 @@ async fn run_campaign(
         events: options.events.clone(),
         model: options.model.clone(),
         slots: Some(pool.slots.clone()),
+        partition: None,
     };
     run::start(&campaign.bundle, &campaign.results, false, &run_options).await?;
     legs::read_run(&campaign.results).map_err(|detail| ProveError::Io {
@@ -645,6 +664,7 @@ async fn run_finding<'a>(
         server_guard,
         targets,
     });
+    let report = ValidationReport { partition: options.partition.clone(), ..report };
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
     Ok(Proven {

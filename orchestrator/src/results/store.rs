@@ -564,7 +564,14 @@ impl AppendLog {
     /// must serialize to a JSON object. When this returns `Ok`, the row is
     /// durable; when it returns `Err`, the row is not in the log.
     pub fn append<T: Serialize>(&mut self, row: &T) -> Result<(), StoreError> {
-        let mut line = serde_json::to_vec(row).map_err(|err| StoreError::serialize(&self.path, err))?;
+        let line = serde_json::to_vec(row).map_err(|err| StoreError::serialize(&self.path, err))?;
+        self.append_line(line)
+    }
+
+    /// Append one line as it is (a JSON object, without its newline) and sync it to disk:
+    /// `elengtis merge` copies each shard's rows byte for byte, so their chain and seal still
+    /// hold. The same contract as [`AppendLog::append`].
+    pub fn append_line(&mut self, mut line: Vec<u8>) -> Result<(), StoreError> {
         let invalid = |message: &str| {
             StoreError::serialize(&self.path, <serde_json::Error as serde::ser::Error>::custom(message))
         };

@@ -40,6 +40,8 @@ use elengtis_core::analysis::PlannedTrial;
 use elengtis_core::format::{canonical_json, sha256_hex};
 use elengtis_core::load;
 use elengtis_core::matrix;
+use elengtis_core::partition;
+use elengtis_core::records::manifest::MergeRecord;
 use elengtis_core::records::read::from_value;
 use elengtis_core::records::seal::{self, Seal};
 use elengtis_core::records::shape::{self, ResultsFormat};
@@ -407,6 +409,8 @@ fn check_records(
     let specs = check_campaign(dir, &manifest, manifest_text, v);
 
     let Some(lines) = lines else { return Ok(()) };
+    // A merged directory: each shard's log as it was, one after another, each its own chain.
+    let segments = manifest.merge.as_ref().map(segments_of).unwrap_or_default();
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
     let mut referenced: BTreeSet<String> = BTreeSet::new();
     let mut previous: &[u8] = b"";
@@ -416,7 +420,8 @@ fn check_records(
     let mut to_check: Vec<(usize, Row, usize)> = Vec::with_capacity(lines.len());
     for (index, (line_bytes, value)) in lines.iter().enumerate() {
         let line = index + 1;
-        let prev_sha = line_sha256(previous);
+        let segment = segments.iter().find(|s| index >= s.start && index < s.start + s.len);
+        let prev_sha = if segment.is_some_and(|s| s.start == index) { line_sha256(b"") } else { line_sha256(previous) };
         previous = line_bytes;
         let Some(value) = value else { continue };
         let problem = |kind, problem: String, repair: &str| Problem {
@@ -433,15 +438,35 @@ fn check_records(
                 continue;
             }
         };
-        if row.run_id != manifest.run_id {
+        let expected_run = segment.map_or(manifest.run_id.as_str(), |s| s.run_id.as_str());
+        if row.run_id != expected_run {
             v.problems.push(problem(
                 ProblemKind::Inconsistent,
-                format!("the row belongs to run {}, not {}", row.run_id, manifest.run_id),
+                format!("the row belongs to run {}, not {expected_run}", row.run_id),
                 "remove the line: rows of another run do not belong in this log (then the next row's chain breaks: restore from a copy instead if there is one)",
             ));
         }
         if let Some(specs) = &specs {
             check_against_matrix(&row, specs, &problem, v);
+            if let (Some(segment), Some(merge), Some(spec)) =
+                (segment, manifest.merge.as_ref(), specs.trials.get(&row.trial_id))
+            {
+                let belongs = partition::shard_of(merge.scheme, merge.total, spec.position, &row.trial_id);
+                if belongs != segment.shard {
+                    v.problems.push(problem(
+                        ProblemKind::Inconsistent,
+                        format!(
+                            "trial `{}` is in the log of shard {}/{} but belongs to shard {belongs}/{} ({})",
+                            row.trial_id,
+                            segment.shard,
+                            merge.total,
+                            merge.total,
+                            merge.scheme.as_str()
+                        ),
+                        RESTORE,
+                    ));
+                }
+            }
         }
         if let Some(first) = attempts.get(&row.attempt_id) {
             v.problems.push(problem(
@@ -506,9 +531,120 @@ fn check_records(
         }
     }
     if chained {
+        if let Some(merge) = &manifest.merge {
+            check_shard_seals(merge, &manifest, &segments, lines, options, v);
+        }
         check_seal(dir, &manifest, manifest_value, lines, options, v)?;
     }
     Ok(())
+}
+
+/// One shard's log inside a merged directory's `runs.jsonl`.
+struct Segment {
+    /// 0-based index of its first line.
+    start: usize,
+    /// Its lines.
+    len: usize,
+    /// Its shard (1-based).
+    shard: u32,
+    /// Its run id.
+    run_id: String,
+}
+
+/// The segments a merge record lays out, in order.
+fn segments_of(merge: &MergeRecord) -> Vec<Segment> {
+    let mut start = 0;
+    merge
+        .shards
+        .iter()
+        .map(|shard| {
+            let len = usize::try_from(shard.rows).unwrap_or(usize::MAX);
+            let segment = Segment { start, len, shard: shard.shard, run_id: shard.run_id.clone() };
+            start = start.saturating_add(len);
+            segment
+        })
+        .collect()
+}
+
+/// A merged directory: the segments cover the log exactly, no shard is merged twice, and each
+/// shard's seal (as it was) closes its segment, with its signatures checked by every key given.
+fn check_shard_seals(
+    merge: &MergeRecord,
+    manifest: &Manifest,
+    segments: &[Segment],
+    lines: &[(Vec<u8>, Option<Value>)],
+    options: &VerifyOptions,
+    v: &mut Verification,
+) {
+    let problem = |problem: String| Problem {
+        file: "manifest.json".into(),
+        line: None,
+        kind: ProblemKind::Inconsistent,
+        problem,
+        repair: "restore the merged directory from a copy, or merge the shards again".to_owned(),
+    };
+    let covered: usize = segments.iter().map(|s| s.len).fold(0, usize::saturating_add);
+    if covered != lines.len() {
+        v.problems.push(problem(format!(
+            "`merge.shards` lays out {covered} rows but runs.jsonl has {}: rows were added to or removed from the merged log",
+            lines.len()
+        )));
+    }
+    let mut seen = BTreeSet::new();
+    for (shard, segment) in merge.shards.iter().zip(segments) {
+        if !seen.insert(shard.shard) {
+            v.problems.push(problem(format!("shard {}/{} is merged twice", shard.shard, merge.total)));
+        }
+        let seal = &shard.seal;
+        let last = if segment.len == 0 {
+            Some(line_sha256(b""))
+        } else {
+            lines.get(segment.start + segment.len - 1).map(|(bytes, _)| line_sha256(bytes))
+        };
+        let mut wrong = Vec::new();
+        if seal.rows != shard.rows {
+            wrong.push(format!("it counts {} rows, the merge lays out {}", seal.rows, shard.rows));
+        }
+        if last.as_deref() != Some(seal.prev_row_sha256.as_str()) {
+            wrong.push("its `prev_row_sha256` is not the hash of the shard's last row".to_owned());
+        }
+        if seal.run_id != shard.run_id {
+            wrong.push(format!("it is of run {}, not {}", seal.run_id, shard.run_id));
+        }
+        if Some(seal.recorded_campaign_sha256.as_str()) != manifest.configuration.recorded_campaign_sha256.as_deref() {
+            wrong.push("it pins another campaign".to_owned());
+        }
+        if seal.sha256() != shard.seal_sha256 {
+            wrong.push("its hash is not the `seal_sha256` recorded".to_owned());
+        }
+        for signature in &seal.signatures {
+            match options.checkers.iter().find_map(|c| c.check(seal, signature)) {
+                Some(false) => wrong.push(format!(
+                    "its {} signature by key {} does not match it",
+                    signature.algorithm.as_str(),
+                    signature.key_id
+                )),
+                Some(true) => v.checked.push(format!(
+                    "shard {}/{}'s seal: its {} signature by key {}",
+                    shard.shard,
+                    merge.total,
+                    signature.algorithm.as_str(),
+                    signature.key_id
+                )),
+                None => {}
+            }
+        }
+        for what in wrong {
+            v.problems.push(problem(format!(
+                "the seal of shard {}/{} (run {}) does not hold: {what}",
+                shard.shard, merge.total, shard.run_id
+            )));
+        }
+    }
+    v.checked.push(format!(
+        "each of the {} shards' seals against its segment of runs.jsonl, and each row against its shard's partition",
+        merge.shards.len()
+    ));
 }
 
 /// Reads the evidence a row of a verified directory names, as `verify` read it: through no
@@ -666,12 +802,20 @@ fn check_against_matrix(
     match specs.trials.get(&row.trial_id) {
         None => v.problems.push(problem(
             ProblemKind::Inconsistent,
-            format!(
-                "trial `{}` is not in the recorded matrix ({} trials: {})",
-                row.trial_id,
-                specs.trials.len(),
-                sample(specs.trials.keys())
-            ),
+            match &specs.shard {
+                None => format!(
+                    "trial `{}` is not in the recorded matrix ({} trials: {})",
+                    row.trial_id,
+                    specs.trials.len(),
+                    sample(specs.trials.keys())
+                ),
+                Some(shard) => format!(
+                    "trial `{}` is not in this run's shard {shard} of the recorded matrix ({} trials: {})",
+                    row.trial_id,
+                    specs.trials.len(),
+                    sample(specs.trials.keys())
+                ),
+            },
             "the row is not of this campaign: restore runs.jsonl from a copy, or start a new run",
         )),
         Some(spec)
@@ -712,11 +856,15 @@ struct Spec {
     target: String,
     scenario: String,
     index: u32,
+    /// Its position in the full matrix (a `count:` partition's key).
+    position: usize,
 }
 
 /// The recorded matrix, and what the campaign says every row of it ran.
 struct Matrix {
     trials: BTreeMap<String, Spec>,
+    /// The run's partition (`count:2/4`), when it is a shard.
+    shard: Option<String>,
     engine: String,
     model: Option<String>,
     model_id: Option<String>,
@@ -775,7 +923,57 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
         }
     }
     let campaign = &bundle.campaign.value;
-    let trials = matrix::expand(&bundle);
+    let all = matrix::expand(&bundle);
+    let full_sha = matrix::matrix_sha256(&all);
+    let position: BTreeMap<&str, usize> = all.iter().enumerate().map(|(i, t)| (t.trial_id.as_str(), i)).collect();
+    let recorded_matrix = manifest
+        .partition
+        .as_ref()
+        .map(|p| ("partition", &p.matrix_sha256))
+        .or_else(|| manifest.merge.as_ref().map(|m| ("merge", &m.matrix_sha256)));
+    if let Some((field, pinned)) = recorded_matrix
+        && *pinned != full_sha
+    {
+        v.problems.push(Problem {
+            file: "manifest.json".into(),
+            line: line_of(text, &format!("\"{field}\":")),
+            kind: ProblemKind::Inconsistent,
+            problem: format!(
+                "`{field}.matrix_sha256` is {pinned}, but the recorded campaign's matrix hashes to {full_sha}: the shard was cut from another matrix"
+            ),
+            repair: RESTORE.into(),
+        });
+    }
+    let shard_label = manifest.partition.as_ref().map(|p| p.partition().to_string());
+    let trials = match &manifest.partition {
+        Some(record) => {
+            let shard: Vec<_> = record.partition().select(&all, |t| t.trial_id.as_str()).into_iter().cloned().collect();
+            if (record.matrix_trials, record.shard_trials) != (all.len() as u64, shard.len() as u64) {
+                v.problems.push(Problem {
+                    file: "manifest.json".into(),
+                    line: line_of(text, "\"partition\":"),
+                    kind: ProblemKind::Inconsistent,
+                    problem: format!(
+                        "`partition` records {} trials of {}, but shard {} of the recorded matrix has {} of {}",
+                        record.shard_trials,
+                        record.matrix_trials,
+                        record.partition(),
+                        shard.len(),
+                        all.len()
+                    ),
+                    repair: RESTORE.into(),
+                });
+            }
+            v.checked.push(format!(
+                "the shard's partition {}: {} of the recorded matrix's {} trials, against the matrix hash every shard records",
+                record.partition(),
+                shard.len(),
+                all.len()
+            ));
+            shard
+        }
+        None => all.clone(),
+    };
     let model_id = campaign
         .model_id
         .clone()
@@ -800,6 +998,7 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
                     target: campaign.targets[t.target].id.clone(),
                     scenario: bundle.scenarios[t.scenario].value.id.clone(),
                     index: t.index,
+                    position: position.get(t.trial_id.as_str()).copied().unwrap_or_default(),
                 },
             )
         })
@@ -808,6 +1007,7 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
     v.matrix = Some(planned);
     Some(Matrix {
         trials: specs,
+        shard: shard_label,
         engine: campaign.engine.as_str().to_owned(),
         model: campaign.model.clone(),
         model_id: campaign.model_id.clone().or_else(|| campaign.model.clone()),

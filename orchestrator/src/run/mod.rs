@@ -17,6 +17,7 @@ use elengtis_core::events::{self, Event, EventSink, NoEvents, Outcome, OutcomeCo
 use elengtis_core::format::{Bundle, LoadError};
 use elengtis_core::load;
 use elengtis_core::matrix::{self, TrialSpec};
+use elengtis_core::partition::{Partition, PartitionRecord};
 use elengtis_core::records::manifest::{Configuration, Environment, Experiment};
 use elengtis_core::records::{
     EvidenceStatus, METRICS_VERSION, Manifest, RESULTS_SCHEMA_VERSION, ResumeRecord, Row, ScenarioDump, SealStatus,
@@ -136,6 +137,25 @@ pub enum RunError {
     /// The finished run could not be sealed.
     #[error(transparent)]
     Seal(#[from] crate::results::seal::SealError),
+    /// `--partition` on a resume names another shard than the run is.
+    #[error(
+        "failed to resume {}: it is shard {recorded} of the matrix, not {asked}; a resume keeps the run's partition (leave out --partition, or give {recorded})",
+        .dir.display()
+    )]
+    PartitionMismatch {
+        /// The results directory.
+        dir: PathBuf,
+        /// What the manifest records.
+        recorded: String,
+        /// What was asked for.
+        asked: String,
+    },
+    /// A merged directory is not resumed.
+    #[error(
+        "failed to resume {}: it was merged from shards (`elengtis merge`), and a merged directory is not resumed; resume the shard whose trials are missing (`elengtis run --resume --out SHARD`) and merge again",
+        .0.display()
+    )]
+    Merged(PathBuf),
 }
 
 /// How a run ended.
@@ -212,6 +232,8 @@ pub struct RunOptions {
     /// slots are taken by the others' trials (`elengtis prove` runs its campaigns this way).
     /// `jobs` still bounds this run's own trials in flight.
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// Run only this shard of the trial matrix (`--partition K/N`); a resume keeps the run's.
+    pub partition: Option<Partition>,
 }
 
 impl Default for RunOptions {
@@ -224,11 +246,13 @@ impl Default for RunOptions {
             events: Arc::new(NoEvents),
             model: ModelOptions::default(),
             slots: None,
+            partition: None,
         }
     }
 }
 
-fn environment() -> Environment {
+/// The runner that writes a record: this build, on this machine.
+pub fn environment() -> Environment {
     Environment {
         elengtis_version: env!("CARGO_PKG_VERSION").to_owned(),
         rmcp_version: "3.11.0".to_owned(),
@@ -310,6 +334,8 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
         resumes: Vec::new(),
         engine_gate: None,
         budget_usd: None,
+        partition: None,
+        merge: None,
     }
 }
 
@@ -337,11 +363,21 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
         .map_err(|e| RunError::Create { path: out.join("evidence"), source: e })?;
     let run_id = uuid::Uuid::new_v4().to_string();
     let mut manifest = manifest(bundle, &run_id);
+    manifest.partition = options.partition.map(|p| matrix::partition_record(&matrix::expand(bundle), p));
     manifest.engine_gate = sandbox.as_ref().map(|s| s.run_facts());
     manifest.budget_usd = options.model.budget_usd;
     store::write_json_atomic(&out.join("manifest.json"), &manifest)?;
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
-    let state = RunState { run_id, log, rows: Vec::new(), recovered_tail: None, sandbox, keys, _lock: lock };
+    let state = RunState {
+        run_id,
+        log,
+        rows: Vec::new(),
+        recovered_tail: None,
+        sandbox,
+        keys,
+        partition: options.partition,
+        _lock: lock,
+    };
     execute(bundle, out, state, options).await
 }
 
@@ -428,6 +464,19 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     let raw = verification.manifest.clone().unwrap_or(raw);
     let mut manifest: Manifest =
         serde_json::from_value(raw).map_err(|e| manifest_error(format!("not a manifest of this version: {e}")))?;
+    if manifest.merge.is_some() {
+        return Err(RunError::Merged(out.to_owned()));
+    }
+    let partition = manifest.partition.as_ref().map(PartitionRecord::partition);
+    if let Some(asked) = options.partition
+        && partition != Some(asked)
+    {
+        return Err(RunError::PartitionMismatch {
+            dir: out.to_owned(),
+            recorded: partition.map_or_else(|| "none (the whole matrix)".to_owned(), |p| p.to_string()),
+            asked: asked.to_string(),
+        });
+    }
     let run_id = manifest.run_id.clone();
     let scenarios: Vec<(PathBuf, Value)> =
         manifest.scenarios.iter().map(|s| (PathBuf::from(&s.path), s.dump.clone())).collect();
@@ -484,7 +533,7 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         Some(sandbox) => Some(sandbox.sweep(&run_id).await?),
         None => None,
     };
-    let state = RunState { run_id, log, rows, recovered_tail, sandbox, keys, _lock: lock };
+    let state = RunState { run_id, log, rows, recovered_tail, sandbox, keys, partition, _lock: lock };
     let mut report = execute(&bundle, out, state, options).await?;
     report.leftovers = leftovers;
     Ok(report)
@@ -499,6 +548,8 @@ struct RunState {
     sandbox: Option<Arc<dyn SandboxBackend>>,
     /// Keys that sign the seal (from the environment).
     keys: Vec<Arc<crate::results::keys::Key>>,
+    /// The shard of the matrix this run is.
+    partition: Option<Partition>,
     _lock: DirLock,
 }
 
@@ -513,9 +564,9 @@ pub fn committed_spend(rows: &[Row]) -> f64 {
 }
 
 async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOptions) -> Result<RunReport, RunError> {
-    let RunState { run_id, mut log, mut rows, recovered_tail, sandbox, keys, _lock } = state;
+    let RunState { run_id, mut log, mut rows, recovered_tail, sandbox, keys, partition, _lock } = state;
     let events = options.events.as_ref();
-    let trials = matrix::expand(bundle);
+    let trials = matrix::shard(bundle, partition);
     let http = HttpClient::new(HttpLimits::default()).map_err(|e| RunError::Http(e.to_string()))?;
     let model = ModelContext::new(&options.model, committed_spend(&rows)).map_err(RunError::Http)?;
     let sink_server = if launch::pairs(bundle).any(|(t, s)| launch::needs_sink(bundle, t, s)) {

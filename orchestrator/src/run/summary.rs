@@ -11,11 +11,17 @@ use elengtis_core::records::Row;
 
 /// The final row of each trial: its last complete attempt, else its last attempt.
 pub fn final_rows<'a>(trials: &'a [TrialSpec], rows: &'a [Row]) -> Vec<(&'a str, Option<&'a Row>)> {
+    // One pass over the rows (a merged campaign has hundreds of thousands), not one per trial.
+    let mut by_trial: std::collections::HashMap<&str, Vec<&Row>> = std::collections::HashMap::new();
+    for row in rows {
+        by_trial.entry(row.trial_id.as_str()).or_default().push(row);
+    }
     trials
         .iter()
         .map(|t| {
-            let of_trial: Vec<&Row> = rows.iter().filter(|r| r.trial_id == t.trial_id).collect();
-            let chosen = of_trial.iter().rev().find(|r| r.is_complete()).or(of_trial.last()).copied();
+            let chosen = by_trial
+                .get(t.trial_id.as_str())
+                .and_then(|of_trial| of_trial.iter().rev().find(|r| r.is_complete()).or(of_trial.last()).copied());
             (t.trial_id.as_str(), chosen)
         })
         .collect()

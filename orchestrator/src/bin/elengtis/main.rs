@@ -219,6 +219,22 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         public_key: Vec<PathBuf>,
     },
+    /// Merge the shards of one campaign (`run --partition K/N`, one results directory each)
+    /// into one results directory that `verify`, `analyze` and `report` read as the whole
+    /// run: each shard verified and sealed, of one campaign, matrix and partition scheme, no
+    /// trial in two; trials no shard ran are reported not run (exit 1), with the command that
+    /// runs them (docs/scale-out.md).
+    Merge {
+        /// A shard's results directory (repeat, or list several).
+        #[arg(long = "input", value_name = "SHARD", required = true, num_args = 1..)]
+        inputs: Vec<PathBuf>,
+        /// The merged results directory (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make an Ed25519 key pair for signing seals: FILE (the private key, PKCS#8 PEM, mode
     /// 0600) and FILE.pub (the public key). Neither may exist. Sign with
     /// `ELENGTIS_SIGNING_KEY_FILE=FILE`, check with `elengtis verify --public-key FILE.pub`.
@@ -360,6 +376,12 @@ struct RunArgs {
     /// teardown runs off the critical path (see docs/performance.md). 0 turns it off.
     #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=64))]
     prepare_ahead: u16,
+    /// Run one shard of the trial matrix: `K/N` or `count:K/N` (the i-th trial, 0-based, is
+    /// in shard i mod N + 1), `hash:K/N` (by a SHA-256 of the trial id), `index/N` (K =
+    /// JOB_COMPLETION_INDEX + 1, a Kubernetes Indexed Job's index). K is 1-based, like
+    /// nextest's. A resume keeps the run's shard. Merge the shards with `elengtis merge`.
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
+    partition: Option<String>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -385,6 +407,11 @@ struct ProveArgs {
     /// Prove every `*.seed.yaml` in --seeds-dir.
     #[arg(long)]
     all: bool,
+    /// With --all, prove one shard of the catalogue (ignored with --seed) (`K/N`, `count:K/N`, `hash:K/N`, `index/N`;
+    /// as `run --partition`, over the seed files in name order): each seed, with every leg
+    /// of it, on one shard. Also ELENGTIS_PARTITION.
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
+    partition: Option<String>,
     /// Where the seed catalogue lives (for --all and the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
     seeds_dir: PathBuf,
@@ -508,6 +535,11 @@ struct GateArgs {
     /// Only this finding (its seed id; repeatable).
     #[arg(long = "finding", value_name = "SEED_ID")]
     findings: Vec<String>,
+    /// Re-prove one shard of the gate file's findings (`K/N`, `count:K/N`, `hash:K/N`,
+    /// `index/N`; as `run --partition`, over the findings in file order, `hash:` by seed id).
+    /// A shard with no finding succeeds and says so. Also ELENGTIS_PARTITION.
+    #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
+    partition: Option<String>,
     /// Serve the live model from this base URL instead of the provider's (recording, custom
     /// findings).
     #[arg(long, value_name = "URL")]
@@ -681,6 +713,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             verify_command(&dir, json, require_sealed, &key, &public_key)
         }
         Command::Keygen { out } => keygen(&out),
+        Command::Merge { inputs, out, json } => merge_command(&inputs, &out, json),
         Command::Gc { out: Some(out), json, .. } => gc_stdio(&out, json),
         Command::Gc { run, json, out: None } => gc(run.as_deref(), json).await,
         Command::Images(command) => images(command).await,
@@ -881,6 +914,7 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         run_options(args.jobs, docker_options(args.allow_vulnerable_engine, &args.runtime), terminal.clone());
     options.prepare_ahead = args.prepare_ahead.into();
     options.model = model_options(&args)?;
+    options.partition = partition_arg(args.partition.as_deref())?;
     let result = if args.resume {
         if args.config.is_some() || !overrides.is_empty() {
             return Err(Error::Usage(
@@ -901,6 +935,109 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
     Ok(report(&result?, args.json, args.verbose, terminal.quiet()))
 }
 
+/// `--partition SPEC` (or `ELENGTIS_PARTITION`), with K from `JOB_COMPLETION_INDEX` for
+/// `index/N`.
+fn partition_arg(spec: Option<&str>) -> Result<Option<elengtis_core::partition::Partition>, Error> {
+    let Some(spec) = spec else { return Ok(None) };
+    let index = std::env::var("JOB_COMPLETION_INDEX").ok();
+    elengtis_core::partition::parse(spec, index.as_deref()).map(Some).map_err(|e| Error::Usage(e.to_string()))
+}
+
+fn merge_command(inputs: &[PathBuf], out: &Path, json: bool) -> Result<i32, Error> {
+    use elengtis::merge::{self, MergeOptions};
+    let keys: Vec<Arc<elengtis::results::keys::Key>> = elengtis::results::keys::Key::from_env()
+        .map_err(elengtis::run::RunError::Key)?
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let verify = elengtis::results::verify::VerifyOptions {
+        checkers: keys.iter().map(|k| elengtis::results::keys::Checker::Key(Arc::clone(k))).collect(),
+        require_sealed: false,
+    };
+    let started = std::time::Instant::now();
+    let report = merge::merge(inputs, out, &MergeOptions { verify, keys })?;
+    let code = if report.gaps.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE };
+    let gap_command = |gap: &merge::Gap| match &gap.dir {
+        Some(dir) => format!(
+            "elengtis run --resume --partition {}:{}/{} --out {}",
+            report.scheme.as_str(),
+            gap.shard,
+            report.total,
+            dir.display()
+        ),
+        None => format!(
+            "elengtis run --config {} --partition {}:{}/{} --out SHARD_DIR",
+            report.campaign_path,
+            report.scheme.as_str(),
+            gap.shard,
+            report.total
+        ),
+    };
+    if json {
+        outln!(
+            "{}",
+            json!({
+                "out": report.out, "run_id": report.run_id, "scheme": report.scheme.as_str(), "total": report.total,
+                "trials": report.trials, "rows": report.rows,
+                "status": report.status, "seal_sha256": report.seal_sha256,
+                "spend_usd": report.spend_usd(), "budget_usd": report.budget_usd(),
+                "shards": report.shards.iter().map(|s| json!({
+                    "dir": s.dir, "shard": s.shard, "run_id": s.run_id, "rows": s.rows, "status": s.status,
+                    "seal_sha256": s.seal_sha256, "spend_usd": s.spend_usd, "budget_usd": s.budget_usd,
+                })).collect::<Vec<_>>(),
+                "gaps": report.gaps.iter().map(|g| json!({
+                    "shard": g.shard, "dir": g.dir, "not_run": g.not_run, "incomplete": g.incomplete, "command": gap_command(g),
+                })).collect::<Vec<_>>(),
+                "not_run": report.gaps.iter().map(|g| g.not_run.len()).sum::<usize>(),
+                "elapsed_ms": started.elapsed().as_millis() as u64,
+            })
+        );
+        return Ok(code);
+    }
+    outln!(
+        "merged {} of {} shards ({}): {} trials, {} rows",
+        report.shards.len(),
+        report.total,
+        report.scheme.as_str(),
+        report.trials,
+        report.rows
+    );
+    for s in &report.shards {
+        outln!(
+            "  shard {}/{}: {} (run {}), {} rows, sealed {}, seal sha256 {}",
+            s.shard,
+            report.total,
+            s.dir.display(),
+            s.run_id,
+            s.rows,
+            serde_json::to_value(s.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            s.seal_sha256
+        );
+    }
+    if report.shards.iter().any(|s| s.budget_usd.is_some() || s.spend_usd > 0.0) {
+        match report.budget_usd() {
+            Some(cap) => outln!("spend: ${:.6} across shards, of caps totalling ${cap:.6}", report.spend_usd()),
+            None => outln!("spend: ${:.6} across shards", report.spend_usd()),
+        }
+    }
+    out!("{}", report.summary);
+    outln!("results: {} (sealed, seal sha256 {})", report.out.display(), report.seal_sha256);
+    for gap in &report.gaps {
+        let (not_run, incomplete) = (gap.not_run.len(), gap.incomplete.len());
+        let what = match &gap.dir {
+            None => format!("shard {}/{} was not given: {not_run} trials not run", gap.shard, report.total),
+            Some(dir) => format!(
+                "shard {}/{} ({}): {not_run} trials not run, {incomplete} without a complete attempt",
+                gap.shard,
+                report.total,
+                dir.display()
+            ),
+        };
+        errln!("error: {what}; fill the gap with `{}`, then merge again", gap_command(gap));
+    }
+    Ok(code)
+}
+
 async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     use elengtis::prove::{self, ProveOptions};
     use elengtis_core::prove::render_panel;
@@ -908,6 +1045,28 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (Some(seed), false) => vec![seed.clone()],
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
+    };
+    let (seeds, shard) = match partition_arg(args.partition.as_deref().filter(|_| args.all))? {
+        None => (seeds, None),
+        Some(partition) => {
+            let (selected, record) = prove::shard_seeds(&seeds, partition);
+            errln!("note: shard {partition}: {} of {} seeds", selected.len(), seeds.len());
+            if selected.is_empty() {
+                // A shard with nothing to do succeeds (as nextest's), and says so; no engine
+                // is contacted and no directory is created.
+                if args.json {
+                    outln!(
+                        "{}",
+                        json!({"out": null, "sarif": null, "verdict": null, "exit_code": exit_codes::SUCCESS,
+                               "partition": record, "reports": [], "guarded_notes": []})
+                    );
+                } else {
+                    outln!("{}: nothing to prove", record.line());
+                }
+                return Ok(exit_codes::SUCCESS);
+            }
+            (selected, Some(record))
+        }
     };
     let (target, guarded_target, guarded_side) = own_targets(&args)?;
     if guarded_side != prove::GuardedSide::Twin && !args.disable_guard.is_empty() {
@@ -950,6 +1109,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         model: model_options,
         target,
         guarded_target,
+        partition: shard.clone(),
     };
     // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
     // printed as soon as it (and every seed before it) is done.
@@ -973,13 +1133,16 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
             "{}",
             json!({
                 "out": out, "sarif": sarif, "verdict": verdict.label(), "exit_code": code,
-                "reports": reports,
+                "partition": shard, "reports": reports,
                 "guarded_notes": proven.iter().map(|p| p.guarded_note.clone()).collect::<Vec<_>>(),
             })
         );
     } else {
         for p in &proven {
             outln!("{:<40} {}", p.report.seed, p.report.verdict_label);
+        }
+        if let Some(shard) = &shard {
+            outln!("{}", shard.line());
         }
         outln!("sarif: {}", sarif.display());
     }
@@ -1126,7 +1289,7 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
         PathBuf::from(format!("gate-{stamp}"))
     });
-    ensure_images(args.allow_vulnerable_engine).await?;
+    let partition = partition_arg(args.partition.as_deref())?;
     let catalogue = elengtis::prove::catalogue(&args.seeds_dir);
     let terminal = Arc::new(Terminal::new(interactive() && !args.json));
     let options = GateOptions {
@@ -1137,9 +1300,14 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         record: args.record,
         only: args.findings.clone(),
         base_url: args.base_url.clone(),
+        partition,
         ..GateOptions::default()
     }
     .from_env();
+    // A shard with no finding to re-prove contacts no engine (gate::run then passes it).
+    if !gate::select(&loaded, &options)?.0.is_empty() {
+        ensure_images(args.allow_vulnerable_engine).await?;
+    }
     let outcome = gate::run(&loaded, &catalogue, &options).await;
     terminal.finish();
     let outcome = outcome?;
@@ -1159,13 +1327,20 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         outln!(
             "{}",
             json!({"status": outcome.status, "exit_code": code, "recorded": outcome.recorded, "out": out,
-                   "sarif": (!reports.is_empty()).then_some(&sarif), "findings": outcome.findings})
+                   "sarif": (!reports.is_empty()).then_some(&sarif), "partition": outcome.partition,
+                   "findings": outcome.findings})
         );
     } else {
         for f in &outcome.findings {
             outln!("{:<40} {:<9} {}", f.seed, f.kind, f.status.as_str());
             for line in &f.details {
                 outln!("    {line}");
+            }
+        }
+        if let Some(shard) = &outcome.partition {
+            outln!("{}", shard.line());
+            if outcome.findings.is_empty() {
+                outln!("nothing to re-prove in this shard");
             }
         }
         let what = if outcome.recorded { "gate --record" } else { "gate" };
@@ -1625,7 +1800,7 @@ fn analyze(
     outln!("wrote {} and {}", out.join("summary.json").display(), out.join("summary.md").display());
     if analysis.not_run > 0 {
         errln!(
-            "error: {} trial{} of the recorded matri{} never ran (counted as not run); finish with `elengtis run --resume --out DIR`",
+            "error: {} trial{} of the recorded matri{} never ran (counted as not run); finish with `elengtis run --resume --out DIR` (a merged directory: resume or run the shard named by `elengtis merge`, then merge again)",
             analysis.not_run,
             if analysis.not_run == 1 { "" } else { "s" },
             if inputs.len() == 1 { "x" } else { "ces" }
