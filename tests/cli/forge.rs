@@ -84,6 +84,15 @@ fn edit_evidence(out: &Path, rows: &mut [Value], index: usize, edit: impl FnOnce
 }
 
 /// Recomputes `seal.json` without a key, as anyone can: what an unsigned seal cannot stop.
+/// Moves `relative` out of the results directory `out` (beside it, with `extension`) and leaves
+/// a symbolic link to it in its place.
+fn link_from_outside(out: &Path, relative: &str, extension: &str) {
+    let inside = out.join(relative);
+    let outside = out.with_extension(extension);
+    std::fs::rename(&inside, &outside).expect("move it out");
+    std::os::unix::fs::symlink(&outside, &inside).expect("link it");
+}
+
 fn reseal(out: &Path) {
     let path = out.join("seal.json");
     let mut seal = read_json(&path);
@@ -323,30 +332,17 @@ fn each_attack_is_refused_by_all_four_commands() {
         // 5. Links are refused, never followed.
         (
             "log-linked-outside",
-            |out| {
-                let outside = out.with_extension("outside.jsonl");
-                std::fs::rename(out.join("runs.jsonl"), &outside).expect("move the log out");
-                std::os::unix::fs::symlink(&outside, out.join("runs.jsonl")).expect("link it");
-            },
+            |out| link_from_outside(out, "runs.jsonl", "outside.jsonl"),
             Expect { says: "runs.jsonl: it is a symbolic link", ..REFUSED },
         ),
         (
             "evidence-linked-outside",
-            |out| {
-                let evidence = out.join("evidence/local-demo--support-note--1.json");
-                let outside = out.with_extension("outside.json");
-                std::fs::rename(&evidence, &outside).expect("move the evidence out");
-                std::os::unix::fs::symlink(&outside, &evidence).expect("link it");
-            },
+            |out| link_from_outside(out, "evidence/local-demo--support-note--1.json", "outside.json"),
             Expect { says: "evidence/local-demo--support-note--1.json: it is a symbolic link", ..REFUSED },
         ),
         (
             "evidence-dir-linked-outside",
-            |out| {
-                let outside = out.with_extension("outside-evidence");
-                std::fs::rename(out.join("evidence"), &outside).expect("move evidence/ out");
-                std::os::unix::fs::symlink(&outside, out.join("evidence")).expect("link it");
-            },
+            |out| link_from_outside(out, "evidence", "outside-evidence"),
             Expect { says: "evidence/ is a symbolic link", ..REFUSED },
         ),
     ];
