@@ -303,3 +303,63 @@ fn ablating_the_twins_guards_gives_the_matrix_the_seeds_write_down() {
         }
     }
 }
+
+#[test]
+fn two_shards_of_a_catalogue_prove_every_seed_once_with_the_unsharded_verdicts() {
+    use elengtis_core::partition::{Partition, Scheme};
+    let dir = scratch();
+    // A catalogue of three bundled seeds (each with its scenario). With W4 removed from the
+    // guarded twin one of them is REJECTED and the others stay KEPT, so equal verdicts
+    // are not equal by default.
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir_all(&seeds).expect("the seeds directory");
+    for id in ["w2-note-body-direct", "w3-fetch-attacker-url-direct", "w4-send-email-direct-unconfirmed"] {
+        for file in [format!("{id}.seed.yaml"), format!("{id}.yaml")] {
+            std::fs::copy(seeds_dir().join(&file), seeds.join(&file)).expect("copy a seed");
+        }
+    }
+    let catalogue = prove::catalogue(&seeds);
+    let all = prove::seeds_in(&seeds).expect("the seeds");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let prove = |out: &str, list: &[PathBuf], partition| {
+        let options = ProveOptions {
+            partition,
+            ..options(&dir.path().join(format!("fake-{out}")), &dir.path().join(out), vec![Weakness::W4], 3, true)
+        };
+        runtime.block_on(prove::prove_seeds(list, &catalogue, &options, |_| {})).expect("prove runs")
+    };
+    let summary = |p: &prove::Proven| (p.report.verdict, p.report.reasons.clone(), p.report.legs.vulnerable.counts);
+    let whole: BTreeMap<String, _> =
+        prove("whole", &all, None).iter().map(|p| (p.report.seed.clone(), summary(p))).collect();
+    let verdicts: Vec<Verdict> = whole.values().map(|(v, _, _)| *v).collect();
+    assert!(verdicts.contains(&Verdict::Kept) && verdicts.contains(&Verdict::Rejected), "{verdicts:?}");
+
+    let mut seen = BTreeMap::new();
+    let mut hashes = Vec::new();
+    for shard in 1..=2 {
+        let (selected, record) = prove::shard_seeds(&all, Partition { scheme: Scheme::Count, shard, total: 2 });
+        assert_eq!(record.list, "seeds");
+        assert_eq!(record.list_items, 3);
+        let names: Vec<String> =
+            selected.iter().map(|p| p.file_name().expect("a name").to_string_lossy().into_owned()).collect();
+        assert_eq!(record.items, names);
+        hashes.push(record.list_sha256.clone());
+        let proven = prove(&format!("shard-{shard}"), &selected, Some(record.clone()));
+        assert_eq!(proven.len(), selected.len());
+        for p in &proven {
+            // Each seed's report on disk names the shard it was proven in.
+            let written: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&p.report_path).expect("the report")).expect("json");
+            assert_eq!(written["partition"]["shard"], shard, "{}", p.report_path.display());
+            assert_eq!(written["partition"]["list_sha256"], record.list_sha256.as_str());
+            assert!(seen.insert(p.report.seed.clone(), summary(p)).is_none(), "{} proven twice", p.report.seed);
+        }
+    }
+    assert_eq!(seen, whole, "the shards together prove every seed once, with the unsharded verdicts");
+    assert_eq!(hashes[0], hashes[1], "both shards record one catalogue");
+    let unsharded: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("whole/w2-note-body-direct/validation_report.json")).expect("the report"),
+    )
+    .expect("json");
+    assert!(unsharded.get("partition").is_none(), "an unsharded report records no partition");
+}
