@@ -664,6 +664,16 @@ fn prove_all_takes_one_shard_of_the_seed_catalogue() {
     assert_eq!(json["reports"], serde_json::json!([]));
     let output = run(dir.path(), &["prove", "--all", "--seeds-dir", s(&seeds), "--partition", "0/4"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    // With --seed the partition is not applied (a seed's legs are not split), and the note
+    // says so before anything runs (here the engine is absent, so nothing does).
+    let seed = seeds.join("w2-note-body-direct.seed.yaml");
+    let output = cmd(
+        dir.path(),
+        &["prove", "--seed", s(&seed), "--partition", "2/4", "--out", "one"],
+        &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+    );
+    assert!(stderr(&output).contains("--seed proves its one seed whole"), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("shard count:2/4"), "{}", stderr(&output));
 }
 
 #[test]

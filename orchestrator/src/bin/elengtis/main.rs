@@ -407,9 +407,10 @@ struct ProveArgs {
     /// Prove every `*.seed.yaml` in --seeds-dir.
     #[arg(long)]
     all: bool,
-    /// With --all, prove one shard of the catalogue (ignored with --seed) (`K/N`, `count:K/N`, `hash:K/N`, `index/N`;
-    /// as `run --partition`, over the seed files in name order): each seed, with every leg
-    /// of it, on one shard. Also ELENGTIS_PARTITION.
+    /// With --all, prove one shard of the catalogue (`K/N`, `count:K/N`, `hash:K/N`,
+    /// `index/N`; as `run --partition`, over the seed files in name order): each seed, with
+    /// every leg of it, on one shard. With --seed it is ignored (with a note): one seed's legs
+    /// are not split. Also ELENGTIS_PARTITION.
     #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
     partition: Option<String>,
     /// Where the seed catalogue lives (for --all and the kill matrix).
@@ -1046,6 +1047,12 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
+    if let (Some(spec), false) = (&args.partition, args.all) {
+        errln!(
+            "note: --partition {spec} (or ELENGTIS_PARTITION) shards the catalogue of --all; --seed proves its one \
+             seed whole, every leg on this machine (a seed's legs are compared with each other: docs/scale-out.md)"
+        );
+    }
     let (seeds, shard) = match partition_arg(args.partition.as_deref().filter(|_| args.all))? {
         None => (seeds, None),
         Some(partition) => {
