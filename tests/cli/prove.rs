@@ -363,3 +363,84 @@ fn two_shards_of_a_catalogue_prove_every_seed_once_with_the_unsharded_verdicts()
     .expect("json");
     assert!(unsharded.get("partition").is_none(), "an unsharded report records no partition");
 }
+
+#[test]
+fn leg_shards_of_two_seeds_merge_to_the_unsharded_verdicts_and_a_missing_shard_is_not_kept() {
+    use elengtis_core::partition::{Partition, Scheme};
+    let dir = scratch();
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir_all(&seeds).expect("the seeds directory");
+    for id in ["w2-note-body-direct", "w4-send-email-direct-unconfirmed"] {
+        for file in [format!("{id}.seed.yaml"), format!("{id}.yaml")] {
+            std::fs::copy(seeds_dir().join(&file), seeds.join(&file)).expect("copy a seed");
+        }
+    }
+    let catalogue = prove::catalogue(&seeds);
+    let all = prove::seeds_in(&seeds).expect("the seeds");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    // W4 removed from the guarded twin: one seed KEPT (W2 still stands), one REJECTED.
+    let opts = |out: &str, iterations: u32| {
+        options(&dir.path().join(format!("fake-{out}")), &dir.path().join(out), vec![Weakness::W4], iterations, true)
+    };
+    type Counts = elengtis_core::prove::filter::SideCounts;
+    type Summary = (String, Verdict, Vec<String>, Counts, Option<Counts>, Option<(u32, u32)>);
+    let summary = |p: &prove::Proven| -> Summary {
+        let r = &p.report;
+        let held = r.metamorphic.as_ref().map(|m| (m.held, m.total));
+        (
+            r.seed.clone(),
+            r.verdict,
+            r.reasons.clone(),
+            r.legs.vulnerable.counts,
+            r.legs.guarded.as_ref().map(|g| g.counts),
+            held,
+        )
+    };
+    let whole: Vec<Summary> = runtime
+        .block_on(prove::prove_seeds(&all, &catalogue, &opts("whole", 3), |_| {}))
+        .expect("prove runs")
+        .iter()
+        .map(summary)
+        .collect();
+    assert_eq!(whole.iter().map(|s| s.1).collect::<Vec<_>>(), vec![Verdict::Kept, Verdict::Rejected]);
+    assert!(whole.iter().all(|s| s.5 == Some((7, 7)) || s.1 == Verdict::Rejected), "{whole:?}");
+
+    // Three leg shards, one after another (as three machines would): each runs part of every
+    // campaign of both seeds and decides nothing.
+    let mut roots = Vec::new();
+    let mut ran = 0;
+    let mut of = 0;
+    for shard in 1..=3 {
+        let out = format!("legs-{shard}");
+        let partition = Partition { scheme: Scheme::Hash, shard, total: 3 };
+        let shards = runtime.block_on(prove::run_leg_shard(&all, &opts(&out, 3), partition)).expect("a leg shard runs");
+        assert_eq!(shards.len(), 2);
+        for s in &shards {
+            assert!(!s.dir.join("validation_report.json").exists(), "a leg shard decides no verdict");
+            ran += s.legs;
+            of = s.of;
+        }
+        roots.push(dir.path().join(out));
+    }
+    assert_eq!(ran, 2 * of, "the three shards together hold every leg of both seeds once");
+    let merge = elengtis::merge::MergeOptions::default();
+    let merged: Vec<Summary> = prove::merge_leg_shards(&all, &roots, &catalogue, &opts("merged", 3), &merge, |_| {})
+        .expect("the leg shards merge")
+        .iter()
+        .map(summary)
+        .collect();
+    assert_eq!(merged, whole, "the merged legs give the unsharded verdicts, counts and rewrites");
+
+    // A shard missing: its legs read no verdict, so neither seed can be kept.
+    let partial = prove::merge_leg_shards(&all, &roots[..2], &catalogue, &opts("partial", 3), &merge, |_| {})
+        .expect("a partial merge still decides");
+    for p in &partial {
+        assert_ne!(p.report.verdict, Verdict::Kept, "{}: {:?}", p.report.seed, p.report.reasons);
+    }
+    assert_eq!(partial[0].report.verdict, Verdict::NotTested, "{:?}", partial[0].report.reasons);
+
+    // Flags other than the shards' (here --iterations) are refused, naming the campaign.
+    let error = prove::merge_leg_shards(&all, &roots, &catalogue, &opts("other", 4), &merge, |_| {})
+        .expect_err("other flags than the shards'");
+    assert!(error.to_string().contains("differs from the campaign these flags write"), "{error}");
+}
