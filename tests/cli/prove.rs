@@ -431,6 +431,44 @@ fn leg_shards_of_two_seeds_merge_to_the_unsharded_verdicts_and_a_missing_shard_i
         .collect();
     assert_eq!(merged, whole, "the merged legs give the unsharded verdicts, counts and rewrites");
 
+    // The same through the binary: `prove --merge-legs` starts no container (no engine is
+    // reachable here), and its exit code is the verdicts' (one REJECTED: 7).
+    let root = |i: usize| roots[i].to_str().expect("utf-8").to_owned();
+    let output = elengtis_tests::elengtis_cmd(
+        dir.path(),
+        &[
+            "prove",
+            "--all",
+            "--seeds-dir",
+            seeds.to_str().expect("utf-8"),
+            "--iterations",
+            "3",
+            "--disable-guard",
+            "W4",
+            "--merge-legs",
+            &root(0),
+            &root(1),
+            &root(2),
+            "--out",
+            "cli-merged",
+            "--json",
+        ],
+    )
+    .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    .env_remove("ELENGTIS_PARTITION")
+    .output()
+    .expect("run elengtis");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(7), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("one JSON object");
+    let labels: Vec<&str> = json["reports"]
+        .as_array()
+        .expect("reports")
+        .iter()
+        .map(|r| r["verdict_label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(labels, ["KEPT", "REJECTED"]);
+
     // A shard missing: its legs read no verdict, so neither seed can be kept.
     let partial = prove::merge_leg_shards(&all, &roots[..2], &catalogue, &opts("partial", 3), &merge, |_| {})
         .expect("a partial merge still decides");

@@ -417,12 +417,12 @@ struct ProveArgs {
     /// each campaign of a seed (repeat, metamorphic, calibration) runs shard K of its frozen
     /// trial matrix, and no verdict is decided. Once every shard is back, `--merge-legs`
     /// decides. Not read from ELENGTIS_PARTITION.
-    #[arg(long, value_name = "SPEC", conflicts_with_all = ["partition", "merge_legs"])]
+    #[arg(long, value_name = "SPEC", conflicts_with = "merge_legs")]
     leg_partition: Option<String>,
     /// Decide the verdicts from leg shards (`--leg-partition`, one --out directory each),
     /// with the seed(s) and flags the shards ran with: each campaign's shards are merged into
     /// --out (as `elengtis merge` does) and its legs read there. No container is started.
-    #[arg(long, value_name = "SHARD_OUT", num_args = 1.., conflicts_with = "partition")]
+    #[arg(long, value_name = "SHARD_OUT", num_args = 1..)]
     merge_legs: Vec<PathBuf>,
     /// Where the seed catalogue lives (for --all and the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
@@ -1058,13 +1058,19 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
-    if let (Some(spec), false, None) = (&args.partition, args.all, &args.leg_partition) {
+    let legs_split = args.leg_partition.is_some() || !args.merge_legs.is_empty();
+    if let (Some(spec), true) = (&args.partition, legs_split) {
+        errln!(
+            "note: --partition {spec} (or ELENGTIS_PARTITION) is not applied with --leg-partition or --merge-legs: \
+             every given seed's legs are split instead"
+        );
+    } else if let (Some(spec), false) = (&args.partition, args.all) {
         errln!(
             "note: --partition {spec} (or ELENGTIS_PARTITION) shards the catalogue of --all; --seed proves its one \
              seed whole, every leg on this machine (to split its legs: --leg-partition, then --merge-legs)"
         );
     }
-    let (seeds, shard) = match partition_arg(args.partition.as_deref().filter(|_| args.all))? {
+    let (seeds, shard) = match partition_arg(args.partition.as_deref().filter(|_| args.all && !legs_split))? {
         None => (seeds, None),
         Some(partition) => {
             let (selected, record) = prove::shard_seeds(&seeds, partition);
