@@ -156,6 +156,7 @@ impl CommandError {
             crate::prove::ProveError::Run(e) => run_error_code(e),
             crate::prove::ProveError::Io { .. } => exit_codes::IO,
             crate::prove::ProveError::Usage(_) => exit_codes::USAGE,
+            crate::prove::ProveError::Merge(e) => merge_error_code(e),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! a required skip fails. The Docker tests (tests/docker/gate.rs) run the binary in
 //! hardened containers.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -206,4 +207,70 @@ bindings: {}
     live.live_target = true;
     let outcome = run(&gate_file("none"), &live);
     assert_eq!(outcome.status, Status::NotProven, "{}", details(&outcome));
+}
+
+#[test]
+fn shards_of_the_committed_gate_re_prove_every_finding_once_with_the_unsharded_verdicts() {
+    use elengtis_core::partition::{Partition, Scheme};
+    let dir = scratch();
+    let file = workspace().join("scenarios/gate/gate.yaml");
+    let whole = run(&file, &options(&dir.path().join("whole")));
+    assert!(whole.partition.is_none(), "an unsharded gate records no partition");
+    let verdicts: BTreeMap<String, Status> = whole.findings.iter().map(|f| (f.seed.clone(), f.status)).collect();
+    assert_eq!(verdicts.len(), 4, "{}", details(&whole));
+    let file_order: Vec<String> = whole.findings.iter().map(|f| f.seed.clone()).collect();
+
+    for (scheme, total) in [(Scheme::Count, 2), (Scheme::Hash, 3)] {
+        let mut seen: BTreeMap<String, Status> = BTreeMap::new();
+        let mut hashes = Vec::new();
+        for shard in 1..=total {
+            let partition = Partition { scheme, shard, total };
+            let mut sharded = options(&dir.path().join(format!("{}-{shard}-of-{total}", scheme.as_str())));
+            sharded.partition = Some(partition);
+            let outcome = run(&file, &sharded);
+            let record = outcome.partition.clone().expect("a sharded gate records its partition");
+            assert_eq!((record.scheme, record.shard, record.total), (scheme, shard, total));
+            assert_eq!(record.list, "findings");
+            assert_eq!(record.list_items, 4);
+            let ran: Vec<String> = outcome.findings.iter().map(|f| f.seed.clone()).collect();
+            assert_eq!(record.items, ran, "the record names exactly the findings this shard re-proved");
+            if scheme == Scheme::Count {
+                // Round robin over the file's order: finding i is in shard i mod N + 1.
+                let expected: Vec<String> = file_order
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % 2 + 1 == shard as usize)
+                    .map(|(_, s)| s.clone())
+                    .collect();
+                assert_eq!(ran, expected);
+            }
+            assert_eq!(outcome.status, gate::overall(outcome.findings.iter().map(|f| f.status)));
+            // The JSON a script reads carries the partition.
+            let json = serde_json::to_value(&outcome).expect("json");
+            assert_eq!(json["partition"]["shard"], shard, "{json:#}");
+            assert_eq!(json["partition"]["scheme"], scheme.as_str());
+            hashes.push(record.list_sha256.clone());
+            for finding in outcome.findings {
+                assert!(
+                    seen.insert(finding.seed.clone(), finding.status).is_none(),
+                    "{} re-proven by two shards of {total}",
+                    finding.seed
+                );
+            }
+        }
+        assert_eq!(seen, verdicts, "{scheme:?} N={total}: every finding once, with the unsharded verdict");
+        assert!(hashes.iter().all(|h| *h == hashes[0]), "every shard records the same finding list: {hashes:?}");
+    }
+
+    // N above the number of findings: shard 6 of 6 holds none. It passes, runs nothing, and
+    // its record says so.
+    let mut empty = options(&dir.path().join("empty"));
+    empty.partition = Some(Partition { scheme: Scheme::Count, shard: 6, total: 6 });
+    let outcome = run(&file, &empty);
+    assert_eq!(outcome.status, Status::Passed);
+    assert!(outcome.findings.is_empty());
+    let record = outcome.partition.expect("the empty shard's record");
+    assert!(record.items.is_empty() && record.list_items == 4);
+    assert!(record.line().contains("0 in this shard: none"), "{}", record.line());
+    assert!(!dir.path().join("empty/out").exists(), "an empty shard proves nothing");
 }

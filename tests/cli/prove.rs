@@ -303,3 +303,182 @@ fn ablating_the_twins_guards_gives_the_matrix_the_seeds_write_down() {
         }
     }
 }
+
+#[test]
+fn two_shards_of_a_catalogue_prove_every_seed_once_with_the_unsharded_verdicts() {
+    use elengtis_core::partition::{Partition, Scheme};
+    let dir = scratch();
+    // A catalogue of three bundled seeds (each with its scenario). With W4 removed from the
+    // guarded twin one of them is REJECTED and the others stay KEPT, so equal verdicts
+    // are not equal by default.
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir_all(&seeds).expect("the seeds directory");
+    for id in ["w2-note-body-direct", "w3-fetch-attacker-url-direct", "w4-send-email-direct-unconfirmed"] {
+        for file in [format!("{id}.seed.yaml"), format!("{id}.yaml")] {
+            std::fs::copy(seeds_dir().join(&file), seeds.join(&file)).expect("copy a seed");
+        }
+    }
+    let catalogue = prove::catalogue(&seeds);
+    let all = prove::seeds_in(&seeds).expect("the seeds");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let prove = |out: &str, list: &[PathBuf], partition| {
+        let options = ProveOptions {
+            partition,
+            ..options(&dir.path().join(format!("fake-{out}")), &dir.path().join(out), vec![Weakness::W4], 3, true)
+        };
+        runtime.block_on(prove::prove_seeds(list, &catalogue, &options, |_| {})).expect("prove runs")
+    };
+    let summary = |p: &prove::Proven| (p.report.verdict, p.report.reasons.clone(), p.report.legs.vulnerable.counts);
+    let whole: BTreeMap<String, _> =
+        prove("whole", &all, None).iter().map(|p| (p.report.seed.clone(), summary(p))).collect();
+    let verdicts: Vec<Verdict> = whole.values().map(|(v, _, _)| *v).collect();
+    assert!(verdicts.contains(&Verdict::Kept) && verdicts.contains(&Verdict::Rejected), "{verdicts:?}");
+
+    let mut seen = BTreeMap::new();
+    let mut hashes = Vec::new();
+    for shard in 1..=2 {
+        let (selected, record) = prove::shard_seeds(&all, Partition { scheme: Scheme::Count, shard, total: 2 });
+        assert_eq!(record.list, "seeds");
+        assert_eq!(record.list_items, 3);
+        let names: Vec<String> =
+            selected.iter().map(|p| p.file_name().expect("a name").to_string_lossy().into_owned()).collect();
+        assert_eq!(record.items, names);
+        hashes.push(record.list_sha256.clone());
+        let proven = prove(&format!("shard-{shard}"), &selected, Some(record.clone()));
+        assert_eq!(proven.len(), selected.len());
+        for p in &proven {
+            // Each seed's report on disk names the shard it was proven in.
+            let written: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&p.report_path).expect("the report")).expect("json");
+            assert_eq!(written["partition"]["shard"], shard, "{}", p.report_path.display());
+            assert_eq!(written["partition"]["list_sha256"], record.list_sha256.as_str());
+            assert!(seen.insert(p.report.seed.clone(), summary(p)).is_none(), "{} proven twice", p.report.seed);
+        }
+    }
+    assert_eq!(seen, whole, "the shards together prove every seed once, with the unsharded verdicts");
+    assert_eq!(hashes[0], hashes[1], "both shards record one catalogue");
+    let unsharded: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("whole/w2-note-body-direct/validation_report.json")).expect("the report"),
+    )
+    .expect("json");
+    assert!(unsharded.get("partition").is_none(), "an unsharded report records no partition");
+}
+
+#[test]
+fn leg_shards_of_two_seeds_merge_to_the_unsharded_verdicts_and_a_missing_shard_is_not_kept() {
+    use elengtis_core::partition::{Partition, Scheme};
+    let dir = scratch();
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir_all(&seeds).expect("the seeds directory");
+    for id in ["w2-note-body-direct", "w4-send-email-direct-unconfirmed"] {
+        for file in [format!("{id}.seed.yaml"), format!("{id}.yaml")] {
+            std::fs::copy(seeds_dir().join(&file), seeds.join(&file)).expect("copy a seed");
+        }
+    }
+    let catalogue = prove::catalogue(&seeds);
+    let all = prove::seeds_in(&seeds).expect("the seeds");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    // W4 removed from the guarded twin: one seed KEPT (W2 still stands), one REJECTED.
+    let opts = |out: &str, iterations: u32| {
+        options(&dir.path().join(format!("fake-{out}")), &dir.path().join(out), vec![Weakness::W4], iterations, true)
+    };
+    type Counts = elengtis_core::prove::filter::SideCounts;
+    type Summary = (String, Verdict, Vec<String>, Counts, Option<Counts>, Option<(u32, u32)>);
+    let summary = |p: &prove::Proven| -> Summary {
+        let r = &p.report;
+        let held = r.metamorphic.as_ref().map(|m| (m.held, m.total));
+        (
+            r.seed.clone(),
+            r.verdict,
+            r.reasons.clone(),
+            r.legs.vulnerable.counts,
+            r.legs.guarded.as_ref().map(|g| g.counts),
+            held,
+        )
+    };
+    let whole: Vec<Summary> = runtime
+        .block_on(prove::prove_seeds(&all, &catalogue, &opts("whole", 3), |_| {}))
+        .expect("prove runs")
+        .iter()
+        .map(summary)
+        .collect();
+    assert_eq!(whole.iter().map(|s| s.1).collect::<Vec<_>>(), vec![Verdict::Kept, Verdict::Rejected]);
+    assert!(whole.iter().all(|s| s.5 == Some((7, 7)) || s.1 == Verdict::Rejected), "{whole:?}");
+
+    // Three leg shards, one after another (as three machines would): each runs part of every
+    // campaign of both seeds and decides nothing.
+    let mut roots = Vec::new();
+    let mut ran = 0;
+    let mut of = 0;
+    for shard in 1..=3 {
+        let out = format!("legs-{shard}");
+        let partition = Partition { scheme: Scheme::Hash, shard, total: 3 };
+        let shards = runtime.block_on(prove::run_leg_shard(&all, &opts(&out, 3), partition)).expect("a leg shard runs");
+        assert_eq!(shards.len(), 2);
+        for s in &shards {
+            assert!(!s.dir.join("validation_report.json").exists(), "a leg shard decides no verdict");
+            ran += s.legs;
+            of = s.of;
+        }
+        roots.push(dir.path().join(out));
+    }
+    assert_eq!(ran, 2 * of, "the three shards together hold every leg of both seeds once");
+    let merge = elengtis::merge::MergeOptions::default();
+    let merged: Vec<Summary> = prove::merge_leg_shards(&all, &roots, &catalogue, &opts("merged", 3), &merge, |_| {})
+        .expect("the leg shards merge")
+        .iter()
+        .map(summary)
+        .collect();
+    assert_eq!(merged, whole, "the merged legs give the unsharded verdicts, counts and rewrites");
+
+    // The same through the binary: `prove --merge-legs` starts no container (no engine is
+    // reachable here), and its exit code is the verdicts' (one REJECTED: 7).
+    let root = |i: usize| roots[i].to_str().expect("utf-8").to_owned();
+    let output = elengtis_tests::elengtis_cmd(
+        dir.path(),
+        &[
+            "prove",
+            "--all",
+            "--seeds-dir",
+            seeds.to_str().expect("utf-8"),
+            "--iterations",
+            "3",
+            "--disable-guard",
+            "W4",
+            "--merge-legs",
+            &root(0),
+            &root(1),
+            &root(2),
+            "--out",
+            "cli-merged",
+            "--json",
+        ],
+    )
+    .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    .env_remove("ELENGTIS_PARTITION")
+    .output()
+    .expect("run elengtis");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(7), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("one JSON object");
+    let labels: Vec<&str> = json["reports"]
+        .as_array()
+        .expect("reports")
+        .iter()
+        .map(|r| r["verdict_label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(labels, ["KEPT", "REJECTED"]);
+
+    // A shard missing: its legs read no verdict, so neither seed can be kept.
+    let partial = prove::merge_leg_shards(&all, &roots[..2], &catalogue, &opts("partial", 3), &merge, |_| {})
+        .expect("a partial merge still decides");
+    for p in &partial {
+        assert_ne!(p.report.verdict, Verdict::Kept, "{}: {:?}", p.report.seed, p.report.reasons);
+    }
+    assert_eq!(partial[0].report.verdict, Verdict::NotTested, "{:?}", partial[0].report.reasons);
+
+    // Flags other than the shards' (here --iterations) are refused, naming the campaign.
+    let error = prove::merge_leg_shards(&all, &roots, &catalogue, &opts("other", 4), &merge, |_| {})
+        .expect_err("other flags than the shards'");
+    assert!(error.to_string().contains("differs from the campaign these flags write"), "{error}");
+}

@@ -643,7 +643,64 @@ fn prove_all_takes_one_shard_of_the_seed_catalogue() {
     let output = run(dir.path(), &["prove", "--all", "--seeds-dir", s(&seeds), "--partition", "64/64", "--out", "p"]);
     ok(&output, "an empty shard");
     assert!(stderr(&output).contains(&format!("shard count:64/64: 0 of {count} seeds")), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains(&format!("shard count:64/64 of {count} seeds"))
+            && stdout(&output).contains("0 in this shard: none: nothing to prove"),
+        "{}",
+        stdout(&output)
+    );
     assert!(!dir.path().join("p").exists());
+    // --json: the shard's record, no report.
+    let output = run(
+        dir.path(),
+        &["prove", "--all", "--seeds-dir", s(&seeds), "--partition", "hash:64/64", "--json", "--out", "p"],
+    );
+    ok(&output, "an empty shard, --json");
+    let json: Value = serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    assert_eq!(json["exit_code"], 0);
+    assert_eq!(json["partition"]["scheme"], "hash");
+    assert_eq!(json["partition"]["list_items"], count);
+    assert_eq!(json["partition"]["items"], serde_json::json!([]));
+    assert_eq!(json["reports"], serde_json::json!([]));
     let output = run(dir.path(), &["prove", "--all", "--seeds-dir", s(&seeds), "--partition", "0/4"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    // With --seed the partition is not applied (a seed's legs are not split), and the note
+    // says so before anything runs (here the engine is absent, so nothing does).
+    let seed = seeds.join("w2-note-body-direct.seed.yaml");
+    let output = cmd(
+        dir.path(),
+        &["prove", "--seed", s(&seed), "--partition", "2/4", "--out", "one"],
+        &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+    );
+    assert!(stderr(&output).contains("--seed proves its one seed whole"), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("shard count:2/4"), "{}", stderr(&output));
+}
+
+#[test]
+fn an_empty_shard_of_the_gate_passes_without_an_engine_and_says_so() {
+    let dir = scratch();
+    let file = elengtis_tests::workspace().join("scenarios/gate/gate.yaml");
+    let findings = elengtis_core::format::gate::load_gate(&file).expect("the committed gate").findings.len();
+    assert!(findings < 9);
+    // An empty shard never reaches for the engine (here: an engine socket that does not
+    // exist); it is the success of a shard with nothing to do.
+    let no_engine = [("DOCKER_HOST", "unix:///nonexistent/docker.sock")];
+    let output =
+        cmd(dir.path(), &["gate", "--file", s(&file), "--partition", "9/9", "--json", "--out", "g"], &no_engine);
+    ok(&output, "an empty gate shard");
+    let json: Value = serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    assert_eq!(json["status"], "passed");
+    assert_eq!(json["findings"], serde_json::json!([]));
+    assert_eq!(json["partition"]["list"], "findings");
+    assert_eq!(json["partition"]["list_items"], findings);
+    assert_eq!(json["partition"]["items"], serde_json::json!([]));
+    let output = cmd(dir.path(), &["gate", "--file", s(&file), "--partition", "9/9", "--out", "g"], &no_engine);
+    ok(&output, "an empty gate shard, text");
+    assert!(stdout(&output).contains("nothing to re-prove in this shard"), "{}", stdout(&output));
+    let output = cmd(dir.path(), &["gate", "--file", s(&file), "--partition", "10/9"], &no_engine);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    // Shard 1 of 9 holds a finding, so it does reach for the (absent) engine: the empty
+    // shard's success above is not the absent engine's doing.
+    let output = cmd(dir.path(), &["gate", "--file", s(&file), "--partition", "1/9", "--out", "g1"], &no_engine);
+    assert_ne!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
 }

@@ -58,6 +58,9 @@ pub enum ProveError {
     /// No seed was given, or a run left nothing to read.
     #[error("{0}")]
     Usage(String),
+    /// The leg shards of a seed could not be merged (`prove --merge-legs`).
+    #[error(transparent)]
+    Merge(#[from] Box<crate::merge::MergeError>),
 }
 
 /// How to prove.
@@ -342,6 +345,27 @@ async fn run_campaign(
     pool: &Pool,
     options: &ProveOptions,
 ) -> Result<std::collections::BTreeMap<String, Vec<legs::Recorded>>, ProveError> {
+    run_campaign_shard(campaign, pool, options, None).await?;
+    read_campaign(campaign)
+}
+
+/// The legs a campaign's results directory recorded, by target.
+fn read_campaign(campaign: &Campaign) -> Result<std::collections::BTreeMap<String, Vec<legs::Recorded>>, ProveError> {
+    legs::read_run(&campaign.results).map_err(|detail| ProveError::Io {
+        what: "read the results in",
+        path: campaign.results.clone(),
+        detail,
+    })
+}
+
+/// Run one campaign (or, with `partition`, one shard of its frozen matrix) through the run
+/// engine, its trials drawing from the shared `pool`.
+async fn run_campaign_shard(
+    campaign: &Campaign,
+    pool: &Pool,
+    options: &ProveOptions,
+    partition: Option<elengtis_core::partition::Partition>,
+) -> Result<(), ProveError> {
     let run_options = RunOptions {
         limits: Limits::default(),
         jobs: options.jobs.max(1),
@@ -351,14 +375,10 @@ async fn run_campaign(
         events: options.events.clone(),
         model: options.model.clone(),
         slots: Some(pool.slots.clone()),
-        partition: None,
+        partition,
     };
     run::start(&campaign.bundle, &campaign.results, false, &run_options).await?;
-    legs::read_run(&campaign.results).map_err(|detail| ProveError::Io {
-        what: "read the results in",
-        path: campaign.results.clone(),
-        detail,
-    })
+    Ok(())
 }
 
 /// The campaigns' results directories, relative to the seed's report directory (each run's
@@ -581,7 +601,7 @@ async fn run_finding<'a>(
     pool: &'a Pool,
     options: &'a ProveOptions,
 ) -> Result<Proven, ProveError> {
-    let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, calibration } = finding;
+    let Finding { repeat, metamorphic, calibration, .. } = finding;
     let repeat_run = run_campaign(repeat, pool, options);
     let optional = |campaign: Option<&'a Campaign>| async move {
         match campaign {
@@ -597,7 +617,22 @@ async fn run_finding<'a>(
         optional(calibration.as_ref()),
     )
     .await;
-    let (repeated, rewritten, calibrated) = (repeated?, rewritten?, calibrated?);
+    decide(finding, catalogue, options, repeated?, rewritten?, calibrated?)
+}
+
+type ByTarget = std::collections::BTreeMap<String, Vec<legs::Recorded>>;
+
+/// A finding's report from its campaigns' legs (read from their results directories),
+/// written as `validation_report.json`.
+fn decide(
+    finding: &Finding,
+    catalogue: &[String],
+    options: &ProveOptions,
+    repeated: ByTarget,
+    rewritten: Option<ByTarget>,
+    calibrated: Option<ByTarget>,
+) -> Result<Proven, ProveError> {
+    let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, .. } = finding;
     let has_verifiers = repeat.has_verifiers;
     let calibration = has_verifiers
         .then(|| calibrated.as_ref().map_or_else(Calibration::not_calibrated, |runs| calibration_of(seed, runs)));
@@ -756,6 +791,146 @@ pub async fn prove_seeds(
         Some(e) => Err(e),
         None => Ok(proven),
     }
+}
+
+/// What one seed's leg shard ran (`prove --leg-partition K/N`).
+#[derive(Debug, Clone)]
+pub struct LegShard {
+    /// The seed's id.
+    pub seed: String,
+    /// The seed's directory under `--out` (its campaigns' shard results).
+    pub dir: PathBuf,
+    /// The legs (trials of the seed's campaigns) in this shard.
+    pub legs: u64,
+    /// The seed's legs in all.
+    pub of: u64,
+}
+
+/// The campaigns of a finding, in a fixed order: repeat, metamorphic, calibration.
+fn campaigns_of(finding: &Finding) -> Vec<&Campaign> {
+    std::iter::once(&finding.repeat)
+        .chain(finding.metamorphic.as_ref().map(|(c, _)| c))
+        .chain(finding.calibration.as_ref())
+        .collect()
+}
+
+/// One leg shard of each seed (`prove --leg-partition K/N`): every campaign of the seed —
+/// repeat, metamorphic, calibration — runs the shard `partition` of its own frozen trial
+/// matrix, recorded in its manifest as a `run --partition` shard's is. No verdict is
+/// decided: a seed's legs are compared with each other, so [`merge_leg_shards`] decides
+/// once every shard is back.
+///
+/// # Errors
+///
+/// [`ProveError`] when a seed cannot be read or a run cannot start.
+pub async fn run_leg_shard(
+    seed_paths: &[PathBuf],
+    options: &ProveOptions,
+    partition: elengtis_core::partition::Partition,
+) -> Result<Vec<LegShard>, ProveError> {
+    let findings: Vec<Finding> = seed_paths.iter().map(|p| prepare_finding(p, options)).collect::<Result<_, _>>()?;
+    let all: Vec<&Campaign> = findings.iter().flat_map(campaigns_of).collect();
+    let pool = Pool::new(&all, options).await?;
+    let mut shards = Vec::with_capacity(findings.len());
+    for finding in &findings {
+        let campaigns = campaigns_of(finding);
+        // Every campaign to the end, even when one fails (no container left behind).
+        let results = futures_util::future::join_all(
+            campaigns.iter().map(|c| run_campaign_shard(c, &pool, options, Some(partition))),
+        )
+        .await;
+        results.into_iter().collect::<Result<Vec<()>, _>>()?;
+        let (mut legs, mut of) = (0, 0);
+        for campaign in &campaigns {
+            let matrix = elengtis_core::matrix::expand(&campaign.bundle);
+            of += matrix.len() as u64;
+            legs += partition.select(&matrix, |t| t.trial_id.as_str()).len() as u64;
+        }
+        shards.push(LegShard { seed: finding.seed.seed.id.clone(), dir: finding.dir.clone(), legs, of });
+    }
+    Ok(shards)
+}
+
+/// The seeds' verdicts from their leg shards (`prove --merge-legs SHARD_OUT...`): each
+/// seed's campaigns are written again from the seed and `options` — which must be the
+/// shards' (the written campaigns are compared byte for byte with every shard's) — each
+/// campaign's shards are merged ([`crate::merge::merge`]: verified, sealed, of one campaign
+/// and matrix, no overlap) into `<out>/<seed>/<campaign>/results`, and the legs are read and
+/// decided there exactly as an unsharded prove decides them. A leg no shard ran reads *no
+/// verdict* (the seed is then NOT TESTED, never KEPT).
+///
+/// # Errors
+///
+/// [`ProveError`] when a seed cannot be read, a shard's campaign differs, or a merge is
+/// refused.
+pub fn merge_leg_shards(
+    seed_paths: &[PathBuf],
+    shard_roots: &[PathBuf],
+    catalogue: &[String],
+    options: &ProveOptions,
+    merge: &crate::merge::MergeOptions,
+    mut each: impl FnMut(&Proven),
+) -> Result<Vec<Proven>, ProveError> {
+    if shard_roots.is_empty() {
+        return Err(ProveError::Usage("failed to merge leg shards: no shard directory given".into()));
+    }
+    let mut proven = Vec::with_capacity(seed_paths.len());
+    for seed_path in seed_paths {
+        let finding = prepare_finding(seed_path, options)?;
+        let mut read = Vec::new();
+        for campaign in campaigns_of(&finding) {
+            let results_rel = campaign.results.strip_prefix(&options.out).map_err(|_| {
+                ProveError::Usage(format!(
+                    "failed to place {} under {}",
+                    campaign.results.display(),
+                    options.out.display()
+                ))
+            })?;
+            let campaign_dir = campaign.results.with_file_name("campaign");
+            let campaign_rel = results_rel.with_file_name("campaign");
+            let written = read_campaign_files(&campaign_dir)?;
+            let mut inputs = Vec::with_capacity(shard_roots.len());
+            for root in shard_roots {
+                let theirs = read_campaign_files(&root.join(&campaign_rel))?;
+                if theirs != written {
+                    return Err(ProveError::Usage(format!(
+                        "failed to merge the leg shards of {}: {} differs from the campaign these flags write ({}); \
+                         give --merge-legs the seed and the flags (--iterations, --no-metamorphic, --disable-guard, \
+                         --guarded-side, --target, --model-config) the shards ran with",
+                        finding.seed.seed.id,
+                        root.join(&campaign_rel).display(),
+                        campaign_dir.display()
+                    )));
+                }
+                inputs.push(root.join(results_rel));
+            }
+            crate::merge::merge(&inputs, &campaign.results, merge).map_err(Box::new)?;
+            read.push(read_campaign(campaign)?);
+        }
+        let mut read = read.into_iter();
+        let repeated = read.next().unwrap_or_default();
+        let rewritten = finding.metamorphic.as_ref().map(|_| read.next().unwrap_or_default());
+        let calibrated = finding.calibration.as_ref().map(|_| read.next().unwrap_or_default());
+        let p = decide(&finding, catalogue, options, repeated, rewritten, calibrated)?;
+        each(&p);
+        proven.push(p);
+    }
+    Ok(proven)
+}
+
+/// A written campaign directory's files, by name (the campaign and its scenario).
+fn read_campaign_files(dir: &Path) -> Result<std::collections::BTreeMap<String, Vec<u8>>, ProveError> {
+    let io = |e: std::io::Error| ProveError::Io {
+        what: "read the campaign in",
+        path: dir.to_owned(),
+        detail: e.to_string(),
+    };
+    let mut files = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        files.insert(entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path()).map_err(io)?);
+    }
+    Ok(files)
 }
 
 /// The exit status of a set of verdicts: any REJECTED, else any NOT TESTED, else any STABLE,

@@ -407,11 +407,23 @@ struct ProveArgs {
     /// Prove every `*.seed.yaml` in --seeds-dir.
     #[arg(long)]
     all: bool,
-    /// With --all, prove one shard of the catalogue (ignored with --seed) (`K/N`, `count:K/N`, `hash:K/N`, `index/N`;
-    /// as `run --partition`, over the seed files in name order): each seed, with every leg
-    /// of it, on one shard. Also ELENGTIS_PARTITION.
+    /// With --all, prove one shard of the catalogue (`K/N`, `count:K/N`, `hash:K/N`,
+    /// `index/N`; as `run --partition`, over the seed files in name order): each seed, with
+    /// every leg of it, on one shard. With --seed it is ignored (with a note): one seed's legs
+    /// are not split. Also ELENGTIS_PARTITION.
     #[arg(long, env = "ELENGTIS_PARTITION", value_name = "SPEC")]
     partition: Option<String>,
+    /// Run one shard of every given seed's legs (`K/N`, `count:K/N`, `hash:K/N`, `index/N`):
+    /// each campaign of a seed (repeat, metamorphic, calibration) runs shard K of its frozen
+    /// trial matrix, and no verdict is decided. Once every shard is back, `--merge-legs`
+    /// decides. Not read from ELENGTIS_PARTITION.
+    #[arg(long, value_name = "SPEC", conflicts_with = "merge_legs")]
+    leg_partition: Option<String>,
+    /// Decide the verdicts from leg shards (`--leg-partition`, one --out directory each),
+    /// with the seed(s) and flags the shards ran with: each campaign's shards are merged into
+    /// --out (as `elengtis merge` does) and its legs read there. No container is started.
+    #[arg(long, value_name = "SHARD_OUT", num_args = 1..)]
+    merge_legs: Vec<PathBuf>,
     /// Where the seed catalogue lives (for --all and the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
     seeds_dir: PathBuf,
@@ -1046,7 +1058,19 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         (None, true) => prove::seeds_in(&args.seeds_dir)?,
         _ => return Err(Error::Usage("give --seed FILE or --all".into())),
     };
-    let (seeds, shard) = match partition_arg(args.partition.as_deref().filter(|_| args.all))? {
+    let legs_split = args.leg_partition.is_some() || !args.merge_legs.is_empty();
+    if let (Some(spec), true) = (&args.partition, legs_split) {
+        errln!(
+            "note: --partition {spec} (or ELENGTIS_PARTITION) is not applied with --leg-partition or --merge-legs: \
+             every given seed's legs are split instead"
+        );
+    } else if let (Some(spec), false) = (&args.partition, args.all) {
+        errln!(
+            "note: --partition {spec} (or ELENGTIS_PARTITION) shards the catalogue of --all; --seed proves its one \
+             seed whole, every leg on this machine (to split its legs: --leg-partition, then --merge-legs)"
+        );
+    }
+    let (seeds, shard) = match partition_arg(args.partition.as_deref().filter(|_| args.all && !legs_split))? {
         None => (seeds, None),
         Some(partition) => {
             let (selected, record) = prove::shard_seeds(&seeds, partition);
@@ -1090,7 +1114,8 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     // prove of your own stdio server needs no container engine at all.
     let in_container =
         |t: &Option<serde_json::Value>| t.as_ref().is_some_and(|t| t["transport"]["type"] == "isolated_container");
-    if target.is_none() || in_container(&target) || in_container(&guarded_target) {
+    let merging = !args.merge_legs.is_empty();
+    if !merging && (target.is_none() || in_container(&target) || in_container(&guarded_target)) {
         ensure_images(args.allow_vulnerable_engine).await?;
     }
     let catalogue = prove::catalogue(&args.seeds_dir);
@@ -1111,15 +1136,49 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         guarded_target,
         partition: shard.clone(),
     };
-    // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
-    // printed as soon as it (and every seed before it) is done.
-    let result = prove::prove_seeds(&seeds, &catalogue, &options, |p| {
+    if let Some(spec) = args.leg_partition.as_deref() {
+        let Some(partition) = partition_arg(Some(spec))? else { return Ok(exit_codes::SUCCESS) };
+        let result = prove::run_leg_shard(&seeds, &options, partition).await;
+        terminal.finish();
+        let shards = result?;
+        if args.json {
+            let seeds: Vec<_> =
+                shards.iter().map(|s| json!({"seed": s.seed, "dir": s.dir, "legs": s.legs, "of": s.of})).collect();
+            outln!("{}", json!({"out": out, "leg_partition": partition.to_string(), "seeds": seeds}));
+        } else {
+            for s in &shards {
+                outln!("{:<40} legs shard {partition}: {} of {} legs", s.seed, s.legs, s.of);
+            }
+            outln!(
+                "no verdict yet: once every shard is back, `elengtis prove --merge-legs SHARD_OUT... --out DIR` with \
+                 the same seed(s) and flags"
+            );
+        }
+        return Ok(exit_codes::SUCCESS);
+    }
+    let print = |p: &prove::Proven| {
         if !args.json {
             let note = p.guarded_note.as_ref().map(|n| format!("{n}\n")).unwrap_or_default();
             terminal.print(&format!("{}\n{note}report: {}\n", render_panel(&p.report), p.report_path.display()));
         }
-    })
-    .await;
+    };
+    let result = if merging {
+        let keys: Vec<Arc<elengtis::results::keys::Key>> = elengtis::results::keys::Key::from_env()
+            .map_err(elengtis::run::RunError::Key)?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        let verify = elengtis::results::verify::VerifyOptions {
+            checkers: keys.iter().map(|k| elengtis::results::keys::Checker::Key(Arc::clone(k))).collect(),
+            require_sealed: false,
+        };
+        let merge = elengtis::merge::MergeOptions { verify, keys };
+        prove::merge_leg_shards(&seeds, &args.merge_legs, &catalogue, &options, &merge, print)
+    } else {
+        // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
+        // printed as soon as it (and every seed before it) is done.
+        prove::prove_seeds(&seeds, &catalogue, &options, print).await
+    };
     terminal.finish();
     let proven = result?;
     let reports: Vec<_> = proven.iter().map(|p| p.report.clone()).collect();
