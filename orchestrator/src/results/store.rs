@@ -252,6 +252,175 @@ pub fn write_json_atomic_hashed<T: Serialize>(path: &Path, value: &T) -> Result<
     Ok(elengtis_core::format::sha256_hex(&bytes))
 }
 
+/// Most fsyncs of one [`write_documents`] batch in flight at once: the file system groups
+/// concurrent syncs into one journal commit, so a batch of documents costs about one sync's
+/// latency instead of one per document.
+const PARALLEL_SYNCS: usize = 16;
+
+/// One document of a [`write_documents`] batch.
+#[derive(Debug)]
+pub struct Document {
+    /// Where it goes.
+    pub path: PathBuf,
+    /// Its complete bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// What [`write_documents`] made durable.
+#[derive(Debug)]
+pub struct Written {
+    /// The first `durable` documents of the batch are in place and durable; none after them
+    /// was renamed into place (their temporary files are removed).
+    pub durable: usize,
+    /// Why the document at index `durable` could not be written (a full disk, say).
+    pub error: Option<StoreError>,
+}
+
+/// [`write_atomic`] for a batch of documents, with the syncs shared (group commit): every
+/// document is written to its own temporary file, the temporary files are fsynced together
+/// (up to [`PARALLEL_SYNCS`] at once), renamed into place in order, and each directory they
+/// are in is fsynced once. The guarantee per document is [`write_atomic`]'s: its target holds
+/// the old content or the new, never a torn file. When a document fails, the ones before it
+/// are still made durable and reported in [`Written::durable`]; it and the ones after it are
+/// not renamed into place.
+pub fn write_documents(documents: &[Document]) -> Written {
+    struct Temp<'a> {
+        doc: &'a Document,
+        path: PathBuf,
+        file: File,
+    }
+    let mut temps: Vec<Temp<'_>> = Vec::with_capacity(documents.len());
+    let mut error = None;
+    for doc in documents {
+        let created = create_temp(&doc.path).and_then(|(path, mut file)| match file.write_all(&doc.bytes) {
+            Ok(()) => Ok(Temp { doc, path, file }),
+            Err(err) => {
+                drop(file);
+                let _ = fs::remove_file(&path);
+                Err(StoreError::io("write", &doc.path, err))
+            }
+        });
+        match created {
+            Ok(temp) => temps.push(temp),
+            Err(err) => {
+                error = Some(err);
+                break;
+            }
+        }
+    }
+    // Sync the temporary files together: thread t takes every `threads`-th file from t.
+    let mut synced: Vec<Option<io::Error>> = (0..temps.len()).map(|_| None).collect();
+    let threads = temps.len().clamp(1, PARALLEL_SYNCS);
+    if temps.len() <= 1 {
+        for (slot, temp) in synced.iter_mut().zip(&temps) {
+            *slot = temp.file.sync_all().err();
+        }
+    } else {
+        let joined = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let temps = &temps;
+                    scope.spawn(move || {
+                        temps
+                            .iter()
+                            .enumerate()
+                            .skip(t)
+                            .step_by(threads)
+                            .filter_map(|(i, temp)| temp.file.sync_all().err().map(|err| (i, err)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(std::thread::ScopedJoinHandle::join).collect::<Vec<_>>()
+        });
+        for result in joined {
+            match result {
+                Ok(errors) => errors.into_iter().for_each(|(i, err)| synced[i] = Some(err)),
+                // A sync thread that panicked: count nothing as synced.
+                Err(_) => synced.iter_mut().filter(|s| s.is_none()).for_each(|s| {
+                    *s = Some(io::Error::other("a sync thread panicked"));
+                }),
+            }
+        }
+    }
+    // Rename in order, up to the first document that failed.
+    let mut durable = 0;
+    for (temp, sync_error) in temps.iter().zip(synced) {
+        if error.is_some() {
+            break;
+        }
+        let renamed = match sync_error {
+            Some(err) => Err(err),
+            None => fs::rename(&temp.path, &temp.doc.path),
+        };
+        match renamed {
+            Ok(()) => durable += 1,
+            Err(err) => error = Some(StoreError::io("write", &temp.doc.path, err)),
+        }
+    }
+    for temp in &temps[durable..] {
+        let _ = fs::remove_file(&temp.path);
+    }
+    // One directory sync per directory makes the renames durable.
+    let mut dirs: Vec<&Path> = temps[..durable].iter().map(|t| parent_dir(&t.doc.path)).collect();
+    dirs.dedup();
+    for dir in dirs {
+        if let Err(err) = sync_dir(dir) {
+            // The renames may not survive a power loss: report none of them as durable (the
+            // files stay, named by no row: harmless, as after a crash).
+            let path = temps.first().map_or(dir, |t| t.doc.path.as_path());
+            return Written { durable: 0, error: Some(StoreError::io("write", path, err)) };
+        }
+    }
+    Written { durable, error }
+}
+
+/// `value` as the document [`write_json_atomic`] writes (pretty-printed JSON and a newline),
+/// for [`write_documents`].
+pub fn json_document<T: Serialize>(path: PathBuf, value: &T) -> Result<Document, StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|err| StoreError::serialize(&path, err))?;
+    bytes.push(b'\n');
+    Ok(Document { path, bytes })
+}
+
+/// A new, uniquely named temporary file beside `path`.
+fn create_temp(path: &Path) -> Result<(PathBuf, File), StoreError> {
+    let fail = |err: io::Error| StoreError::io("write", path, err);
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail(io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file")))?;
+    let dir = parent_dir(path);
+    let name = name.to_string_lossy();
+    let mut attempt = 0;
+    loop {
+        let candidate = dir.join(temp_name(&name));
+        match OpenOptions::new().write(true).create_new(true).open(&candidate) {
+            Ok(file) => return Ok((candidate, file)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempt < TEMP_ATTEMPTS => {
+                attempt += 1;
+            }
+            Err(err) => return Err(fail(err)),
+        }
+    }
+}
+
+/// Whether a file name is one of [`write_atomic`]'s temporary files (`.<name>.<pid>.<n>.<hex>.tmp`).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".tmp")
+}
+
+/// Remove the temporary files a killed writer left in `dir` (not below it). Only for a
+/// directory whose writer is gone: the caller holds the results directory's lock. Returns how
+/// many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()) && e.file_name().to_str().is_some_and(is_temp_name))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 // ---------------------------------------------------------------------------
 // Directory lock
 // ---------------------------------------------------------------------------
@@ -604,6 +773,90 @@ impl AppendLog {
                 Err(StoreError::io("append to", &self.path, err))
             }
         }
+    }
+
+    /// Append `rows` in order as compact JSON lines, each chained to the line before it
+    /// (`chain(row, sha256 of the line before)` sets the link before the row is serialized),
+    /// with one sync for the whole batch (group commit). Returns how many rows, from the
+    /// first, are in the log and durable, and the error that stopped the rest: a row that
+    /// cannot be serialized, or a write that fails (its partial bytes are cut, as in
+    /// [`AppendLog::append`]). When the sync itself fails, none of the batch is kept.
+    pub fn append_batch<T: Serialize>(
+        &mut self,
+        rows: &mut [T],
+        mut chain: impl FnMut(&mut T, &str),
+    ) -> (usize, Option<StoreError>) {
+        if self.poisoned {
+            return (0, Some(self.poisoned_error()));
+        }
+        let start_len = self.committed_len;
+        let mut len = start_len;
+        let mut prev = self.last_line_sha256.clone();
+        let mut appended = 0;
+        let mut error = None;
+        for row in rows.iter_mut() {
+            chain(row, &prev);
+            let line = match self.line(row) {
+                Ok(line) => line,
+                Err(err) => {
+                    error = Some(err);
+                    break;
+                }
+            };
+            // The row's evidence is durable; the row is not yet written.
+            crate::crashpoint::reach(crate::crashpoint::CrashPoint::EvidenceWrite);
+            crate::crashpoint::reach_torn(crate::crashpoint::CrashPoint::RowAppend, &mut self.file, &line);
+            if let Err(err) = self.file.write_all(&line) {
+                // Cut whatever part of the row made it: the rows before it stay.
+                if self.file.set_len(len).is_err() {
+                    self.poisoned = true;
+                }
+                error = Some(StoreError::io("append to", &self.path, err));
+                break;
+            }
+            len += line.len() as u64;
+            prev = line_sha256(&line[..line.len() - 1]);
+            appended += 1;
+        }
+        if appended > 0 || error.is_some() {
+            if let Err(err) = self.file.sync_data() {
+                let rolled_back = self.file.set_len(start_len).and_then(|()| self.file.sync_data());
+                if rolled_back.is_err() {
+                    self.poisoned = true;
+                }
+                return (0, Some(StoreError::io("append to", &self.path, err)));
+            }
+        }
+        self.committed_len = len;
+        self.last_line_sha256 = prev;
+        (appended, error)
+    }
+
+    /// A row as one log line: compact JSON, an object, no raw newline, then `"\n"`.
+    fn line<T: Serialize>(&self, row: &T) -> Result<Vec<u8>, StoreError> {
+        let mut line = serde_json::to_vec(row).map_err(|err| StoreError::serialize(&self.path, err))?;
+        let invalid = |message: &str| {
+            StoreError::serialize(&self.path, <serde_json::Error as serde::ser::Error>::custom(message))
+        };
+        if line.first() != Some(&b'{') {
+            return Err(invalid("a log row must be a JSON object"));
+        }
+        if line.contains(&b'\n') {
+            return Err(invalid("a log row must not contain a raw newline"));
+        }
+        line.push(b'\n');
+        Ok(line)
+    }
+
+    fn poisoned_error(&self) -> StoreError {
+        StoreError::io(
+            "append to",
+            &self.path,
+            io::Error::other(
+                "an earlier append failed and its partial row could not be removed; \
+                 reopen the log to repair it",
+            ),
+        )
     }
 
     /// Path of the log file.

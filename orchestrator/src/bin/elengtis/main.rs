@@ -556,8 +556,44 @@ fn parse_weakness(value: &str) -> Result<elengtis_core::format::seed::Weakness, 
         .ok_or_else(|| format!("expected W1, W2, W3 or W4, got {value:?}"))
 }
 
+/// The stdio guard's own command line, parsed without building the whole CLI (a guard and
+/// an exec stage start once per stdio trial).
+#[derive(Parser)]
+#[command(name = "elengtis __stdio-guard")]
+struct GuardCli {
+    #[command(flatten)]
+    args: elengtis::toolhost::mcp::GuardArgs,
+}
+
+/// The exec stage's own command line (see [`GuardCli`]).
+#[derive(Parser)]
+#[command(name = "elengtis __stdio-exec")]
+struct ExecCli {
+    #[command(flatten)]
+    args: elengtis::toolhost::mcp::ExecArgs,
+}
+
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The guard and the exec stage stay single-threaded (no runtime, no logging): the exec
+    // stage may create a user namespace, which needs exactly one thread. Their command lines
+    // are parsed on their own: building the whole CLI costs more than the rest of their start.
+    let internal = args.get(1).and_then(|a| a.to_str());
+    if matches!(internal, Some(elengtis::toolhost::mcp::GUARD_COMMAND | elengtis::toolhost::mcp::EXEC_COMMAND)) {
+        let rest = args.iter().take(1).chain(args.iter().skip(2)).cloned();
+        let status = if internal == Some(elengtis::toolhost::mcp::GUARD_COMMAND) {
+            GuardCli::try_parse_from(rest).map(|cli| elengtis::toolhost::mcp::guard_main(&cli.args))
+        } else {
+            ExecCli::try_parse_from(rest).map(|cli| elengtis::toolhost::mcp::exec_main(&cli.args))
+        };
+        return match status {
+            Ok(status) => exit_status(status),
+            Err(e) => {
+                let _ = e.print();
+                exit(exit_codes::USAGE)
+            }
+        };
+    }
     // The original CLI's form `elengtis --config … --out …` means `run`.
     let args = if args.get(1).is_some_and(|a| {
         a.to_string_lossy().starts_with('-') && !matches!(a.to_str(), Some("-h" | "--help" | "-V" | "--version"))
@@ -580,8 +616,6 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
-    // The guard and the exec stage stay single-threaded (no runtime, no logging): the exec
-    // stage may create a user namespace, which needs exactly one thread.
     match &cli.command {
         Command::StdioGuard(args) => return exit_status(elengtis::toolhost::mcp::guard_main(args)),
         Command::StdioExec(args) => return exit_status(elengtis::toolhost::mcp::exec_main(args)),
@@ -1535,11 +1569,7 @@ fn verify_command(
     match verification.verdict() {
         Verdict::Verified => outln!("{}: ok ({rows}{matrix})", dir.display()),
         Verdict::Unverifiable => {
-            outln!(
-                "{}: not verified ({rows}{matrix}): {}",
-                dir.display(),
-                verification.summary_line()
-            );
+            outln!("{}: not verified ({rows}{matrix}): {}", dir.display(), verification.summary_line());
             errln!(
                 "error: {}: nothing wrong was found, but its integrity cannot be established (exit {}; see `not checked` above)",
                 dir.display(),
