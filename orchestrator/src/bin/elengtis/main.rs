@@ -146,8 +146,9 @@ enum Command {
         json: bool,
     },
     /// Measure stdio trials, isolated-container trials and the raw container lifecycle floor
-    /// (needs Docker and the bundled images: `elengtis images build`), and the live-model
-    /// provider path's overhead per request against the scripted model server.
+    /// (needs Docker and the bundled images: `elengtis images build`), stdio trial throughput
+    /// against the fixture's own start, and the live-model provider path's overhead per
+    /// request against the scripted model server (`--stdio-only`, `--provider-only`: no Docker).
     Bench {
         /// Trials per measurement.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -168,6 +169,13 @@ enum Command {
         /// (no Docker needed).
         #[arg(long)]
         provider_only: bool,
+        /// Measure only stdio trial throughput at --jobs 1 and --jobs 4, against the fixture's
+        /// own start measured in the same run (no Docker needed).
+        #[arg(long, conflicts_with_all = ["provider_only", "original"])]
+        stdio_only: bool,
+        /// Trials per stdio throughput measurement (--short: 30).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        stdio_trials: u32,
         /// Also run one model-free campaign on --original-image with the original Python tool
         /// (its `elengtis` executable, e.g. a venv's `bin/elengtis` from PyPI elengtis 0.1.0)
         /// and with this build at --jobs 1 and --jobs 4, and report ours ÷ original.
@@ -729,6 +737,19 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
         }
+        Command::Bench { short, json, stdio_only: true, stdio_trials, output, .. } => {
+            let stdio_trials = if short { 30 } else { stdio_trials };
+            let terminal = Arc::new(Terminal::for_command(&output, json)?);
+            let report = elengtis::bench::stdio(stdio_trials, terminal.clone()).await;
+            terminal.finish();
+            let report = report?;
+            if json {
+                outln!("{}", json!(report));
+            } else {
+                out!("{}", elengtis::bench::render_stdio(&report));
+            }
+            Ok(exit_codes::SUCCESS)
+        }
         Command::Bench {
             trials,
             short,
@@ -736,6 +757,8 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             allow_vulnerable_engine,
             runtime,
             provider_only: false,
+            stdio_only: false,
+            stdio_trials,
             output,
             original,
             original_image,
@@ -755,7 +778,8 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
                 events: terminal.clone(),
                 original,
             };
-            let report = elengtis::bench::run(trials, &settings).await;
+            let stdio_trials = if short { 30 } else { stdio_trials };
+            let report = elengtis::bench::run(trials, stdio_trials, &settings).await;
             terminal.finish();
             let report = report?;
             if json {
