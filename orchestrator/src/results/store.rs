@@ -818,14 +818,15 @@ impl AppendLog {
             prev = line_sha256(&line[..line.len() - 1]);
             appended += 1;
         }
-        if appended > 0 || error.is_some() {
-            if let Err(err) = self.file.sync_data() {
-                let rolled_back = self.file.set_len(start_len).and_then(|()| self.file.sync_data());
-                if rolled_back.is_err() {
-                    self.poisoned = true;
-                }
-                return (0, Some(StoreError::io("append to", &self.path, err)));
+        if appended > 0
+            && let Err(err) = self.file.sync_data()
+        {
+            let rolled_back = self.file.set_len(start_len).and_then(|()| self.file.sync_data());
+            if rolled_back.is_err() {
+                self.poisoned = true;
             }
+            // The first failure is the one to report (a full disk rather than the sync after it).
+            return (0, Some(error.unwrap_or_else(|| StoreError::io("append to", &self.path, err))));
         }
         self.committed_len = len;
         self.last_line_sha256 = prev;
@@ -1273,6 +1274,101 @@ mod tests {
         let err = log.append(&json!({"a": 1})).unwrap_err();
         assert!(err.is_disk_full(), "{err:?}");
         assert_eq!(err.to_string(), "failed to append to /dev/full: No space left on device (os error 28)");
+    }
+
+    // --- group commit ----------------------------------------------------
+
+    #[test]
+    fn write_documents_makes_every_document_whole_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs: Vec<Document> = (0..40)
+            .map(|i| Document {
+                path: dir.path().join(format!("d{i}.json")),
+                bytes: format!("{{\"i\":{i}}}\n").into_bytes(),
+            })
+            .collect();
+        let written = write_documents(&docs);
+        assert_eq!(written.durable, 40);
+        assert!(written.error.is_none());
+        for (i, doc) in docs.iter().enumerate() {
+            assert_eq!(fs::read(&doc.path).unwrap(), format!("{{\"i\":{i}}}\n").into_bytes());
+        }
+        assert_eq!(dir_entries(dir.path()).len(), 40, "{:?}", dir_entries(dir.path()));
+        assert!(write_documents(&[]).durable == 0);
+    }
+
+    #[test]
+    fn write_documents_keeps_the_documents_before_a_failure_and_none_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut docs: Vec<Document> =
+            (0..3).map(|i| Document { path: dir.path().join(format!("d{i}")), bytes: vec![b'x'; 10] }).collect();
+        // The second document's directory does not exist: it and the third are not written.
+        docs[1].path = dir.path().join("missing").join("d1");
+        let written = write_documents(&docs);
+        assert_eq!(written.durable, 1);
+        let err = written.error.unwrap();
+        assert!(err.to_string().starts_with(&format!("failed to write {}", docs[1].path.display())), "{err}");
+        assert_eq!(dir_entries(dir.path()), vec!["d0".to_owned()], "no temporary file and no later document");
+    }
+
+    #[test]
+    fn append_batch_chains_rows_with_one_sync_and_reopens_to_the_same_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        log.append(&json!({"a": 0})).unwrap();
+        let mut rows = vec![json!({"a": 1}), json!({"a": 2}), json!({"a": 3})];
+        let (appended, error) = log.append_batch(&mut rows, |row, prev| row["prev"] = json!(prev));
+        assert_eq!((appended, error.is_none()), (3, true));
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        for pair in lines.windows(2) {
+            let row: serde_json::Value = serde_json::from_str(pair[1]).unwrap();
+            assert_eq!(row["prev"], json!(line_sha256(pair[0].as_bytes())), "each row links the line before it");
+        }
+        assert_eq!(log.last_line_sha256(), line_sha256(lines[3].as_bytes()));
+        drop(log);
+        let (log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert_eq!(recovery.rows.len(), 4);
+        assert_eq!(log.last_line_sha256(), line_sha256(lines[3].as_bytes()));
+    }
+
+    #[test]
+    fn append_batch_stops_at_a_row_that_cannot_be_written_and_keeps_the_ones_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        let mut rows = vec![json!({"a": 1}), json!([2]), json!({"a": 3})];
+        let (appended, error) = log.append_batch(&mut rows, |_, _| {});
+        assert_eq!(appended, 1);
+        assert!(error.unwrap().to_string().contains("must be a JSON object"));
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n");
+        assert_eq!(log.last_line_sha256(), line_sha256(b"{\"a\":1}"));
+        // On a full disk nothing of the failing row stays, and the error says so.
+        let dev_full = Path::new("/dev/full");
+        if dev_full.exists() {
+            let mut full = AppendLog {
+                file: OpenOptions::new().append(true).open(dev_full).unwrap(),
+                path: dev_full.to_path_buf(),
+                committed_len: 0,
+                poisoned: false,
+                last_line_sha256: String::new(),
+            };
+            let (appended, error) = full.append_batch(&mut [json!({"a": 1})], |_, _| {});
+            assert_eq!(appended, 0);
+            assert!(error.unwrap().is_disk_full());
+        }
+    }
+
+    #[test]
+    fn stale_temp_files_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(".a.json.1.2.0123456789abcdef.tmp"), b"{").unwrap();
+        fs::write(dir.path().join("a.json"), b"{}").unwrap();
+        fs::write(dir.path().join("b.tmp"), b"").unwrap();
+        assert_eq!(remove_stale_temps(dir.path()), 1);
+        assert_eq!(dir_entries(dir.path()), vec!["a.json".to_owned(), "b.tmp".to_owned()]);
     }
 
     // --- AppendLog: the hash chain ----------------------------------------
