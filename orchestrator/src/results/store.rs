@@ -344,18 +344,19 @@ pub fn write_documents(documents: &[Document]) -> Written {
         }
     }
     // Rename in order, up to the first document that failed.
+    // (`temps` holds only documents written whole: a write failure ended the list.)
     let mut durable = 0;
     for (temp, sync_error) in temps.iter().zip(synced) {
-        if error.is_some() {
-            break;
-        }
         let renamed = match sync_error {
             Some(err) => Err(err),
             None => fs::rename(&temp.path, &temp.doc.path),
         };
         match renamed {
             Ok(()) => durable += 1,
-            Err(err) => error = Some(StoreError::io("write", &temp.doc.path, err)),
+            Err(err) => {
+                error = Some(StoreError::io("write", &temp.doc.path, err));
+                break;
+            }
         }
     }
     for temp in &temps[durable..] {
