@@ -88,7 +88,7 @@ pub fn calibration_bundle(bundle: &Bundle) -> Option<Bundle> {
         blank.value.calibrate.clear();
         let mut effect = doc.clone();
         effect.value.id = format!("{}{CALIBRATED_SUFFIX}", doc.value.id);
-        effect.value.setup.extend(effect.value.calibrate.drain(..));
+        effect.value.setup.append(&mut effect.value.calibrate);
         for target in &mut out.campaign.value.targets {
             if let Some(bindings) = target.bindings.get(&doc.value.id).cloned() {
                 target.bindings.insert(effect.value.id.clone(), bindings);
