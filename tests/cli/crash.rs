@@ -257,8 +257,8 @@ fn a_full_disk_stops_the_run_with_earlier_records_intact_and_resume_completes_it
     eprintln!("disk-full test: {:?}", begun.elapsed());
 }
 
-/// Trials of the random-kill run: large enough that every kill lands while trials are being
-/// committed in batches, small enough for a debug build in CI (≈ 40 ms a trial at `--jobs 4`).
+/// Trials of the random-kill run: large enough that batches of several trials are committed,
+/// small enough for a debug build in CI (≈ 15 s in all on 2 vCPU).
 const RANDOM_KILL_TRIALS: usize = 300;
 
 /// A small pseudo-random generator (xorshift), seeded from the clock and printed, so a
@@ -274,12 +274,17 @@ impl Rng {
         Rng(seed | 1)
     }
 
-    /// A duration in `[low, high)` milliseconds.
-    fn millis(&mut self, low: u64, high: u64) -> Duration {
+    /// A number in `[0, n)`.
+    fn below(&mut self, n: usize) -> usize {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
-        Duration::from_millis(low + self.0 % (high - low))
+        usize::try_from(self.0 % n as u64).expect("below n")
+    }
+
+    /// A duration in `[low, high)` milliseconds.
+    fn millis(&mut self, low: u64, high: u64) -> Duration {
+        Duration::from_millis(low + self.below(usize::try_from(high - low).expect("a short span")) as u64)
     }
 }
 
@@ -336,21 +341,34 @@ fn random_sigkills_during_a_large_run_lose_no_recorded_row_and_duplicate_none() 
                 .spawn()
                 .expect("failed to start elengtis"),
         );
-        // Four kills at random moments, then the run (resumed) is let finish. The first run's
-        // clock starts once its log exists (a kill before that leaves no run to resume).
-        if round == 0 {
-            let created = elengtis_tests::wait_until(Duration::from_secs(60), || out.join("runs.jsonl").exists());
-            assert!(created, "the run did not create its log within a minute");
-        }
-        let deadline = Instant::now() + if kills < 4 { rng.millis(300, 3000) } else { Duration::from_secs(600) };
+        // Four kills at random moments, then the run (resumed) is let finish. Kill k comes once
+        // the log holds about k fifths of the trials (a random number of rows more), after a
+        // random further delay: so every kill lands while trials are being recorded, however
+        // fast the machine.
+        let target_rows = if kills < 4 {
+            Some((kills + 1) * RANDOM_KILL_TRIALS / 5 + rng.below(RANDOM_KILL_TRIALS / 10))
+        } else {
+            None
+        };
+        let extra = rng.millis(0, 60);
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let mut reached: Option<Instant> = None;
         let status = loop {
             if let Some(status) = runner.child().try_wait().expect("failed to poll the runner") {
                 break Some(status);
             }
-            if Instant::now() >= deadline {
-                break None;
+            assert!(Instant::now() < deadline, "round {round}: the run took more than 10 minutes");
+            if let Some(target) = target_rows {
+                let rows =
+                    std::fs::read(out.join("runs.jsonl")).map_or(0, |l| l.iter().filter(|&&b| b == b'\n').count());
+                if reached.is_none() && rows >= target {
+                    reached = Some(Instant::now());
+                }
+                if reached.is_some_and(|at| at.elapsed() >= extra) {
+                    break None;
+                }
             }
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(5));
         };
         let Some(status) = status else {
             let _ = runner.child().kill();
