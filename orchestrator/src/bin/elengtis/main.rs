@@ -585,7 +585,8 @@ fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // The guard and the exec stage stay single-threaded (no runtime, no logging): the exec
     // stage may create a user namespace, which needs exactly one thread. Their command lines
-    // are parsed on their own: building the whole CLI costs more than the rest of their start.
+    // are parsed on their own: building the whole CLI was ≈0.3 ms of the exec stage's 1.5 ms
+    // of CPU per trial (docs/performance.md, "stdio trials at scale").
     let internal = args.get(1).and_then(|a| a.to_str());
     if matches!(internal, Some(elengtis::toolhost::mcp::GUARD_COMMAND | elengtis::toolhost::mcp::EXEC_COMMAND)) {
         let rest = args.iter().take(1).chain(args.iter().skip(2)).cloned();
