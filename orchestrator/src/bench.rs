@@ -120,6 +120,8 @@ pub struct BenchReport {
     pub jobs4_floor_ratio: f64,
     /// Stdio trials per second at `--jobs 1`.
     pub stdio_trials_per_second: f64,
+    /// Stdio trial throughput at `--jobs 1` and `--jobs 4` against its floor.
+    pub stdio_throughput: StdioBench,
     /// The runner's peak resident memory, MiB.
     pub runner_peak_rss_mb: f64,
     /// The live-model provider path against the scripted model server.
@@ -130,6 +132,119 @@ pub struct BenchReport {
     /// `--original-image`); its fields are null, with the reason, without them.
     #[serde(flatten)]
     pub original: original::OriginalComparison,
+}
+
+/// Stdio trial throughput (`elengtis bench --stdio-only` prints exactly this; no Docker): the
+/// bench's stdio campaign (the fixture as a fresh guarded child per trial, results written
+/// crash-safely to a scratch directory) at `--jobs 1` and `--jobs 4`, against its floor
+/// measured in the same run: the same fixture started directly (no guard, no MCP session: its
+/// stdin is closed at once) and reaped, one at a time and four at a time.
+#[derive(Debug, Clone, Serialize)]
+pub struct StdioBench {
+    /// Trials per throughput measurement (and fixture starts per floor measurement).
+    pub trials: u32,
+    /// Stdio trials per second at `--jobs 1`.
+    pub trials_per_second_jobs1: f64,
+    /// Stdio trials per second at `--jobs 4`.
+    pub trials_per_second_jobs4: f64,
+    /// Wall time of the `--jobs 1` run, s.
+    pub wall_s_jobs1: f64,
+    /// Wall time of the `--jobs 4` run, s.
+    pub wall_s_jobs4: f64,
+    /// Median trial (`duration_ms` of the `--jobs 1` run), ms.
+    pub trial_ms_median: f64,
+    /// The floor: direct starts of the fixture per second, one at a time.
+    pub floor_per_second_jobs1: f64,
+    /// The floor: direct starts of the fixture per second, four at a time.
+    pub floor_per_second_jobs4: f64,
+    /// Trials per second ÷ the floor's starts per second, at `--jobs 1`.
+    pub jobs1_floor_ratio: f64,
+    /// Trials per second ÷ the floor's starts per second, at `--jobs 4`.
+    pub jobs4_floor_ratio: f64,
+    /// The runner's peak resident memory so far, MiB.
+    pub runner_peak_rss_mb: f64,
+}
+
+/// Measure stdio trial throughput against its floor (see [`StdioBench`]); each run's events
+/// go to `events`.
+pub async fn stdio(trials: u32, events: Arc<dyn EventSink>) -> Result<StdioBench, BenchError> {
+    let settings = BenchSettings { docker: DockerOptions::default(), events, original: None };
+    let dir = tempfile::Builder::new().prefix("elengtis-bench-stdio-").tempdir()?;
+    let floor1 = stdio_floor(dir.path(), trials, 1).await?;
+    let (durations, wall1) = run_campaign(dir.path(), "stdio-jobs1", STDIO_CAMPAIGN, trials, (1, 0), &settings).await?;
+    let floor4 = stdio_floor(dir.path(), trials, 4).await?;
+    let (_, wall4) = run_campaign(dir.path(), "stdio-jobs4", STDIO_CAMPAIGN, trials, (4, 0), &settings).await?;
+    let per_second = |wall: Duration| f64::from(trials) / wall.as_secs_f64();
+    Ok(StdioBench {
+        trials,
+        trials_per_second_jobs1: per_second(wall1),
+        trials_per_second_jobs4: per_second(wall4),
+        wall_s_jobs1: wall1.as_secs_f64(),
+        wall_s_jobs4: wall4.as_secs_f64(),
+        trial_ms_median: percentile(&durations, 0.5),
+        floor_per_second_jobs1: floor1,
+        floor_per_second_jobs4: floor4,
+        jobs1_floor_ratio: per_second(wall1) / floor1,
+        jobs4_floor_ratio: per_second(wall4) / floor4,
+        runner_peak_rss_mb: peak_rss_mb(),
+    })
+}
+
+/// The stdio floor: `total` direct starts of the fixture (stdin closed at once, so it exits
+/// after its start), `jobs` at a time; starts per second.
+async fn stdio_floor(dir: &Path, total: u32, jobs: u32) -> Result<f64, BenchError> {
+    let program = crate::toolhost::mcp::resolve_program("elengtis-fixture")
+        .map_err(|e| BenchError::Failed(format!("failed to find the fixture: {e}")))?;
+    let collector = dir.join("floor-collector.jsonl");
+    let started = Instant::now();
+    let workers = (0..jobs).map(|w| {
+        let (program, collector) = (&program, &collector);
+        async move {
+            for _ in (0..total).filter(|i| i % jobs == w) {
+                let mut child = tokio::process::Command::new(program)
+                    .args(["--collector".as_ref(), collector.as_os_str(), "--credential".as_ref(), "floor".as_ref()])
+                    .env_clear()
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .map_err(|e| BenchError::Failed(format!("failed to start {}: {e}", program.display())))?;
+                let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+                    .await
+                    .map_err(|_| BenchError::Failed(format!("{} did not exit within 30 s", program.display())))?
+                    .map_err(|e| BenchError::Failed(format!("failed to wait for {}: {e}", program.display())))?;
+                if !status.success() {
+                    return Err(BenchError::Failed(format!("{} exited with {status}", program.display())));
+                }
+            }
+            Ok::<(), BenchError>(())
+        }
+    });
+    for result in futures_util::future::join_all(workers).await {
+        result?;
+    }
+    Ok(f64::from(total) / started.elapsed().as_secs_f64())
+}
+
+/// The stdio throughput lines of the table.
+pub fn render_stdio(s: &StdioBench) -> String {
+    format!(
+        "stdio throughput     {:.1} trials/s at --jobs 1 ({:.2} s), {:.1} trials/s at --jobs 4 ({:.2} s), {} trials each; median trial {:.2} ms\n\
+         stdio floor          {:.1} fixture starts/s one at a time, {:.1} four at a time; trials ÷ floor {:.2}× at --jobs 1, {:.2}× at --jobs 4\n\
+         runner peak RSS      {:.1} MiB\n",
+        s.trials_per_second_jobs1,
+        s.wall_s_jobs1,
+        s.trials_per_second_jobs4,
+        s.wall_s_jobs4,
+        s.trials,
+        s.trial_ms_median,
+        s.floor_per_second_jobs1,
+        s.floor_per_second_jobs4,
+        s.jobs1_floor_ratio,
+        s.jobs4_floor_ratio,
+        s.runner_peak_rss_mb,
+    )
 }
 
 /// The isolated-container trial and the floor under gVisor next to the default runtime's,
@@ -454,7 +569,7 @@ async fn floor_range(
 /// Run the benchmark. `trials` per measurement (the throughput runs use `2 × trials`), on
 /// the Docker engine as `settings` says (the engine gate, the relay), each run's events to
 /// its sink.
-pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
+pub async fn run(trials: u32, stdio_trials: u32, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
     let docker = &settings.docker;
     // First, so that a failing original fails the benchmark before its long part.
     let compared = match &settings.original {
@@ -462,6 +577,7 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
         None => original::OriginalComparison::unmeasured("not requested (--original EXE --original-image IMAGE)"),
     };
     let provider = provider(provider_requests(trials)).await?;
+    let stdio_throughput = stdio(stdio_trials, settings.events.clone()).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
     let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, (1, 0), settings).await?;
@@ -534,6 +650,7 @@ pub async fn run(trials: u32, settings: &BenchSettings) -> Result<BenchReport, B
         floor_per_second_jobs4: floor4,
         jobs4_floor_ratio: per_second(throughput, wall4) / floor4,
         stdio_trials_per_second: per_second(trials, stdio_wall),
+        stdio_throughput,
         runner_peak_rss_mb: peak_rss_mb(),
         provider,
         runsc,
@@ -567,7 +684,7 @@ pub fn render(r: &BenchReport) -> String {
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
          prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
-         runner peak RSS      {:.1} MiB\n{}{}{}",
+         runner peak RSS      {:.1} MiB\n{}{}{}{}",
         r.trials,
         r.stdio_ms_median,
         r.stdio_ms_p95,
@@ -590,6 +707,7 @@ pub fn render(r: &BenchReport) -> String {
         r.floor_per_second_jobs4,
         r.jobs4_floor_ratio,
         r.runner_peak_rss_mb,
+        render_stdio(&r.stdio_throughput),
         render_provider(&r.provider),
         render_runsc(&r.runsc),
         original::render(&r.original),

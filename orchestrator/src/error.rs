@@ -193,7 +193,7 @@ fn run_error_code(e: &RunError) -> i32 {
         | RunError::Manifest { .. }
         | RunError::Version { .. }
         | RunError::Store(_) => exit_codes::RESULTS_DIR,
-        RunError::Create { .. } | RunError::Http(_) => exit_codes::IO,
+        RunError::Create { .. } | RunError::Http(_) | RunError::Record(_) => exit_codes::IO,
         RunError::BudgetSpent(_) => exit_codes::RUN_INCOMPLETE,
         RunError::Unverified { .. } => exit_codes::RESULTS_DIR,
         RunError::Verify(e) => verify_error_code(e),

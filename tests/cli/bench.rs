@@ -93,3 +93,47 @@ fn bench_runs_the_original_with_its_directory_on_path_and_fails_when_it_fails() 
     // Only the engine gate's reads reached the engine: no trial of ours started.
     assert_eq!(engine.other_requests(), Vec::<String>::new());
 }
+
+#[test]
+fn bench_stdio_only_prints_throughput_at_jobs_1_and_4_against_its_floor_without_docker() {
+    let dir = scratch();
+    // No engine at all: the stdio figures need none.
+    let run = |extra: &[&str]| {
+        let mut args = vec!["bench", "--stdio-only", "--short"];
+        args.extend_from_slice(extra);
+        let mut cmd = elengtis_cmd(dir.path(), &args);
+        cmd.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
+        let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("failed to run elengtis");
+        ChildGuard::new(child).wait_output(Duration::from_secs(240))
+    };
+    let out = run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["trials"], 30, "{report}");
+    // The keys a reader compares, each a positive figure; the times themselves are never asserted.
+    for key in [
+        "trials_per_second_jobs1",
+        "trials_per_second_jobs4",
+        "wall_s_jobs1",
+        "wall_s_jobs4",
+        "trial_ms_median",
+        "floor_per_second_jobs1",
+        "floor_per_second_jobs4",
+        "jobs1_floor_ratio",
+        "jobs4_floor_ratio",
+        "runner_peak_rss_mb",
+    ] {
+        let value = report[key].as_f64().unwrap_or_else(|| panic!("{key} missing or not a number: {report}"));
+        assert!(value.is_finite() && value > 0.0, "{key} = {value}");
+    }
+    // The ratios are the throughputs over the floors measured in the same run.
+    let ratio = report["trials_per_second_jobs4"].as_f64().unwrap_or_default()
+        / report["floor_per_second_jobs4"].as_f64().unwrap_or(f64::NAN);
+    assert!((ratio - report["jobs4_floor_ratio"].as_f64().unwrap_or_default()).abs() < 1e-9, "{report}");
+    let text = run(&[]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    for needle in ["trials/s at --jobs 1", "trials/s at --jobs 4", "stdio floor", "runner peak RSS"] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+}

@@ -256,3 +256,171 @@ fn a_full_disk_stops_the_run_with_earlier_records_intact_and_resume_completes_it
     }
     eprintln!("disk-full test: {:?}", begun.elapsed());
 }
+
+/// Trials of the random-kill run: large enough that batches of several trials are committed,
+/// small enough for a debug build in CI (≈ 15 s in all on 2 vCPU).
+const RANDOM_KILL_TRIALS: usize = 300;
+
+/// A small pseudo-random generator (xorshift), seeded from the clock and printed, so a
+/// failing sequence of kill times can be replayed with `ELENGTIS_TEST_KILL_SEED`.
+struct Rng(u64);
+
+impl Rng {
+    fn new() -> Rng {
+        let seed = std::env::var("ELENGTIS_TEST_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+        });
+        eprintln!("random kills: seed {seed} (ELENGTIS_TEST_KILL_SEED={seed} replays it)");
+        Rng(seed | 1)
+    }
+
+    /// A number in `[0, n)`.
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % n as u64).expect("below n")
+    }
+
+    /// A duration in `[low, high)` milliseconds.
+    fn millis(&mut self, low: u64, high: u64) -> Duration {
+        Duration::from_millis(low + self.below(usize::try_from(high - low).expect("a short span")) as u64)
+    }
+}
+
+/// `(trial_id, attempt_id)` of every complete line of a log.
+fn logged(log: &[u8]) -> Vec<(String, String)> {
+    let complete = log.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    log[..complete]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let row: serde_json::Value = serde_json::from_slice(l).expect("a complete row is JSON");
+            (
+                row["trial_id"].as_str().expect("trial_id").to_owned(),
+                row["attempt_id"].as_str().expect("attempt_id").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn random_sigkills_during_a_large_run_lose_no_recorded_row_and_duplicate_none() {
+    let begun = Instant::now();
+    let mut rng = Rng::new();
+    let dir = scratch();
+    let config = campaign(dir.path(), 1);
+    let trials = RANDOM_KILL_TRIALS.to_string();
+    let out = dir.path().join("results");
+    let events = dir.path().join("events.jsonl");
+    let mut log: Vec<u8> = Vec::new();
+    let mut kills = 0;
+    for round in 0.. {
+        let args: Vec<&str> = if round == 0 {
+            vec![
+                "run",
+                "--config",
+                s(&config),
+                "--trials",
+                &trials,
+                "--out",
+                s(&out),
+                "--jobs",
+                "4",
+                "--events",
+                s(&events),
+                "-q",
+            ]
+        } else {
+            vec!["run", "--resume", "--out", s(&out), "--jobs", "4", "--events", s(&events), "-q"]
+        };
+        let mut runner = elengtis_tests::ChildGuard::new(
+            elengtis_tests::elengtis_cmd(dir.path(), &args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("failed to start elengtis"),
+        );
+        // Four kills at random moments, then the run (resumed) is let finish. Kill k comes once
+        // the log holds about k fifths of the trials (a random number of rows more), after a
+        // random further delay: so every kill lands while trials are being recorded, however
+        // fast the machine.
+        let target_rows = if kills < 4 {
+            Some((kills + 1) * RANDOM_KILL_TRIALS / 5 + rng.below(RANDOM_KILL_TRIALS / 10))
+        } else {
+            None
+        };
+        let extra = rng.millis(0, 60);
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let mut reached: Option<Instant> = None;
+        let status = loop {
+            if let Some(status) = runner.child().try_wait().expect("failed to poll the runner") {
+                break Some(status);
+            }
+            assert!(Instant::now() < deadline, "round {round}: the run took more than 10 minutes");
+            if let Some(target) = target_rows {
+                let rows =
+                    std::fs::read(out.join("runs.jsonl")).map_or(0, |l| l.iter().filter(|&&b| b == b'\n').count());
+                if reached.is_none() && rows >= target {
+                    reached = Some(Instant::now());
+                }
+                if reached.is_some_and(|at| at.elapsed() >= extra) {
+                    break None;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let Some(status) = status else {
+            let _ = runner.child().kill();
+            let _ = runner.child().wait();
+            kills += 1;
+            let now = std::fs::read(out.join("runs.jsonl")).unwrap_or_default();
+            // No recorded row lost or changed: what the last stage left is a prefix of this.
+            let complete = log.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            assert!(now.starts_with(&log[..complete]), "kill {kills}: rows recorded before were changed or lost");
+            // No trial recorded twice, and every row reported finished (its event) is in the
+            // log: a row is durable before it is reported.
+            let rows = logged(&now);
+            let trials: std::collections::BTreeSet<&str> = rows.iter().map(|(t, _)| t.as_str()).collect();
+            assert_eq!(trials.len(), rows.len(), "kill {kills}: a trial was recorded twice");
+            let attempts: std::collections::BTreeSet<&str> = rows.iter().map(|(_, a)| a.as_str()).collect();
+            let text = std::fs::read_to_string(&events).unwrap_or_default();
+            for line in text.lines().filter(|l| l.ends_with('}')) {
+                let event: serde_json::Value = serde_json::from_str(line).expect("an event line is JSON");
+                if event["event"] == "trial_finished" {
+                    let attempt = event["attempt_id"].as_str().expect("attempt_id");
+                    assert!(
+                        attempts.contains(attempt),
+                        "kill {kills}: attempt {attempt} was reported but not recorded"
+                    );
+                }
+            }
+            // `verify` accepts what the kill left (unsealed: a run that was killed).
+            let verified = elengtis(dir.path(), &["verify", s(&out)]);
+            assert_eq!(verified.status.code(), Some(0), "kill {kills}: {}", stderr(&verified));
+            eprintln!(
+                "kill {kills} (round {round}, {:?} in): {} rows, torn bytes {}",
+                begun.elapsed(),
+                rows.len(),
+                now.len() - now.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
+            );
+            log = now;
+            continue;
+        };
+        assert_eq!(status.code(), Some(0), "round {round}: the run (resumed) ended with {status}");
+        break;
+    }
+    assert!(kills >= 4, "every kill landed before the run ended: raise RANDOM_KILL_TRIALS");
+    // Every trial once, every file whole, the chain and the seal verified.
+    let final_log = std::fs::read(out.join("runs.jsonl")).expect("read runs.jsonl");
+    let complete = log.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    assert!(final_log.starts_with(&log[..complete]), "the last resume changed recorded rows");
+    let rows = logged(&final_log);
+    let trials: std::collections::BTreeSet<String> = rows.iter().map(|(t, _)| t.clone()).collect();
+    assert_eq!(rows.len(), RANDOM_KILL_TRIALS, "one row per trial");
+    assert_eq!(trials, trial_ids(RANDOM_KILL_TRIALS).into_iter().collect(), "every trial of the matrix once");
+    check_files(&out, false);
+    let verified = elengtis(dir.path(), &["verify", "--require-sealed", s(&out)]);
+    assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
+    eprintln!("random kills: {kills} kills, {:?}", begun.elapsed());
+}

@@ -252,6 +252,176 @@ pub fn write_json_atomic_hashed<T: Serialize>(path: &Path, value: &T) -> Result<
     Ok(elengtis_core::format::sha256_hex(&bytes))
 }
 
+/// Most fsyncs of one [`write_documents`] batch in flight at once: the file system groups
+/// concurrent syncs into one journal commit, so a batch of documents costs about one sync's
+/// latency instead of one per document.
+const PARALLEL_SYNCS: usize = 16;
+
+/// One document of a [`write_documents`] batch.
+#[derive(Debug)]
+pub struct Document {
+    /// Where it goes.
+    pub path: PathBuf,
+    /// Its complete bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// What [`write_documents`] made durable.
+#[derive(Debug)]
+pub struct Written {
+    /// The first `durable` documents of the batch are in place and durable; none after them
+    /// was renamed into place (their temporary files are removed).
+    pub durable: usize,
+    /// Why the document at index `durable` could not be written (a full disk, say).
+    pub error: Option<StoreError>,
+}
+
+/// [`write_atomic`] for a batch of documents, with the syncs shared (group commit): every
+/// document is written to its own temporary file, the temporary files are fsynced together
+/// (up to [`PARALLEL_SYNCS`] at once), renamed into place in order, and each directory they
+/// are in is fsynced once. The guarantee per document is [`write_atomic`]'s: its target holds
+/// the old content or the new, never a torn file. When a document fails, the ones before it
+/// are still made durable and reported in [`Written::durable`]; it and the ones after it are
+/// not renamed into place.
+pub fn write_documents(documents: &[Document]) -> Written {
+    struct Temp<'a> {
+        doc: &'a Document,
+        path: PathBuf,
+        file: File,
+    }
+    let mut temps: Vec<Temp<'_>> = Vec::with_capacity(documents.len());
+    let mut error = None;
+    for doc in documents {
+        let created = create_temp(&doc.path).and_then(|(path, mut file)| match file.write_all(&doc.bytes) {
+            Ok(()) => Ok(Temp { doc, path, file }),
+            Err(err) => {
+                drop(file);
+                let _ = fs::remove_file(&path);
+                Err(StoreError::io("write", &doc.path, err))
+            }
+        });
+        match created {
+            Ok(temp) => temps.push(temp),
+            Err(err) => {
+                error = Some(err);
+                break;
+            }
+        }
+    }
+    // Sync the temporary files together: thread t takes every `threads`-th file from t.
+    let mut synced: Vec<Option<io::Error>> = (0..temps.len()).map(|_| None).collect();
+    let threads = temps.len().clamp(1, PARALLEL_SYNCS);
+    if temps.len() <= 1 {
+        for (slot, temp) in synced.iter_mut().zip(&temps) {
+            *slot = temp.file.sync_all().err();
+        }
+    } else {
+        let joined = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let temps = &temps;
+                    scope.spawn(move || {
+                        temps
+                            .iter()
+                            .enumerate()
+                            .skip(t)
+                            .step_by(threads)
+                            .filter_map(|(i, temp)| temp.file.sync_all().err().map(|err| (i, err)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(std::thread::ScopedJoinHandle::join).collect::<Vec<_>>()
+        });
+        for result in joined {
+            match result {
+                Ok(errors) => errors.into_iter().for_each(|(i, err)| synced[i] = Some(err)),
+                // A sync thread that panicked: count nothing as synced.
+                Err(_) => synced.iter_mut().filter(|s| s.is_none()).for_each(|s| {
+                    *s = Some(io::Error::other("a sync thread panicked"));
+                }),
+            }
+        }
+    }
+    // Rename in order, up to the first document that failed.
+    // (`temps` holds only documents written whole: a write failure ended the list.)
+    let mut durable = 0;
+    for (temp, sync_error) in temps.iter().zip(synced) {
+        let renamed = match sync_error {
+            Some(err) => Err(err),
+            None => fs::rename(&temp.path, &temp.doc.path),
+        };
+        match renamed {
+            Ok(()) => durable += 1,
+            Err(err) => {
+                error = Some(StoreError::io("write", &temp.doc.path, err));
+                break;
+            }
+        }
+    }
+    for temp in &temps[durable..] {
+        let _ = fs::remove_file(&temp.path);
+    }
+    // One directory sync per directory makes the renames durable.
+    let mut dirs: Vec<&Path> = temps[..durable].iter().map(|t| parent_dir(&t.doc.path)).collect();
+    dirs.dedup();
+    for dir in dirs {
+        if let Err(err) = sync_dir(dir) {
+            // The renames may not survive a power loss: report none of them as durable (the
+            // files stay, named by no row: harmless, as after a crash).
+            let path = temps.first().map_or(dir, |t| t.doc.path.as_path());
+            return Written { durable: 0, error: Some(StoreError::io("write", path, err)) };
+        }
+    }
+    Written { durable, error }
+}
+
+/// `value` as the document [`write_json_atomic`] writes (pretty-printed JSON and a newline),
+/// for [`write_documents`].
+pub fn json_document<T: Serialize>(path: PathBuf, value: &T) -> Result<Document, StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|err| StoreError::serialize(&path, err))?;
+    bytes.push(b'\n');
+    Ok(Document { path, bytes })
+}
+
+/// A new, uniquely named temporary file beside `path`.
+fn create_temp(path: &Path) -> Result<(PathBuf, File), StoreError> {
+    let fail = |err: io::Error| StoreError::io("write", path, err);
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail(io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file")))?;
+    let dir = parent_dir(path);
+    let name = name.to_string_lossy();
+    let mut attempt = 0;
+    loop {
+        let candidate = dir.join(temp_name(&name));
+        match OpenOptions::new().write(true).create_new(true).open(&candidate) {
+            Ok(file) => return Ok((candidate, file)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempt < TEMP_ATTEMPTS => {
+                attempt += 1;
+            }
+            Err(err) => return Err(fail(err)),
+        }
+    }
+}
+
+/// Whether a file name is one of [`write_atomic`]'s temporary files (`.<name>.<pid>.<n>.<hex>.tmp`).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".tmp")
+}
+
+/// Remove the temporary files a killed writer left in `dir` (not below it). Only for a
+/// directory whose writer is gone: the caller holds the results directory's lock. Returns how
+/// many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()) && e.file_name().to_str().is_some_and(is_temp_name))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 // ---------------------------------------------------------------------------
 // Directory lock
 // ---------------------------------------------------------------------------
@@ -611,6 +781,91 @@ impl AppendLog {
                 Err(StoreError::io("append to", &self.path, err))
             }
         }
+    }
+
+    /// Append `rows` in order as compact JSON lines, each chained to the line before it
+    /// (`chain(row, sha256 of the line before)` sets the link before the row is serialized),
+    /// with one sync for the whole batch (group commit). Returns how many rows, from the
+    /// first, are in the log and durable, and the error that stopped the rest: a row that
+    /// cannot be serialized, or a write that fails (its partial bytes are cut, as in
+    /// [`AppendLog::append`]). When the sync itself fails, none of the batch is kept.
+    pub fn append_batch<T: Serialize>(
+        &mut self,
+        rows: &mut [T],
+        mut chain: impl FnMut(&mut T, &str),
+    ) -> (usize, Option<StoreError>) {
+        if self.poisoned {
+            return (0, Some(self.poisoned_error()));
+        }
+        let start_len = self.committed_len;
+        let mut len = start_len;
+        let mut prev = self.last_line_sha256.clone();
+        let mut appended = 0;
+        let mut error = None;
+        for row in rows.iter_mut() {
+            chain(row, &prev);
+            let line = match self.line(row) {
+                Ok(line) => line,
+                Err(err) => {
+                    error = Some(err);
+                    break;
+                }
+            };
+            // The row's evidence is durable; the row is not yet written.
+            crate::crashpoint::reach(crate::crashpoint::CrashPoint::EvidenceWrite);
+            crate::crashpoint::reach_torn(crate::crashpoint::CrashPoint::RowAppend, &mut self.file, &line);
+            if let Err(err) = self.file.write_all(&line) {
+                // Cut whatever part of the row made it: the rows before it stay.
+                if self.file.set_len(len).is_err() {
+                    self.poisoned = true;
+                }
+                error = Some(StoreError::io("append to", &self.path, err));
+                break;
+            }
+            len += line.len() as u64;
+            prev = line_sha256(&line[..line.len() - 1]);
+            appended += 1;
+        }
+        if appended > 0
+            && let Err(err) = self.file.sync_data()
+        {
+            let rolled_back = self.file.set_len(start_len).and_then(|()| self.file.sync_data());
+            if rolled_back.is_err() {
+                self.poisoned = true;
+            }
+            // The first failure is the one to report (a full disk rather than the sync after it).
+            return (0, Some(error.unwrap_or_else(|| StoreError::io("append to", &self.path, err))));
+        }
+        self.committed_len = len;
+        self.last_line_sha256 = prev;
+        (appended, error)
+    }
+
+    /// A row as one log line: compact JSON, an object, no raw newline, then `"\n"`.
+    fn line<T: Serialize>(&self, row: &T) -> Result<Vec<u8>, StoreError> {
+        let mut line = serde_json::to_vec(row).map_err(|err| StoreError::serialize(&self.path, err))?;
+        let invalid = |message: &str| {
+            StoreError::serialize(&self.path, <serde_json::Error as serde::ser::Error>::custom(message))
+        };
+        if line.first() != Some(&b'{') {
+            return Err(invalid("a log row must be a JSON object"));
+        }
+        if line.contains(&b'\n') {
+            return Err(invalid("a log row must not contain a raw newline"));
+        }
+        line.push(b'\n');
+        Ok(line)
+    }
+
+    fn poisoned_error(&self) -> StoreError {
+        StoreError::io(
+            "append to",
+            &self.path,
+            io::Error::other(
+                "an earlier append failed and its partial row could not be removed; \
+                 reopen the log to repair it",
+            ),
+        )
     }
 
     /// Path of the log file.
@@ -1027,6 +1282,101 @@ mod tests {
         let err = log.append(&json!({"a": 1})).unwrap_err();
         assert!(err.is_disk_full(), "{err:?}");
         assert_eq!(err.to_string(), "failed to append to /dev/full: No space left on device (os error 28)");
+    }
+
+    // --- group commit ----------------------------------------------------
+
+    #[test]
+    fn write_documents_makes_every_document_whole_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs: Vec<Document> = (0..40)
+            .map(|i| Document {
+                path: dir.path().join(format!("d{i}.json")),
+                bytes: format!("{{\"i\":{i}}}\n").into_bytes(),
+            })
+            .collect();
+        let written = write_documents(&docs);
+        assert_eq!(written.durable, 40);
+        assert!(written.error.is_none());
+        for (i, doc) in docs.iter().enumerate() {
+            assert_eq!(fs::read(&doc.path).unwrap(), format!("{{\"i\":{i}}}\n").into_bytes());
+        }
+        assert_eq!(dir_entries(dir.path()).len(), 40, "{:?}", dir_entries(dir.path()));
+        assert!(write_documents(&[]).durable == 0);
+    }
+
+    #[test]
+    fn write_documents_keeps_the_documents_before_a_failure_and_none_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut docs: Vec<Document> =
+            (0..3).map(|i| Document { path: dir.path().join(format!("d{i}")), bytes: vec![b'x'; 10] }).collect();
+        // The second document's directory does not exist: it and the third are not written.
+        docs[1].path = dir.path().join("missing").join("d1");
+        let written = write_documents(&docs);
+        assert_eq!(written.durable, 1);
+        let err = written.error.unwrap();
+        assert!(err.to_string().starts_with(&format!("failed to write {}", docs[1].path.display())), "{err}");
+        assert_eq!(dir_entries(dir.path()), vec!["d0".to_owned()], "no temporary file and no later document");
+    }
+
+    #[test]
+    fn append_batch_chains_rows_with_one_sync_and_reopens_to_the_same_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        log.append(&json!({"a": 0})).unwrap();
+        let mut rows = vec![json!({"a": 1}), json!({"a": 2}), json!({"a": 3})];
+        let (appended, error) = log.append_batch(&mut rows, |row, prev| row["prev"] = json!(prev));
+        assert_eq!((appended, error.is_none()), (3, true));
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        for pair in lines.windows(2) {
+            let row: serde_json::Value = serde_json::from_str(pair[1]).unwrap();
+            assert_eq!(row["prev"], json!(line_sha256(pair[0].as_bytes())), "each row links the line before it");
+        }
+        assert_eq!(log.last_line_sha256(), line_sha256(lines[3].as_bytes()));
+        drop(log);
+        let (log, recovery) = AppendLog::open_existing(&path).unwrap();
+        assert_eq!(recovery.rows.len(), 4);
+        assert_eq!(log.last_line_sha256(), line_sha256(lines[3].as_bytes()));
+    }
+
+    #[test]
+    fn append_batch_stops_at_a_row_that_cannot_be_written_and_keeps_the_ones_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut log = AppendLog::create_new(&path).unwrap();
+        let mut rows = vec![json!({"a": 1}), json!([2]), json!({"a": 3})];
+        let (appended, error) = log.append_batch(&mut rows, |_, _| {});
+        assert_eq!(appended, 1);
+        assert!(error.unwrap().to_string().contains("must be a JSON object"));
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n");
+        assert_eq!(log.last_line_sha256(), line_sha256(b"{\"a\":1}"));
+        // On a full disk nothing of the failing row stays, and the error says so.
+        let dev_full = Path::new("/dev/full");
+        if dev_full.exists() {
+            let mut full = AppendLog {
+                file: OpenOptions::new().append(true).open(dev_full).unwrap(),
+                path: dev_full.to_path_buf(),
+                committed_len: 0,
+                poisoned: false,
+                last_line_sha256: String::new(),
+            };
+            let (appended, error) = full.append_batch(&mut [json!({"a": 1})], |_, _| {});
+            assert_eq!(appended, 0);
+            assert!(error.unwrap().is_disk_full());
+        }
+    }
+
+    #[test]
+    fn stale_temp_files_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(".a.json.1.2.0123456789abcdef.tmp"), b"{").unwrap();
+        fs::write(dir.path().join("a.json"), b"{}").unwrap();
+        fs::write(dir.path().join("b.tmp"), b"").unwrap();
+        assert_eq!(remove_stale_temps(dir.path()), 1);
+        assert_eq!(dir_entries(dir.path()), vec!["a.json".to_owned(), "b.tmp".to_owned()]);
     }
 
     // --- AppendLog: the hash chain ----------------------------------------

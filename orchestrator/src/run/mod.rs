@@ -26,13 +26,12 @@ use elengtis_verifiers::{HttpClient, HttpLimits};
 use serde_json::Value;
 
 pub use self::summary::{final_rows, summarize};
-use crate::crashpoint::CrashPoint;
 use crate::model::{ModelContext, ModelOptions};
 use crate::results::store::{self, AppendLog, DirLock, StoreError};
 use crate::sandbox::docker::{DockerBackend, DockerOptions};
 use crate::sandbox::{SandboxBackend, SweepReport};
 use crate::toolhost::mcp::Limits;
-use crate::trial::{self, Attempt, launch};
+use crate::trial::{self, Attempt, AttemptResult, launch};
 
 /// Consecutive incomplete attempts on one target that stop a run.
 pub const MAX_CONSECUTIVE_TARGET_FAILURES: u32 = 3;
@@ -156,6 +155,10 @@ pub enum RunError {
         .0.display()
     )]
     Merged(PathBuf),
+    /// Results could not be recorded for a reason other than a file (the recording thread
+    /// failed).
+    #[error("failed to record results: {0}")]
+    Record(String),
 }
 
 /// How a run ended.
@@ -436,6 +439,12 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     for reaped in crate::toolhost::mcp::reap_stdio_leftovers(out) {
         tracing::warn!(record = %reaped.record, "reaped a stdio target left by the killed run: {}", reaped.detail);
     }
+    // Temporary files of documents a killed predecessor was writing (never renamed into
+    // place, so never recorded): the lock proves that writer is gone.
+    let stale = store::remove_stale_temps(out) + store::remove_stale_temps(&out.join("evidence"));
+    if stale > 0 {
+        tracing::warn!("removed {stale} temporary file(s) left by the killed run");
+    }
     let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
     let bytes = store::read_beneath(out, Path::new("manifest.json")).map_err(|e| manifest_error(e.to_string()))?;
     let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -564,7 +573,7 @@ pub fn committed_spend(rows: &[Row]) -> f64 {
 }
 
 async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOptions) -> Result<RunReport, RunError> {
-    let RunState { run_id, mut log, mut rows, recovered_tail, sandbox, keys, partition, _lock } = state;
+    let RunState { run_id, log, mut rows, recovered_tail, sandbox, keys, partition, _lock } = state;
     let events = options.events.as_ref();
     let trials = matrix::shard(bundle, partition);
     let http = HttpClient::new(HttpLimits::default()).map_err(|e| RunError::Http(e.to_string()))?;
@@ -599,8 +608,15 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
     // their sessions (and others tear down); the session slots keep `--jobs` its meaning.
     let session_slots = (options.prepare_ahead > 0).then(|| Arc::new(tokio::sync::Semaphore::new(jobs)));
     let stop_waiting = tokio_util::sync::CancellationToken::new();
+    // Group commit: finished attempts wait in `pending` while one batch is being recorded
+    // (evidence files synced together, one directory sync, the rows in one append and one
+    // sync) on a blocking thread; the trials go on meanwhile. A trial is reported (its
+    // `TrialFinished` event) and counted only once its row and evidence are durable.
+    let mut log = Some(log);
+    let mut pending: Vec<(Finished, Committable)> = Vec::new();
+    let mut committing: Option<(Vec<Finished>, tokio::task::JoinHandle<Committed>)> = None;
     loop {
-        while !stopping && in_flight.len() < jobs + options.prepare_ahead {
+        while !stopping && in_flight.len() < jobs + options.prepare_ahead && pending.len() < MAX_PENDING {
             let Some(spec) = queue.next() else { break };
             let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
             let attempt_id = uuid::Uuid::new_v4().to_string();
@@ -643,96 +659,130 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 (spec, evidence_name, trial::run(attempt).await)
             });
         }
-        if in_flight.is_empty() {
+        if committing.is_none()
+            && !pending.is_empty()
+            && let Some(writer) = log.take()
+        {
+            let take = pending.len().min(MAX_BATCH);
+            let (finished, batch): (Vec<Finished>, Vec<Committable>) = pending.drain(..take).unzip();
+            committing = Some((finished, tokio::task::spawn_blocking(move || commit(writer, batch))));
+        }
+        if in_flight.is_empty() && committing.is_none() {
             break;
         }
-        let finished = tokio::select! {
-            finished = futures_util::StreamExt::next(&mut in_flight) => finished,
-            () = &mut interrupt, if !cancel.is_cancelled() => {
+        let next = tokio::select! {
+            finished = futures_util::StreamExt::next(&mut in_flight), if !in_flight.is_empty() => Next::Finished(finished),
+            joined = async {
+                match committing.as_mut() {
+                    Some((_, handle)) => handle.await,
+                    None => std::future::pending().await,
+                }
+            }, if committing.is_some() => Next::Committed(joined),
+            () = &mut interrupt, if !cancel.is_cancelled() => Next::Interrupted,
+        };
+        match next {
+            Next::Interrupted => {
                 // Let the trials in flight tear their targets down, then stop.
                 cancel.cancel();
                 end = RunEnd::Interrupted;
                 stopping = true;
                 events.emit(&Event::RunStopping { run_id: run_id.clone(), reason: "interrupted".into() });
-                continue;
             }
-        };
-        let Some((spec, evidence_name, result)) = finished else { break };
-        if result.interrupted {
-            continue;
-        }
-        let mut result = result;
-        let written = store::write_json_atomic_hashed(&out.join(&evidence_name), &result.evidence).and_then(|sha| {
-            crate::crashpoint::reach(CrashPoint::EvidenceWrite);
-            // The row pins its evidence and the row before it (the chain `verify` checks).
-            result.row.evidence_sha256 = Some(sha);
-            result.row.prev_row_sha256 = Some(log.last_line_sha256().to_owned());
-            log.append(&result.row)
-        });
-        if let Err(e) = written {
-            // Results cannot be kept (a full disk, say): let the trials in flight tear their
-            // targets down, sweep what they could not remove, then report the write error.
-            cancel.cancel();
-            while futures_util::StreamExt::next(&mut in_flight).await.is_some() {}
-            if let Some(sandbox) = backend {
-                let _ = sandbox.sweep(&run_id).await;
+            Next::Committed(joined) => {
+                let Some((finished, _)) = committing.take() else { continue };
+                let (writer, committed, error) = match joined {
+                    Ok(Committed { log, rows, error }) => (Some(log), rows, error),
+                    Err(e) => {
+                        (None, Vec::new(), Some(RunError::Record(format!("the thread that writes them failed: {e}"))))
+                    }
+                };
+                log = writer;
+                for (done, row) in finished.into_iter().zip(committed) {
+                    attempts_now += 1;
+                    *attempts.entry(done.trial_id).or_default() += 1;
+                    events.emit(&Event::TrialFinished {
+                        run_id: run_id.clone(),
+                        trial_id: row.trial_id.clone(),
+                        attempt_id: row.attempt_id.clone(),
+                        outcome: Outcome::of(row.evidence_status, row.completed),
+                        termination: row.termination,
+                        evidence_status: row.evidence_status,
+                        failure_class: row.failure_class,
+                        proposed: row.proposed,
+                        completed: row.completed,
+                        duration_ms: row.duration_ms,
+                    });
+                    rows.push(row);
+                    if let Some(reason) = done.stop {
+                        events.emit(&Event::RunStopping { run_id: run_id.clone(), reason });
+                    }
+                }
+                if let Some(e) = error {
+                    // Results cannot be kept (a full disk, say): let the trials in flight tear
+                    // their targets down, sweep what they could not remove, then report the
+                    // write error. Attempts not yet committed are not recorded.
+                    cancel.cancel();
+                    while futures_util::StreamExt::next(&mut in_flight).await.is_some() {}
+                    if let Some(sandbox) = backend {
+                        let _ = sandbox.sweep(&run_id).await;
+                    }
+                    return Err(e);
+                }
             }
-            return Err(e.into());
-        }
-        attempts_now += 1;
-        *attempts.entry(spec.trial_id.clone()).or_default() += 1;
-        let row = result.row;
-        events.emit(&Event::TrialFinished {
-            run_id: run_id.clone(),
-            trial_id: row.trial_id.clone(),
-            attempt_id: row.attempt_id.clone(),
-            outcome: Outcome::of(row.evidence_status, row.completed),
-            termination: row.termination,
-            evidence_status: row.evidence_status,
-            failure_class: row.failure_class,
-            proposed: row.proposed,
-            completed: row.completed,
-            duration_ms: row.duration_ms,
-        });
-        let complete = row.is_complete();
-        let termination = row.termination;
-        rows.push(row);
-        if stopping {
-            continue;
-        }
-        let count = consecutive.entry(spec.target).or_default();
-        *count = if complete { 0 } else { *count + 1 };
-        let stop = if let Some(budget) = model.budget.as_ref().filter(|b| b.tripped().is_some()) {
-            Some(format!(
-                "the spend cap of ${:.6} is reached (${:.6} committed); every finished trial is kept. Raise the cap and continue with `elengtis run --resume --out {} --budget-usd USD`",
-                budget.limit(),
-                budget.committed(),
-                out.display()
-            ))
-        } else if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
-            let target = &bundle.campaign.value.targets[spec.target].id;
-            Some(format!(
-                "target {target} failed {MAX_CONSECUTIVE_TARGET_FAILURES} consecutive trials (last: {}); see {}",
-                spec.trial_id,
-                out.join(&evidence_name).display()
-            ))
-        } else if termination == elengtis_core::agent::Termination::BudgetExhausted {
-            Some(format!(
-                "trial {} exhausted its step budget of {} turns; raise step_budget in a new run if the scenario needs more turns",
-                spec.trial_id, bundle.campaign.value.step_budget
-            ))
-        } else {
-            None
-        };
-        if let Some(reason) = stop {
-            // Trials prepared ahead that have not begun their session are torn down unrecorded.
-            stop_waiting.cancel();
-            events.emit(&Event::RunStopping { run_id: run_id.clone(), reason: reason.clone() });
-            end = RunEnd::Stopped(reason);
-            stopping = true;
+            Next::Finished(finished) => {
+                let Some((spec, evidence_name, result)) = finished else { continue };
+                if result.interrupted {
+                    continue;
+                }
+                let row = &result.row;
+                // Whether the run stops is decided now, in the order trials finish, so no
+                // further trial starts; the stop is reported after this trial's record.
+                let mut stop = None;
+                if !stopping {
+                    let count = consecutive.entry(spec.target).or_default();
+                    *count = if row.is_complete() { 0 } else { *count + 1 };
+                    stop = if let Some(budget) = model.budget.as_ref().filter(|b| b.tripped().is_some()) {
+                        Some(format!(
+                            "the spend cap of ${:.6} is reached (${:.6} committed); every finished trial is kept. Raise the cap and continue with `elengtis run --resume --out {} --budget-usd USD`",
+                            budget.limit(),
+                            budget.committed(),
+                            out.display()
+                        ))
+                    } else if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
+                        let target = &bundle.campaign.value.targets[spec.target].id;
+                        Some(format!(
+                            "target {target} failed {MAX_CONSECUTIVE_TARGET_FAILURES} consecutive trials (last: {}); see {}",
+                            spec.trial_id,
+                            out.join(&evidence_name).display()
+                        ))
+                    } else if row.termination == elengtis_core::agent::Termination::BudgetExhausted {
+                        Some(format!(
+                            "trial {} exhausted its step budget of {} turns; raise step_budget in a new run if the scenario needs more turns",
+                            spec.trial_id, bundle.campaign.value.step_budget
+                        ))
+                    } else {
+                        None
+                    };
+                    if let Some(reason) = &stop {
+                        // Trials prepared ahead that have not begun their session are torn
+                        // down unrecorded.
+                        stop_waiting.cancel();
+                        end = RunEnd::Stopped(reason.clone());
+                        stopping = true;
+                    }
+                }
+                let AttemptResult { row, evidence, .. } = result;
+                pending.push((
+                    Finished { trial_id: spec.trial_id.clone(), stop },
+                    Committable { path: out.join(&evidence_name), evidence, row },
+                ));
+            }
         }
     }
     drop(in_flight);
+    let Some(log) = log else {
+        return Err(RunError::Record("the run log was lost by a failed commit".into()));
+    };
     if let Some(sandbox) = backend {
         // Belt and braces: anything of this run that a cancelled trial could not remove, and
         // what a killed earlier runner of it had asked the engine for just before it died (a
@@ -783,6 +833,74 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         recovered_tail,
         leftovers: None,
     })
+}
+
+/// Finished attempts a commit takes at most (a batch's evidence files are synced together).
+const MAX_BATCH: usize = 256;
+
+/// Finished attempts that may wait for a commit before no further trial is started.
+const MAX_PENDING: usize = 1024;
+
+/// What the trial loop keeps of a finished attempt while its records are committed.
+struct Finished {
+    trial_id: String,
+    /// The run stops after this attempt (reported once it is recorded).
+    stop: Option<String>,
+}
+
+/// A finished attempt's records, to commit.
+struct Committable {
+    /// The evidence file (absolute).
+    path: PathBuf,
+    evidence: elengtis_core::records::Evidence,
+    row: Row,
+}
+
+/// What one commit recorded.
+struct Committed {
+    /// The log, handed back for the next commit.
+    log: AppendLog,
+    /// The rows now in the log and durable, from the first of the batch, in order.
+    rows: Vec<Row>,
+    /// Why the rest of the batch was not recorded.
+    error: Option<RunError>,
+}
+
+/// What the trial loop waits for.
+enum Next<T> {
+    Finished(Option<T>),
+    Committed(Result<Committed, tokio::task::JoinError>),
+    Interrupted,
+}
+
+/// Record a batch of finished attempts (on a blocking thread): every evidence document
+/// durable first (written to temporary files, synced together, renamed into place, their
+/// directory synced once), then the rows that pin them, chained, in one append and one sync.
+/// A failure records the attempts before it and none after it.
+fn commit(mut log: AppendLog, batch: Vec<Committable>) -> Committed {
+    let mut documents = Vec::with_capacity(batch.len());
+    let mut rows = Vec::with_capacity(batch.len());
+    let mut error = None;
+    for Committable { path, evidence, mut row } in batch {
+        match store::json_document(path, &evidence) {
+            Ok(document) => {
+                row.evidence_sha256 = Some(elengtis_core::format::sha256_hex(&document.bytes));
+                documents.push(document);
+                rows.push(row);
+            }
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let written = store::write_documents(&documents);
+    rows.truncate(written.durable);
+    let error = written.error.or(error);
+    // Each row pins its evidence (above) and the row before it (the chain `verify` checks).
+    let (appended, append_error) = log.append_batch(&mut rows, |row, prev| row.prev_row_sha256 = Some(prev.to_owned()));
+    rows.truncate(appended);
+    Committed { log, rows, error: append_error.or(error).map(RunError::from) }
 }
 
 /// The [`Event::RunFinished`] of a run that ended as `end` with these rows.

@@ -142,7 +142,13 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let mut errors: Vec<RecordedError> = Vec::new();
 
     let phase_events = PhaseEvents::new(attempt.events, attempt.run_id, &attempt.spec.trial_id, &attempt.attempt_id);
-    let trial_dir = tempfile::Builder::new().prefix("elengtis-trial-").tempdir().ok();
+    // Creating and removing a directory can take milliseconds (a disk-backed temporary
+    // directory, a file system that discards freed blocks at once): on a blocking thread, so
+    // the trials beside this one go on meanwhile.
+    let trial_dir = tokio::task::spawn_blocking(|| tempfile::Builder::new().prefix("elengtis-trial-").tempdir().ok())
+        .await
+        .ok()
+        .flatten();
     let mut values = trial_values(&attempt, &canary, trial_dir.as_ref().map(tempfile::TempDir::path));
     if trial_dir.is_none() {
         errors.push(RecordedError::new(Phase::ConnectionOrAgent, None, "failed to create the trial directory"));
@@ -253,14 +259,18 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
             "session_ended": session_ended,
         });
     }
-    if let Some(dir) = trial_dir
-        && let Err(e) = dir.close()
-    {
-        errors.push(RecordedError::new(
-            Phase::TargetCleanup,
-            None,
-            format!("failed to remove the trial directory: {e}"),
-        ));
+    if let Some(dir) = trial_dir {
+        let closed = tokio::task::spawn_blocking(move || dir.close()).await;
+        if let Some(e) = match closed {
+            Ok(result) => result.err().map(|e| e.to_string()),
+            Err(e) => Some(e.to_string()),
+        } {
+            errors.push(RecordedError::new(
+                Phase::TargetCleanup,
+                None,
+                format!("failed to remove the trial directory: {e}"),
+            ));
+        }
     }
     errors.extend(phases.agent.tool_errors.iter().map(RecordedError::tool));
     // A call the target never answered (it crashed, closed the session or hung past the

@@ -146,8 +146,9 @@ enum Command {
         json: bool,
     },
     /// Measure stdio trials, isolated-container trials and the raw container lifecycle floor
-    /// (needs Docker and the bundled images: `elengtis images build`), and the live-model
-    /// provider path's overhead per request against the scripted model server.
+    /// (needs Docker and the bundled images: `elengtis images build`), stdio trial throughput
+    /// against the fixture's own start, and the live-model provider path's overhead per
+    /// request against the scripted model server (`--stdio-only`, `--provider-only`: no Docker).
     Bench {
         /// Trials per measurement.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -168,6 +169,13 @@ enum Command {
         /// (no Docker needed).
         #[arg(long)]
         provider_only: bool,
+        /// Measure only stdio trial throughput at --jobs 1 and --jobs 4, against the fixture's
+        /// own start measured in the same run (no Docker needed).
+        #[arg(long, conflicts_with_all = ["provider_only", "original"])]
+        stdio_only: bool,
+        /// Trials per stdio throughput measurement (--short: 30).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        stdio_trials: u32,
         /// Also run one model-free campaign on --original-image with the original Python tool
         /// (its `elengtis` executable, e.g. a venv's `bin/elengtis` from PyPI elengtis 0.1.0)
         /// and with this build at --jobs 1 and --jobs 4, and report ours ÷ original.
@@ -600,8 +608,45 @@ fn parse_weakness(value: &str) -> Result<elengtis_core::format::seed::Weakness, 
         .ok_or_else(|| format!("expected W1, W2, W3 or W4, got {value:?}"))
 }
 
+/// The stdio guard's own command line, parsed without building the whole CLI (a guard and
+/// an exec stage start once per stdio trial).
+#[derive(Parser)]
+#[command(name = "elengtis __stdio-guard")]
+struct GuardCli {
+    #[command(flatten)]
+    args: elengtis::toolhost::mcp::GuardArgs,
+}
+
+/// The exec stage's own command line (see [`GuardCli`]).
+#[derive(Parser)]
+#[command(name = "elengtis __stdio-exec")]
+struct ExecCli {
+    #[command(flatten)]
+    args: elengtis::toolhost::mcp::ExecArgs,
+}
+
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The guard and the exec stage stay single-threaded (no runtime, no logging): the exec
+    // stage may create a user namespace, which needs exactly one thread. Their command lines
+    // are parsed on their own: building the whole CLI was ≈0.3 ms of the exec stage's 1.5 ms
+    // of CPU per trial (docs/performance.md, "stdio trials at scale").
+    let internal = args.get(1).and_then(|a| a.to_str());
+    if matches!(internal, Some(elengtis::toolhost::mcp::GUARD_COMMAND | elengtis::toolhost::mcp::EXEC_COMMAND)) {
+        let rest = args.iter().take(1).chain(args.iter().skip(2)).cloned();
+        let status = if internal == Some(elengtis::toolhost::mcp::GUARD_COMMAND) {
+            GuardCli::try_parse_from(rest).map(|cli| elengtis::toolhost::mcp::guard_main(&cli.args))
+        } else {
+            ExecCli::try_parse_from(rest).map(|cli| elengtis::toolhost::mcp::exec_main(&cli.args))
+        };
+        return match status {
+            Ok(status) => exit_status(status),
+            Err(e) => {
+                let _ = e.print();
+                exit(exit_codes::USAGE)
+            }
+        };
+    }
     // The original CLI's form `elengtis --config … --out …` means `run`.
     let args = if args.get(1).is_some_and(|a| {
         a.to_string_lossy().starts_with('-') && !matches!(a.to_str(), Some("-h" | "--help" | "-V" | "--version"))
@@ -624,8 +669,6 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
-    // The guard and the exec stage stay single-threaded (no runtime, no logging): the exec
-    // stage may create a user namespace, which needs exactly one thread.
     match &cli.command {
         Command::StdioGuard(args) => return exit_status(elengtis::toolhost::mcp::guard_main(args)),
         Command::StdioExec(args) => return exit_status(elengtis::toolhost::mcp::exec_main(args)),
@@ -740,6 +783,19 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
         }
+        Command::Bench { short, json, stdio_only: true, stdio_trials, output, .. } => {
+            let stdio_trials = if short { 30 } else { stdio_trials };
+            let terminal = Arc::new(Terminal::for_command(&output, json)?);
+            let report = elengtis::bench::stdio(stdio_trials, terminal.clone()).await;
+            terminal.finish();
+            let report = report?;
+            if json {
+                outln!("{}", json!(report));
+            } else {
+                out!("{}", elengtis::bench::render_stdio(&report));
+            }
+            Ok(exit_codes::SUCCESS)
+        }
         Command::Bench {
             trials,
             short,
@@ -747,6 +803,8 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             allow_vulnerable_engine,
             runtime,
             provider_only: false,
+            stdio_only: false,
+            stdio_trials,
             output,
             original,
             original_image,
@@ -766,7 +824,8 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
                 events: terminal.clone(),
                 original,
             };
-            let report = elengtis::bench::run(trials, &settings).await;
+            let stdio_trials = if short { 30 } else { stdio_trials };
+            let report = elengtis::bench::run(trials, stdio_trials, &settings).await;
             terminal.finish();
             let report = report?;
             if json {

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 pub use self::frame::FrameGuard;
 use self::frame::{Expect, SharedFrameLog, explain};
 pub use self::http::open_http;
-pub use self::stdio::guard::{ExecArgs, GuardArgs, exec_main, guard_main};
+pub use self::stdio::guard::{EXEC_COMMAND, ExecArgs, GUARD_COMMAND, GuardArgs, exec_main, guard_main};
 pub use self::stdio::live::{LIVE_DIR, reap_dir as reap_stdio_leftovers};
 pub use self::stdio::sandbox::Confinement;
 use self::stdio::{describe_exit, signal_group};

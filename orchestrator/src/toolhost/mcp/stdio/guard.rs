@@ -146,7 +146,7 @@ fn guard(args: &GuardArgs) -> Result<Ended, String> {
     if let (Some(path), Some(target_id)) = (&record, ProcessId::of(target_pid)) {
         let program = args.command.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         let entry = LiveRecord { boot: live::boot_id(), guard: ProcessId::of(guard_pid), target: target_id, program };
-        if let Err(e) = crate::results::store::write_json_atomic(path, &entry) {
+        if let Err(e) = live::write_record(path, &entry) {
             say(&format!("failed to record the target: {e}"));
         }
     }

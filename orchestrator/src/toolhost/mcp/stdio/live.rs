@@ -59,6 +59,22 @@ pub fn record_path(dir: &Path, guard_pid: i32) -> PathBuf {
     dir.join(format!("guard-{guard_pid}.json"))
 }
 
+/// Write a record (a temporary file beside it, then renamed into place, so a reader sees the
+/// whole record or none) without syncing it to disk. A record only matters while this boot
+/// lasts — one from an earlier boot is ignored ([`reap_dir`]): it must survive the death of
+/// the guard or the runner, which the page cache ensures, not a power loss, after which
+/// there is nothing left to reap. (Syncing it cost two fsyncs per stdio trial.)
+pub fn write_record(path: &Path, record: &LiveRecord) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(".tmp");
+    let temp = PathBuf::from(temp);
+    std::fs::write(&temp, bytes)?;
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
 /// The boot id of this host.
 pub fn boot_id() -> String {
     read_trimmed("/proc/sys/kernel/random/boot_id")
@@ -142,7 +158,9 @@ fn group_has_members(pgid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::store::write_json_atomic;
+    fn write_json_atomic(path: &Path, record: &LiveRecord) -> std::io::Result<()> {
+        write_record(path, record)
+    }
 
     #[test]
     fn a_record_of_a_live_group_is_reaped_and_a_reused_pid_is_spared() {
