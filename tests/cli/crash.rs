@@ -59,8 +59,18 @@ fn sigkill_in_every_stdio_phase_then_resume_loses_and_duplicates_nothing() {
                     Duration::from_secs(60),
                 );
                 // Before resume: the first trial's row, nothing else of the second trial's
-                // row than a torn tail when killed mid-append; every document parses.
-                assert_eq!(crashed.complete_rows(), 1, "{crashpoint}: {}", crashed.stderr);
+                // row than a torn tail when killed mid-append; every document parses. Rows
+                // are recorded by the group-commit thread while the next trial runs, so a kill
+                // in the second trial's own phases may come before the first trial's row is
+                // durable (that trial was not reported either, and resume runs it); the
+                // recording thread's own crashpoints come after it.
+                let in_trial_loop = matches!(phase, "initialize" | "exercise" | "verify" | "teardown");
+                let before = crashed.complete_rows();
+                assert!(
+                    before == 1 || (in_trial_loop && before == 0),
+                    "{crashpoint}: {before} rows: {}",
+                    crashed.stderr
+                );
                 assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
                 check_files(&out, phase == "row-append");
                 let resumed = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
@@ -69,7 +79,13 @@ fn sigkill_in_every_stdio_phase_then_resume_loses_and_duplicates_nothing() {
                 // A kill after the evidence was written and before its row leaves that
                 // evidence unreferenced; the retry writes its own file and overwrites nothing.
                 let orphaned = usize::from(matches!(phase, "evidence-write" | "row-append"));
-                assert_eq!(found.orphan_evidence, orphaned, "{crashpoint}");
+                if before == 0 {
+                    // Killed while the first trial's batch was being recorded: its evidence
+                    // may be in place without its row.
+                    assert!(found.orphan_evidence <= 1, "{crashpoint}: {} orphans", found.orphan_evidence);
+                } else {
+                    assert_eq!(found.orphan_evidence, orphaned, "{crashpoint}");
+                }
                 for row in rows(&out.join("runs.jsonl")) {
                     assert_eq!(row["tool_calls"], CALLS, "{crashpoint}: the exercise crashpoint assumes {CALLS} calls");
                 }
