@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use elengtis_tests::original::{self, Original};
-use elengtis_tests::{elengtis_cmd, read_json, scratch};
+use elengtis_tests::{elengtis_cmd, read_json, scratch, workspace};
 use serde_json::{Value, json};
 
 const MODELS: [&str; 3] = ["m-one", "m-two", "m-three"];
@@ -102,12 +102,17 @@ fn cell(root: &Path, model: &str, engine: &str, family: &str, block: u64, order:
     let dir = root.join(&name);
     std::fs::create_dir_all(&dir).expect("a cell directory");
     let run_id = format!("run-{name}");
-    let manifest = json!({
-        "schema_version": 6, "metrics_version": 3, "run_id": run_id,
-        "campaign": {"engine": engine, "model": format!("vendor/{model}"), "model_id": model},
-        "experiment": {"id": "differential", "block": block, "order": order, "model_id": model, "generation": {}},
-        "environment": {"python": "3.12.0", "package_version": "0.1.0"},
-    });
+    // The original's whole manifest (a directory is read as the original's only with every
+    // field it writes), with this cell's labels.
+    let fixture = std::fs::read_to_string(workspace().join("tests/fixtures/original-0.1.0/example/manifest.json"))
+        .expect("the original's example manifest");
+    let mut manifest: Value = serde_json::from_str(&fixture).expect("the original's example manifest is JSON");
+    manifest["run_id"] = json!(run_id);
+    manifest["campaign"]["engine"] = json!(engine);
+    manifest["campaign"]["model"] = json!(format!("vendor/{model}"));
+    manifest["campaign"]["model_id"] = json!(model);
+    manifest["experiment"] =
+        json!({"id": "differential", "block": block, "order": order, "model_id": model, "generation": {}});
     std::fs::write(dir.join("manifest.json"), manifest.to_string()).expect("manifest.json");
     let value = draw(&[model, engine, family, &block.to_string()]);
     let mut rows = Vec::new();
@@ -127,6 +132,17 @@ fn cell(root: &Path, model: &str, engine: &str, family: &str, block: u64, order:
     }
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(dir.join("runs.jsonl"), text).expect("runs.jsonl");
+    // Every evidence file a row names is present, as the original writes them (its analysis
+    // reads the rows only; ours checks that each named file exists).
+    for r in &rows {
+        if let Some(name) = r["evidence"].as_str() {
+            let path = dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("the evidence directory");
+            }
+            std::fs::write(path, json!({"run_id": run_id, "trial_id": r["trial_id"]}).to_string()).expect("evidence");
+        }
+    }
     dir
 }
 
