@@ -741,17 +741,8 @@ impl AppendLog {
     /// Append one line as it is (a JSON object, without its newline) and sync it to disk:
     /// `elengtis merge` copies each shard's rows byte for byte, so their chain and seal still
     /// hold. The same contract as [`AppendLog::append`].
-    pub fn append_line(&mut self, mut line: Vec<u8>) -> Result<(), StoreError> {
-        let invalid = |message: &str| {
-            StoreError::serialize(&self.path, <serde_json::Error as serde::ser::Error>::custom(message))
-        };
-        if line.first() != Some(&b'{') {
-            return Err(invalid("a log row must be a JSON object"));
-        }
-        if line.contains(&b'\n') {
-            return Err(invalid("a log row must not contain a raw newline"));
-        }
-        line.push(b'\n');
+    pub fn append_line(&mut self, line: Vec<u8>) -> Result<(), StoreError> {
+        let line = self.terminated(line)?;
 
         if self.poisoned {
             return Err(StoreError::io(
@@ -843,7 +834,12 @@ impl AppendLog {
 
     /// A row as one log line: compact JSON, an object, no raw newline, then `"\n"`.
     fn line<T: Serialize>(&self, row: &T) -> Result<Vec<u8>, StoreError> {
-        let mut line = serde_json::to_vec(row).map_err(|err| StoreError::serialize(&self.path, err))?;
+        let line = serde_json::to_vec(row).map_err(|err| StoreError::serialize(&self.path, err))?;
+        self.terminated(line)
+    }
+
+    /// `line` checked as one log line (an object, no raw newline), with its `"\n"`.
+    fn terminated(&self, mut line: Vec<u8>) -> Result<Vec<u8>, StoreError> {
         let invalid = |message: &str| {
             StoreError::serialize(&self.path, <serde_json::Error as serde::ser::Error>::custom(message))
         };
