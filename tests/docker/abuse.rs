@@ -199,11 +199,12 @@ fn resource_abuse_ends_as_recorded_outcomes_and_spares_the_other_trials() {
     assert_eq!(assert_trials_ran_under_the_test_runtime(&dir.path().join("out")), 7);
     // Abuse is data, not a broken run: every trial is recorded with its outcome (the hung
     // server's stderr, open until its container goes, is collected after the container's
-    // removal). A target killed under the exercise (the OOM-killed balloon: its transport
-    // closed) is an infrastructure outcome since issue 27 (never a fire or a resist): that
-    // attempt is incomplete, and so the run exits 1; every other attempt is complete.
+    // removal). A target that fails under the exercise — the OOM-killed balloon (its
+    // transport closed) and the hung server (a call with no answer within the deadline) — is
+    // an infrastructure outcome since issue 27 (never a fire or a resist): those attempts are
+    // incomplete, and so the run exits 1; every other attempt is complete.
     for row in &rows {
-        if row["target"] == "abuse-balloon" {
+        if matches!(row["target"].as_str(), Some("abuse-balloon" | "abuse-flood")) {
             assert_eq!(row["evidence_status"], "incomplete", "{row}");
             assert_eq!(row["failure_class"], "infrastructure_error", "{row}");
         } else {
