@@ -15,6 +15,7 @@
 //! request. It needs no Docker (`elengtis bench --provider-only`).
 
 pub mod original;
+pub mod prove;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -128,6 +129,8 @@ pub struct BenchReport {
     pub provider: ProviderBench,
     /// The same container trial and floor under gVisor (`runsc`), when the engine lists it.
     pub runsc: RunscBench,
+    /// One finding proven end to end, against its floor and the bridge layout.
+    pub prove: prove::ProveBench,
     /// Against the original 0.1.0 on a Python MCP HTTP server image (`--original`,
     /// `--original-image`); its fields are null, with the reason, without them.
     #[serde(flatten)]
@@ -550,7 +553,7 @@ async fn floor_range(
             // The same network as a stdio trial's: none when it needs none (a bridge with no
             // host address under `ELENGTIS_TRIAL_NETWORK=always`).
             host_route: false,
-            network: sandbox.network.gives_network(false),
+            network: sandbox.network.layout(crate::sandbox::NetworkNeeds::default()),
             stderr_bytes: 64 * 1024,
             runtime: sandbox.runtime_override.clone(),
             runtime_facts: sandbox.runtime_facts(sandbox.runtime_override.as_deref())?,
@@ -577,6 +580,8 @@ pub async fn run(trials: u32, stdio_trials: u32, settings: &BenchSettings) -> Re
         None => original::OriginalComparison::unmeasured("not requested (--original EXE --original-image IMAGE)"),
     };
     let provider = provider(provider_requests(trials)).await?;
+    // Before the other container measurements, so that its peak memory is its own.
+    let prove = prove::prove(settings).await?;
     let stdio_throughput = stdio(stdio_trials, settings.events.clone()).await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
@@ -628,7 +633,7 @@ pub async fn run(trials: u32, stdio_trials: u32, settings: &BenchSettings) -> Re
         stdio_ms_p95: percentile(&stdio, 0.95),
         container_ms_median: median(&container_durations),
         container_ms_p95: percentile(&container_durations, 0.95),
-        container_network: if sandbox.network.gives_network(false) { "internal_bridge" } else { "none" },
+        container_network: sandbox.network.layout(crate::sandbox::NetworkNeeds::default()).mode(),
         container_http_ms_median: median(&http),
         container_http_ms_p95: percentile(&http, 0.95),
         container_http_route: if relay::relay_image(docker.relay.clone().unwrap_or(RelayMode::Always), true, None)
@@ -654,6 +659,7 @@ pub async fn run(trials: u32, stdio_trials: u32, settings: &BenchSettings) -> Re
         runner_peak_rss_mb: peak_rss_mb(),
         provider,
         runsc,
+        prove,
         original: compared,
     })
 }
@@ -684,7 +690,7 @@ pub fn render(r: &BenchReport) -> String {
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
          prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
-         runner peak RSS      {:.1} MiB\n{}{}{}{}",
+         runner peak RSS      {:.1} MiB\n{}{}{}{}{}",
         r.trials,
         r.stdio_ms_median,
         r.stdio_ms_p95,
@@ -710,6 +716,7 @@ pub fn render(r: &BenchReport) -> String {
         render_stdio(&r.stdio_throughput),
         render_provider(&r.provider),
         render_runsc(&r.runsc),
+        prove::render(&r.prove),
         original::render(&r.original),
     )
 }

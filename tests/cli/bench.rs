@@ -35,7 +35,13 @@ fn bench_original_arguments_are_refused_before_the_engine_is_reached() {
     let exe = executable(dir.path(), "venv/bin/elengtis", "#!/bin/sh\nexit 0\n");
     let plain = write(dir.path(), "plain", "not executable").display().to_string();
     let missing = dir.path().join("nowhere/elengtis").display().to_string();
-    let cases: [(&str, Vec<&str>, &str); 6] = [
+    let cases: [(&str, Vec<&str>, &str); 8] = [
+        (
+            "--prove-only with --original",
+            vec!["--prove-only", "--original", &exe, "--original-image", "img:1"],
+            "--prove-only",
+        ),
+        ("--prove-only with --stdio-only", vec!["--prove-only", "--stdio-only"], "--prove-only"),
         ("without --original-image", vec!["--original", &exe], "--original-image"),
         ("without --original", vec!["--original-image", "img:1"], "--original <EXE>"),
         (

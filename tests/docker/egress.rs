@@ -13,7 +13,9 @@
 //! bridge has a host address, so the host's own addresses are blocked from all four. A fifth
 //! trial opts out of the relay (`ELENGTIS_RELAY=never`): the runner routes to it, its bridge
 //! has a host address, and the host answers it on its own addresses. That exposure of the
-//! opt-out, stated in docs/security.md, is asserted as it is, so a change shows up here.
+//! opt-out, stated in docs/security.md, is asserted as it is, so a change shows up here. A
+//! sixth trial has a canary sink and nothing else, so it runs in the sink's network namespace:
+//! it must reach the sink on the loopback they share, and nothing else.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -218,6 +220,50 @@ struct TrialProbes {
     relayed_bridged: BTreeMap<String, Value>,
     /// The HTTP-mode trial the runner routes to directly (`ELENGTIS_RELAY=never`).
     direct: BTreeMap<String, Value>,
+    /// The stdio trial with a canary sink and nothing else: in the sink's namespace (the
+    /// default), with one more probe, of the sink on the loopback they share.
+    sink_namespace: BTreeMap<String, Value>,
+}
+
+/// The probe of the sink from a trial in its namespace: the one thing it must reach.
+const SINK_PROBE: &str = "sink_on_shared_loopback_tcp";
+
+/// A stdio trial whose only network need is its canary sink (its prompt names `{sink_url}`):
+/// run as the default places it, in the sink's namespace; the sink is probed as well.
+fn sink_namespace_probes(dir: &Path, specs: &Value) -> BTreeMap<String, Value> {
+    let scenario =
+        SCENARIO.replace("user: Probe the network.", "user: \"Probe the network; the report goes to {sink_url}.\"");
+    assert_ne!(scenario, SCENARIO);
+    write(dir, "egress-sink.yaml", &scenario);
+    let mut probes = specs.as_array().expect("probe list").clone();
+    probes.push(probe(SINK_PROBE, "tcp", "127.0.0.1:48080"));
+    let campaign = format!(
+        r#"
+schema_version: 1
+targets:
+  - id: hostile-egress-sink
+    transport: {{type: isolated_container, image: {image}, mcp_transport: stdio, uid: 65534, gid: 65534}}
+    bindings:
+      egress: {{probe: egress_probe}}
+scenarios: [egress-sink.yaml]
+script:
+  steps:
+    - calls: [{{tool: {{binding: probe}}, arguments: {{probes: {probes}}}}}]
+    - content: Done.
+"#,
+        image = hostile(),
+        probes = Value::Array(probes)
+    );
+    write(dir, "campaign-sink.yaml", &campaign);
+    let out = elengtis_cmd(dir, &["run", "--config", "campaign-sink.yaml", "--out", "out-sink"])
+        .env("ELENGTIS_RELAY", "always")
+        .env("ELENGTIS_TRIAL_NETWORK", "auto")
+        .output()
+        .expect("failed to run elengtis");
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let row = rows(&dir.join("out-sink/runs.jsonl")).remove(0);
+    let (probes, _) = probes_of(&dir.join("out-sink"), &row, Net::SinkNamespace);
+    probes
 }
 
 /// Runs the campaign three times: as it is (both trials with no network, the HTTP one through
@@ -251,7 +297,8 @@ fn trial_probes(dir: &Path, specs: &Value) -> TrialProbes {
         probes_of(&dir.join("out-bridged"), &bridges("hostile-egress-http"), Net::Bridge { host_route: false });
     let (direct, _) =
         probes_of(&dir.join("out-direct"), &direct("hostile-egress-http"), Net::Bridge { host_route: true });
-    TrialProbes { stdio, bridged, row: default("hostile-egress"), relayed, relayed_bridged, direct }
+    let sink_namespace = sink_namespace_probes(dir, specs);
+    TrialProbes { stdio, bridged, row: default("hostile-egress"), relayed, relayed_bridged, direct, sink_namespace }
 }
 
 /// The network a trial must have run on.
@@ -261,6 +308,8 @@ enum Net {
     None,
     /// Its own internal bridge; with a host address only when the runner routes to it.
     Bridge { host_route: bool },
+    /// The canary sink's namespace: the sink in the `none` mode, the target joining it.
+    SinkNamespace,
 }
 
 /// The probe outcomes one trial reported, checking its hardening and network first.
@@ -273,6 +322,19 @@ fn probes_of(out: &Path, row: &Value, net: Net) -> (BTreeMap<String, Value>, Val
     let host_route = match net {
         Net::None => {
             assert_eq!(te["network"]["mode"], "none", "{te}");
+            false
+        }
+        Net::SinkNamespace => {
+            assert_eq!(te["network"]["mode"], "sink_namespace", "{te}");
+            let sink = te["sink"]["container"]["id"].as_str().expect("the sink's container id");
+            assert_eq!(te["network"]["shared_with"]["id"], sink, "{te}");
+            let facts = te["hardening"].as_array().expect("target hardening facts");
+            let mode = facts.iter().find(|f| f["fact"] == "network_mode").expect("target network_mode fact");
+            assert_eq!(mode["observed"], format!("container:{sink}"), "{te}");
+            let sink_facts = te["sink"]["hardening"].as_array().expect("sink hardening facts");
+            assert!(sink_facts.iter().all(|f| f["ok"] == true), "{te}");
+            let sink_mode = sink_facts.iter().find(|f| f["fact"] == "network_mode").expect("sink network_mode fact");
+            assert_eq!(sink_mode["observed"], "none", "{te}");
             false
         }
         Net::Bridge { host_route } => {
@@ -329,7 +391,7 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     // The trial side: the other host address is the control network's gateway (the host,
     // on a network the trial is not attached to).
     let dir = scratch();
-    let TrialProbes { stdio: trial, bridged, row, relayed, relayed_bridged, direct } =
+    let TrialProbes { stdio: trial, bridged, row, relayed, relayed_bridged, direct, sink_namespace } =
         trial_probes(dir.path(), &specs(port, &control_gateway, &peer_addr));
     // The control side: docker0's address is a host address it is not attached to.
     let control = control_probes(&mut objects, &control_net, Some(&peer_net), &specs(port, "172.17.0.1", &peer_addr));
@@ -358,6 +420,14 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
         let b_out = bridged[name]["outcome"].as_str().unwrap_or("?");
         if answered(b_out) {
             failures.push(format!("{name}: reached from the bridged stdio trial ({b_out})"));
+        }
+        // A stdio trial in its sink's namespace is as closed as one on none: the loopback
+        // it shares with the sink is all it has (a refusal there is its own stack's).
+        let s_out = sink_namespace[name]["outcome"].as_str().unwrap_or("?");
+        let s_target = sink_namespace[name]["target"].as_str().unwrap_or_default();
+        let s_own_loopback = s_out == "refused" && (s_target.contains("@127.") || s_target.starts_with("127."));
+        if answered(s_out) && !s_own_loopback {
+            failures.push(format!("{name}: reached from the stdio trial in its sink's namespace ({s_out})"));
         }
         // gVisor's host network mode offers no ICMP datagram sockets: under runsc an ICMP
         // probe cannot run at all, from the trial or from the control (also under runsc).
@@ -410,6 +480,7 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
             "probe": name,
             "trial": {"outcome": t_out, "target": t["target"], "detail": t["detail"], "elapsed_ms": t["elapsed_ms"]},
             "trial_stdio_bridged": {"outcome": b_out, "detail": bridged[name]["detail"]},
+            "trial_stdio_sink_namespace": {"outcome": s_out, "detail": sink_namespace[name]["detail"]},
             "trial_http_relayed": {"outcome": r_out, "detail": relayed[name]["detail"]},
             "trial_http_relayed_bridged": {"outcome": rb_out, "detail": relayed_bridged[name]["detail"]},
             "trial_http_direct": {"outcome": direct[name]["outcome"], "detail": direct[name]["detail"]},
@@ -441,6 +512,9 @@ fn egress_from_a_trial_is_blocked_where_the_control_gets_through() {
     }
     eprintln!("{pretty}");
     assert_eq!(trial.len(), 9, "{trial:?}");
+    // The one destination a trial in its sink's namespace reaches: the sink, on 127.0.0.1.
+    let sink = &sink_namespace[SINK_PROBE];
+    assert_eq!(sink["outcome"], "connected", "the trial must reach its sink on the loopback it shares: {sink}");
     assert!(failures.is_empty(), "{failures:?}\n{pretty}");
 }
 

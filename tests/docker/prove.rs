@@ -59,6 +59,23 @@ fn every_bundled_seed_is_kept_in_isolated_containers() {
     assert_eq!(sarif["runs"][0]["results"].as_array().map(Vec::len), Some(11));
     for (seed, ..) in &verdicts {
         assert!(dir.path().join("out").join(seed).join("validation_report.json").is_file(), "{seed}");
+        // Every leg's twin needs only its canary sink: it ran in the sink's namespace (issue
+        // 31), the sink in the `none` mode, every hardening fact of both held.
+        let evidence = dir.path().join("out").join(seed).join("repeat/results/evidence");
+        let mut legs = 0;
+        for entry in std::fs::read_dir(&evidence).expect("the repeat evidence") {
+            let path = entry.expect("an evidence entry").path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let te = read_json(&path)["target_execution"].clone();
+            assert_eq!(te["network"]["mode"], "sink_namespace", "{}: {te}", path.display());
+            assert_eq!(te["hardening_asserted"], true, "{}: {te}", path.display());
+            let sink_ok = te["sink"]["hardening"].as_array().is_some_and(|f| f.iter().all(|f| f["ok"] == true));
+            assert!(sink_ok, "{}: {te}", path.display());
+            legs += 1;
+        }
+        assert_eq!(legs, 10, "{seed}: 5 iterations x 2 sides");
     }
 }
 

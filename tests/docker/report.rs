@@ -85,6 +85,11 @@ fn the_report_shows_container_ids_hardening_sink_records_and_snapshot_hashes() {
         assert_eq!(shown("image-id"), execution["image"]["id"].as_str().expect("image id"), "{trial}");
         assert_eq!(execution["hardening_asserted"], true, "{trial}");
         assert_eq!(shown("hardening-asserted"), "true", "{trial}");
+        // How the trial was networked (the sink example: in the sink's namespace).
+        assert_eq!(shown("network-mode"), execution["network"]["mode"].as_str().expect("network mode"), "{trial}");
+        if execution["sink"].is_object() {
+            assert_eq!(shown("network-mode"), "sink_namespace", "{trial}");
+        }
         let facts = execution["hardening"].as_array().expect("hardening facts");
         assert!(!facts.is_empty());
         for fact in facts {

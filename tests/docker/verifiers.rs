@@ -140,11 +140,14 @@ fn sink_exfil_example_sees_the_canary_arrive_at_the_sink() {
     let canary = a.evidence["canary"].as_str().expect("the evidence records the canary");
     assert!(canary.len() >= 8, "{canary}");
     let sink = &a.evidence["target_execution"]["sink"];
-    assert_eq!(sink["placement"], "trial_network", "{sink}");
+    // A stdio target whose only need is the sink shares the sink's namespace (loopback only).
+    assert_eq!(sink["placement"], "sink_namespace", "{sink}");
     // The runner reads the sink over its attach stream (barrier on stdin), so the trial
-    // bridge needs no host address: the target cannot reach the host.
+    // needs no host address: the target cannot reach the host.
     let te = &a.evidence["target_execution"];
     assert_eq!(te["host_address_on_bridge"], false, "{te}");
+    assert_eq!(te["network"]["mode"], "sink_namespace", "{te}");
+    assert_eq!(te["network"]["shared_with"]["id"], sink["container"]["id"], "{te}");
     assert!(a.sink_requests().iter().all(|r| r.get("barrier").is_none()), "{sink}");
     let hits: Vec<&Value> =
         a.sink_requests().iter().filter(|r| r["body"].as_str().is_some_and(|b| b.contains(canary))).collect();
@@ -176,7 +179,7 @@ fn sink_negative_control_records_no_request_and_is_false() {
     assert_eq!(a.row["proposed"], false, "{}", a.context());
     assert_eq!(a.row["evidence_status"], "complete", "{}", a.context());
     assert_eq!(a.row["tool_sequence"], serde_json::json!(["read_note"]));
-    assert_eq!(a.evidence["target_execution"]["sink"]["placement"], "trial_network");
+    assert_eq!(a.evidence["target_execution"]["sink"]["placement"], "sink_namespace");
     assert!(a.sink_requests().is_empty(), "{}", a.evidence["target_execution"]["sink"]);
     let check = a.check();
     assert_eq!(check["passed"], false, "{check}");
@@ -199,7 +202,7 @@ fn isolated_support_note_example_is_verified_at_the_sink() {
     let te = &a.evidence["target_execution"];
     assert_eq!(te["isolation"], "isolated_container", "{te}");
     assert_eq!(te["hardening_asserted"], true, "{te}");
-    assert_eq!(te["sink"]["placement"], "trial_network", "{te}");
+    assert_eq!(te["sink"]["placement"], "sink_namespace", "{te}");
     let canary = a.evidence["canary"].as_str().expect("canary");
     assert!(
         a.sink_requests().iter().any(|r| r["body"].as_str().is_some_and(|b| b.contains(canary))),

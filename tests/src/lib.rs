@@ -397,7 +397,13 @@ pub fn docker_api_within(method: &str, path: &str, body: Option<&str>, deadline:
 
 /// The Engine API `filters` query value selecting objects labelled with this run.
 fn run_filter(run_id: &str) -> String {
-    format!("{{\"label\":[\"org.elengtis.run={run_id}\"]}}")
+    label_filter(&[format!("org.elengtis.run={run_id}")])
+}
+
+/// An engine API `filters` query value selecting objects that carry every label of `labels`.
+fn label_filter(labels: &[String]) -> String {
+    let quoted: Vec<String> = labels.iter().map(|l| format!("\"{l}\"")).collect();
+    format!("{{\"label\":[{}]}}", quoted.join(","))
         .bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
@@ -407,7 +413,15 @@ fn run_filter(run_id: &str) -> String {
 
 /// Names of containers and networks that carry `org.elengtis.run=<run_id>`.
 pub fn managed_objects(run_id: &str) -> Vec<String> {
-    let encoded = run_filter(run_id);
+    objects_matching(&run_filter(run_id))
+}
+
+/// Names of containers and networks of one trial of a run (`org.elengtis.trial=<trial_id>`).
+pub fn managed_objects_of_trial(run_id: &str, trial_id: &str) -> Vec<String> {
+    objects_matching(&label_filter(&[format!("org.elengtis.run={run_id}"), format!("org.elengtis.trial={trial_id}")]))
+}
+
+fn objects_matching(encoded: &str) -> Vec<String> {
     let mut names = Vec::new();
     for path in [format!("/containers/json?all=1&filters={encoded}"), format!("/networks?filters={encoded}")] {
         let (status, body) = docker_api("GET", &path, None);

@@ -212,6 +212,7 @@ impl TrialSandbox for FakeSandbox {
             url: None,
             direct_url: None,
             proxy: None,
+            placement: "trial_network",
         })
     }
 

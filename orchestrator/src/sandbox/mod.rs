@@ -164,12 +164,13 @@ pub struct SandboxSpec {
     pub labels: TrialLabels,
     /// The allowlisting egress proxy between the target and the canary sink, if any.
     pub egress_proxy: Option<EgressProxySpec>,
-    /// Whether the trial needs a network: a canary sink or an egress proxy to reach, or the
-    /// gateway named (`{runner: network_gateway}`). A trial needing none runs with no network
-    /// at all (loopback only) — a stdio target, or a streamable-HTTP target reached through
-    /// the relay (which shares its network namespace); the backend adds one for an HTTP
-    /// target it reaches directly, or for every trial (`ELENGTIS_TRIAL_NETWORK=always`).
-    pub needs_network: bool,
+    /// What the trial needs of a network: a canary sink to reach, or more (an egress proxy,
+    /// the gateway named by `{runner: network_gateway}`). A trial needing none runs with no
+    /// network at all (loopback only) — a stdio target, or a streamable-HTTP target reached
+    /// through the relay (which shares its network namespace); a stdio trial needing only its
+    /// sink shares the sink's namespace; the backend adds a bridge for an HTTP target it
+    /// reaches directly, or for every trial (`ELENGTIS_TRIAL_NETWORK=always`).
+    pub network_needs: NetworkNeeds,
     /// The OCI runtime the campaign names for this target (`runtime:`), if any; the backend
     /// applies the run's override.
     pub runtime: Option<String>,
@@ -205,6 +206,17 @@ pub struct ImageNeed {
 }
 
 /// Everything a run will need from the backend, checked before any trial starts.
+/// What a trial needs of a network (the backend picks the layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NetworkNeeds {
+    /// A canary sink the target reaches.
+    pub sink: bool,
+    /// A bridge: an egress proxy, the `{runner: network_gateway}`, a route from the runner
+    /// (streamable HTTP without the relay), or a sink for an HTTP target (its relay shares its
+    /// namespace, and its port could be the sink's).
+    pub other: bool,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RunNeeds {
     /// Target images.
@@ -258,6 +270,9 @@ pub struct SinkChannel {
     pub direct_url: Option<String>,
     /// The egress proxy in front of the sink, if the trial has one.
     pub proxy: Option<ProxyChannel>,
+    /// Where the sink runs, as the evidence's `sink.placement` names it: `trial_network`,
+    /// `sink_namespace` (its own, which the target joins) or `behind_egress_proxy`.
+    pub placement: &'static str,
 }
 
 /// An egress proxy started beside the sink: its record stream and control input (the sink's

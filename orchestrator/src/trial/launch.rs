@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 
 use crate::crashpoint::CrashPoint;
 use crate::sandbox::{
-    EgressProxySpec, ImageNeed, McpMode, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, TargetEndpoint,
-    TrialLabels, TrialSandbox,
+    EgressProxySpec, ImageNeed, McpMode, NetworkNeeds, RunNeeds, SandboxBackend, SandboxError, SandboxSpec,
+    TargetEndpoint, TrialLabels, TrialSandbox,
 };
 use crate::sink::{SinkHandle, SinkServer};
 use crate::toolhost::mcp::{self, CloseReport, HttpLaunch, Limits, Session, StdioLaunch};
@@ -345,7 +345,14 @@ async fn open_container(
             attempt_id: ctx.attempt_id.to_owned(),
         },
         egress_proxy: ctx.egress_proxy.map(|p| EgressProxySpec { allow: p.allow.clone(), route: p.routed() }),
-        needs_network: ctx.needs_sink || ctx.egress_proxy.is_some() || ctx.needs_gateway,
+        network_needs: NetworkNeeds {
+            sink: ctx.needs_sink,
+            // An HTTP target's relay shares its namespace, and its port could be the sink's:
+            // with a sink it gets a bridge.
+            other: ctx.egress_proxy.is_some()
+                || ctx.needs_gateway
+                || (ctx.needs_sink && c.mcp_transport == ContainerMcp::StreamableHttp),
+        },
         runtime: c.runtime.clone(),
     };
     let begun = Instant::now();
@@ -367,7 +374,7 @@ async fn open_container(
         let started = match sandbox.start_sink().await {
             Ok(channel) => {
                 let direct = channel.direct_url.clone();
-                let placement = if channel.proxy.is_some() { "behind_egress_proxy" } else { "trial_network" };
+                let placement = channel.placement;
                 let followed_proxy = match channel.proxy {
                     Some(p) => match SinkHandle::follow(p.records, p.control, Some(String::new())).await {
                         Ok(handle) => Ok(Some(handle)),

@@ -173,6 +173,11 @@ enum Command {
         /// own start measured in the same run (no Docker needed).
         #[arg(long, conflicts_with_all = ["provider_only", "original"])]
         stdio_only: bool,
+        /// Measure only one finding's prove (the bundled seed w4-send-email-via-note-injection,
+        /// 24 legs and its calibration) at --jobs 4 and --jobs 1, against the legs' raw
+        /// container lifecycle and a bridge per leg, measured in the same run.
+        #[arg(long, conflicts_with_all = ["provider_only", "stdio_only", "original"])]
+        prove_only: bool,
         /// Trials per stdio throughput measurement (--short: 30).
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         stdio_trials: u32,
@@ -796,6 +801,24 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             }
             Ok(exit_codes::SUCCESS)
         }
+        Command::Bench { json, allow_vulnerable_engine, runtime, prove_only: true, output, .. } => {
+            ensure_images(allow_vulnerable_engine).await?;
+            let terminal = Arc::new(Terminal::for_command(&output, json)?);
+            let settings = elengtis::bench::BenchSettings {
+                docker: docker_options(allow_vulnerable_engine, &runtime),
+                events: terminal.clone(),
+                original: None,
+            };
+            let report = elengtis::bench::prove::prove(&settings).await;
+            terminal.finish();
+            let report = report?;
+            if json {
+                outln!("{}", json!(report));
+            } else {
+                out!("{}", elengtis::bench::prove::render(&report));
+            }
+            Ok(exit_codes::SUCCESS)
+        }
         Command::Bench {
             trials,
             short,
@@ -804,6 +827,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             runtime,
             provider_only: false,
             stdio_only: false,
+            prove_only: false,
             stdio_trials,
             output,
             original,

@@ -35,9 +35,9 @@ use serde_json::{Value, json};
 
 pub use self::api::{DockerEngine, ResolvedImage};
 use self::container::{ContainerSpec, TrialContainer};
-pub use self::network::TrialNetwork;
+pub use self::network::{Layout, TrialNetwork};
 pub use self::relay::RelayMode;
-use super::{McpMode, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, SweepReport, TrialSandbox};
+use super::{McpMode, NetworkNeeds, RunNeeds, SandboxBackend, SandboxError, SandboxSpec, SweepReport, TrialSandbox};
 
 /// Label on everything elengtis creates.
 pub const LABEL_MANAGED: &str = "org.elengtis.managed";
@@ -239,7 +239,9 @@ impl SandboxBackend for DockerBackend {
             trial_id: spec.labels.trial_id.clone(),
             attempt_id: spec.labels.attempt_id.clone(),
             host_route,
-            network: self.network.gives_network(spec.needs_network || host_route),
+            network: self
+                .network
+                .layout(NetworkNeeds { sink: spec.network_needs.sink, other: spec.network_needs.other || host_route }),
             stderr_bytes: spec.stderr_bytes,
             runtime: requested,
             runtime_facts,

@@ -2,9 +2,15 @@
 //!
 //! A stdio-mode trial with no canary sink, no egress proxy and no `{runner: network_gateway}`
 //! has nothing to reach: it runs in the engine's `none` network mode (loopback only), which is
-//! stricter than an internal bridge and saves creating and removing one per trial. Every other
-//! trial gets its own internal bridge. `always` gives every trial a bridge (to compare the two,
-//! or as an escape hatch); the mode used is recorded and asserted per trial.
+//! stricter than an internal bridge and saves creating and removing one per trial. A stdio-mode
+//! trial whose only need is its canary sink runs in the sink's network namespace: the sink
+//! starts first in the `none` mode, the target joins its namespace and reaches it on
+//! `127.0.0.1` — loopback only, no bridge, no gateway, and no network to create or remove (the
+//! [`Layout::SinkNamespace`]; issue 31). Every other trial gets its own internal bridge.
+//! `always` gives every trial a bridge (to compare, or as an escape hatch); the layout used is
+//! recorded and asserted per trial.
+
+pub use crate::sandbox::NetworkNeeds;
 
 /// The trial network policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,9 +44,37 @@ impl TrialNetwork {
         }
     }
 
-    /// Whether a trial that `needs` a network (or not) gets one under this policy.
-    pub fn gives_network(self, needs: bool) -> bool {
-        needs || self == TrialNetwork::Always
+    /// The layout of a trial with these needs under this policy.
+    pub fn layout(self, needs: NetworkNeeds) -> Layout {
+        match self {
+            TrialNetwork::Always => Layout::Bridge,
+            TrialNetwork::Auto if needs.other => Layout::Bridge,
+            TrialNetwork::Auto if needs.sink => Layout::SinkNamespace,
+            TrialNetwork::Auto => Layout::None,
+        }
+    }
+}
+
+/// How a trial's containers are networked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// The engine's `none` mode: loopback only, nothing created.
+    None,
+    /// The sink in the `none` mode, the target in the sink's namespace (`container:<sink>`):
+    /// loopback only, shared by the two; nothing created but the containers.
+    SinkNamespace,
+    /// An internal bridge of the trial's own.
+    Bridge,
+}
+
+impl Layout {
+    /// The name recorded as the evidence's `target_execution.network.mode`.
+    pub fn mode(self) -> &'static str {
+        match self {
+            Layout::None => "none",
+            Layout::SinkNamespace => "sink_namespace",
+            Layout::Bridge => "internal_bridge",
+        }
     }
 }
 
@@ -58,9 +92,18 @@ mod tests {
     }
 
     #[test]
-    fn a_trial_needing_a_network_always_gets_one() {
-        assert!(TrialNetwork::Auto.gives_network(true));
-        assert!(!TrialNetwork::Auto.gives_network(false));
-        assert!(TrialNetwork::Always.gives_network(false));
+    fn only_a_trial_whose_one_need_is_its_sink_shares_the_sinks_namespace() {
+        use super::{Layout, NetworkNeeds};
+
+        let sink = NetworkNeeds { sink: true, other: false };
+        let gateway = NetworkNeeds { sink: false, other: true };
+        let both = NetworkNeeds { sink: true, other: true };
+        assert_eq!(TrialNetwork::Auto.layout(NetworkNeeds::default()), Layout::None);
+        assert_eq!(TrialNetwork::Auto.layout(sink), Layout::SinkNamespace);
+        assert_eq!(TrialNetwork::Auto.layout(gateway), Layout::Bridge);
+        assert_eq!(TrialNetwork::Auto.layout(both), Layout::Bridge);
+        for needs in [NetworkNeeds::default(), sink, gateway, both] {
+            assert_eq!(TrialNetwork::Always.layout(needs), Layout::Bridge, "{needs:?}");
+        }
     }
 }

@@ -25,6 +25,7 @@ pub use self::teardown::end_state;
 use super::api::{self as docker, CALL_DEADLINE, DockerEngine, ResolvedImage};
 use super::attach::{AttachedStdio, split_attached};
 use super::hardening::{self, Expected, INHIBIT_IPV4};
+use super::network::Layout;
 use super::runtime::RuntimeFacts;
 use super::{LABEL_ATTEMPT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL};
 use crate::crashpoint::CrashPoint;
@@ -71,10 +72,11 @@ pub struct ContainerSpec {
     /// relay). Only then does the bridge get a host address; otherwise (stdio, relay) it has
     /// none and the container cannot reach any address of the host.
     pub host_route: bool,
-    /// Whether the trial gets a network (its own internal bridge). Without one the
-    /// container runs with the engine's `none` network mode: loopback only, nothing to
-    /// create or remove (a stdio server with no sink and no gateway needs nothing else).
-    pub network: bool,
+    /// How the trial is networked: its own internal bridge; the engine's `none` network
+    /// mode (loopback only, nothing to create or remove: a stdio server with no sink and no
+    /// gateway needs nothing else); or the sink's namespace (the sink in the `none` mode, the
+    /// target joining it: a stdio server whose only need is its sink).
+    pub network: Layout,
     /// Bytes of a stdio server's stderr kept for the evidence.
     pub stderr_bytes: usize,
     /// The OCI runtime asked of the engine for every container of the trial (`None`: the
@@ -117,8 +119,11 @@ pub struct TrialContainer {
     relay_stats: Option<std::sync::Arc<std::sync::Mutex<super::relay::client::StreamStats>>>,
     /// Whether the bridge holds a host address ([`ContainerSpec::host_route`]).
     host_route: bool,
-    /// Whether the trial runs without a network ([`ContainerSpec::network`] false).
+    /// Whether the trial runs without a network of its own ([`Layout::None`] or
+    /// [`Layout::SinkNamespace`]): its first container starts in the `none` mode.
     networkless: bool,
+    /// Whether the target joins the sink's namespace ([`Layout::SinkNamespace`]).
+    sink_namespace: bool,
     /// The runtime asked for ([`ContainerSpec::runtime`]).
     runtime: Option<String>,
     /// The runtime every container must run under (asserted).
@@ -184,6 +189,10 @@ impl std::fmt::Debug for StartedSink {
 
 /// Port the canary sink listens on inside its container.
 pub const SINK_PORT: u16 = 8080;
+/// Port the canary sink listens on in its own namespace, which the target shares: an unusual
+/// one, so that a server which listens on a common port of its own (8080 among them) still
+/// starts beside it.
+pub const SHARED_SINK_PORT: u16 = 48_080;
 /// Port the egress proxy listens on: plain HTTP's, so a client that resolves an intercepted
 /// host to the proxy reaches it at the URL's default port (Docker lets an unprivileged
 /// process bind it inside the container's network namespace).
@@ -236,7 +245,8 @@ impl TrialContainer {
             relay_task: None,
             relay_stats: None,
             host_route: spec.host_route,
-            networkless: !spec.network,
+            networkless: spec.network != Layout::Bridge,
+            sink_namespace: spec.network == Layout::SinkNamespace,
             runtime: spec.runtime.clone(),
             runtime_name: spec.runtime_facts.name.clone(),
             plan: None,
@@ -403,7 +413,7 @@ impl TrialContainer {
 
     /// Refuse what needs the trial network when the trial runs without one.
     fn needs_network(&self, what: &str) -> Result<(), SandboxError> {
-        if self.networkless {
+        if self.networkless && !self.sink_namespace {
             return Err(SandboxError::Unusable(format!(
                 "failed to {what}: this trial runs without a network (a stdio target with no sink and no gateway)"
             )));
@@ -439,7 +449,10 @@ impl TrialContainer {
         let record = json!({"id": created.id, "name": created.name, "warnings": created.warnings});
         if created.role == "target" {
             self.record.insert("container".into(), record);
-            let described = if self.networkless {
+            let described = if self.sink_namespace {
+                let sink = self.containers.iter().find(|(_, role)| *role == "sink").map(|(id, _)| id.clone());
+                json!({"mode": Layout::SinkNamespace.mode(), "shared_with": {"role": "sink", "id": sink}, "scope": "trial"})
+            } else if self.networkless {
                 json!({"mode": "none", "driver": network["Driver"], "scope": "trial"})
             } else {
                 json!({"mode": "internal_bridge", "id": self.network_id, "name": self.name, "internal": network["Internal"], "scope": "trial"})
@@ -454,10 +467,10 @@ impl TrialContainer {
 
     /// Start the canary sink on the trial network (alias `sink`), attached to its stdio.
     async fn start_sink_container(&mut self, image: &ResolvedImage) -> Result<StartedSink, SandboxError> {
-        let command = vec!["--bind".into(), "0.0.0.0".into(), "--port".into(), SINK_PORT.to_string()];
-        let created = self
-            .create("sink", image, "65534:65534".into(), command, Vec::new(), Some(SINK_PORT), &[], true, None)
-            .await?;
+        let port = if self.sink_namespace { SHARED_SINK_PORT } else { SINK_PORT };
+        let command = vec!["--bind".into(), "0.0.0.0".into(), "--port".into(), port.to_string()];
+        let created =
+            self.create("sink", image, "65534:65534".into(), command, Vec::new(), Some(port), &[], true, None).await?;
         let inspect = self.start_created(&created).await?;
         let facts = self.register(&created, &inspect).await?;
         let attached = created.take_attached();
@@ -465,7 +478,12 @@ impl TrialContainer {
         if !failed.is_empty() {
             return Err(SandboxError::Hardening(failed.into_iter().map(|f| format!("sink {f}")).collect()));
         }
-        let addr = container_addr(&inspect, SINK_PORT)?;
+        // In its own namespace (the target joins it) the sink is on the loopback both share.
+        let addr = if self.sink_namespace {
+            SocketAddr::from(([127, 0, 0, 1], port))
+        } else {
+            container_addr(&inspect, port)?
+        };
         let attached = attached.ok_or_else(|| SandboxError::NotReady("the sink's attach stream is missing".into()))?;
         let (records, control, _stderr) = split_attached(attached, 16 * 1024);
         self.stamp("sink_started");
@@ -600,6 +618,7 @@ impl TrialContainer {
             url: Some(format!("http://{EGRESS_PROXY_ALIAS}")),
             direct_url: Some(format!("http://{sink_addr}")),
             proxy: Some(ProxyChannel { records: Box::new(proxy_records), control: proxy_control }),
+            placement: "behind_egress_proxy",
         })
     }
 
@@ -619,6 +638,17 @@ impl TrialContainer {
             McpMode::Stdio => None,
         };
         let user = format!("{}:{}", spec.uid, spec.gid);
+        // In the sink's namespace: joined, so the sink (started first) must exist.
+        let placement = if self.sink_namespace {
+            let sink = self.containers.iter().find(|(_, role)| *role == "sink").map(|(id, _)| id.clone());
+            let sink = sink.ok_or_else(|| {
+                SandboxError::NotReady("the target joins the canary sink's namespace, but no sink was started".into())
+            })?;
+            Some((format!("{}{sink}", hardening::SHARED_PREFIX), Vec::new()))
+        } else {
+            None
+        };
+        let target_network = placement.as_ref().map(|(id, _)| id.clone());
         let target = self
             .create(
                 "target",
@@ -629,7 +659,7 @@ impl TrialContainer {
                 port,
                 &spec.volumes,
                 stdio,
-                None,
+                placement,
             )
             .await?;
         // The relay joins the target's network namespace, so it is created now and started
@@ -651,7 +681,10 @@ impl TrialContainer {
         };
         let inspect = self.start_created(&target).await?;
         self.stamp("started");
-        let facts = self.register(&target, &inspect).await?;
+        let facts = match target_network {
+            Some(shared) => self.register_on(&target, &inspect, shared, Vec::new()).await?,
+            None => self.register(&target, &inspect).await?,
+        };
         let attached = target.take_attached();
         let failed = hardening::failures(&facts);
         self.record.insert("hardening".into(), serde_json::to_value(&facts).unwrap_or(Value::Null));
@@ -757,6 +790,7 @@ impl TrialSandbox for TrialContainer {
             url: Some(format!("http://{}", started.addr)),
             direct_url: None,
             proxy: None,
+            placement: if self.sink_namespace { "sink_namespace" } else { "trial_network" },
         })
     }
 
