@@ -274,3 +274,54 @@ fn shards_of_the_committed_gate_re_prove_every_finding_once_with_the_unsharded_v
     assert!(record.line().contains("0 in this shard: none"), "{}", record.line());
     assert!(!dir.path().join("empty/out").exists(), "an empty shard proves nothing");
 }
+
+/// Every trial's start and end as the events report them, in order.
+#[derive(Debug, Default)]
+struct TrialEvents(std::sync::Mutex<Vec<(bool, String)>>);
+
+impl elengtis_core::events::EventSink for TrialEvents {
+    fn emit(&self, event: &elengtis_core::events::Event) {
+        use elengtis_core::events::Event;
+        let entry = match event {
+            Event::TrialStarted { trial_id, .. } => (true, trial_id.clone()),
+            Event::TrialFinished { trial_id, .. } => (false, trial_id.clone()),
+            _ => return,
+        };
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
+    }
+}
+
+#[test]
+fn the_gate_proves_two_findings_at_once_and_reports_them_in_the_files_order() {
+    let dir = scratch();
+    let events = Arc::new(TrialEvents::default());
+    let mut options = options(&dir.path().join("out"));
+    options.events = events.clone();
+    let outcome = run(&workspace().join("scenarios/gate/gate.yaml"), &options);
+    assert_eq!(outcome.status, Status::Passed, "{}", details(&outcome));
+    let seeds: Vec<&str> = outcome.findings.iter().map(|f| f.seed.as_str()).collect();
+    let in_file = [
+        "w1-description-fetch-smuggle",
+        "w2-note-body-direct",
+        "w3-fetch-attacker-url-direct",
+        "w4-send-email-direct-unconfirmed",
+    ];
+    assert_eq!(seeds, in_file, "outcomes keep the gate file's order");
+    // Trial ids name their seed's scenario: while one finding's legs run, the next one's
+    // start (issue 31: the slots its tail leaves are filled).
+    let seed_of =
+        |trial: &str| in_file.iter().position(|s| trial.contains(s)).unwrap_or_else(|| panic!("{trial}: no seed"));
+    let events = events.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut running: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut most_findings = 0;
+    for (started, trial) in &events {
+        let count = running.entry(seed_of(trial)).or_default();
+        if *started {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+        }
+        most_findings = most_findings.max(running.values().filter(|&&n| n > 0).count());
+    }
+    assert_eq!(most_findings, 2, "two findings' legs at once, never more: {events:?}");
+}

@@ -123,6 +123,7 @@ async fn prove_once(
         target: None,
         guarded_target: None,
         partition: None,
+        slots: None,
     };
     let started = Instant::now();
     let proven = prove::prove_seed(seed, catalogue, &options)

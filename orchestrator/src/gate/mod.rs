@@ -258,27 +258,46 @@ pub async fn run(gate: &LoadedGate, catalogue: &[String], options: &GateOptions)
     if options.record && gate.gate.model.is_none() {
         return Err(GateError::Record(format!("{} names no `model` to record the fixtures with", gate.path.display())));
     }
-    let mut findings = Vec::new();
-    for finding in selected {
-        let outcome = match &finding.kind {
-            FindingKind::Reference { fixtures } if options.record => {
-                record_reference(gate, finding, fixtures, catalogue, options).await?
+    // Replayed findings are proven [`FINDINGS_AT_ONCE`] at a time from one pool of `--jobs`
+    // leg slots, so the next finding's legs fill the slots the last one's tail leaves (as
+    // `prove --all` does); a recording runs its findings one by one. Outcomes keep the file's
+    // order.
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+    let at_once = if options.record { 1 } else { FINDINGS_AT_ONCE };
+    let outcomes = futures_util::StreamExt::buffered(
+        futures_util::stream::iter(selected.into_iter().map(|finding| {
+            let slots = slots.clone();
+            async move {
+                match &finding.kind {
+                    FindingKind::Reference { fixtures } if options.record => {
+                        record_reference(gate, finding, fixtures, catalogue, options, slots).await
+                    }
+                    FindingKind::Reference { fixtures } => {
+                        replay_reference(gate, finding, fixtures, catalogue, options, slots).await
+                    }
+                    FindingKind::Custom { target, guarded, .. } => {
+                        custom(gate, finding, target, *guarded, catalogue, options, slots).await
+                    }
+                }
             }
-            FindingKind::Reference { fixtures } => {
-                replay_reference(gate, finding, fixtures, catalogue, options).await?
-            }
-            FindingKind::Custom { target, guarded, .. } => {
-                custom(gate, finding, target, *guarded, catalogue, options).await?
-            }
-        };
-        findings.push(outcome);
-    }
+        })),
+        at_once,
+    );
+    // Every finding in flight finishes (its containers torn down) before an error is returned.
+    let results: Vec<Result<FindingOutcome, GateError>> =
+        futures_util::StreamExt::collect(futures_util::StreamExt::boxed(outcomes)).await;
+    let findings = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let status = overall(findings.iter().map(|f| f.status));
     Ok(GateOutcome { status, findings, recorded: options.record, partition })
 }
 
-/// Prove options of a finding: the gate's iterations, results under `out/<seed id>/`.
-fn prove_options(gate: &LoadedGate, options: &GateOptions) -> ProveOptions {
+/// Findings proven at once (replaying): two keep the pool's slots busy across one finding's
+/// tail; more would only hold more runs open.
+const FINDINGS_AT_ONCE: usize = 2;
+
+/// Prove options of a finding: the gate's iterations, results under `out/<seed id>/`, its
+/// legs drawing from the gate's shared `slots`.
+fn prove_options(gate: &LoadedGate, options: &GateOptions, slots: Arc<tokio::sync::Semaphore>) -> ProveOptions {
     ProveOptions {
         iterations: gate.iterations(),
         jobs: options.jobs,
@@ -286,6 +305,7 @@ fn prove_options(gate: &LoadedGate, options: &GateOptions) -> ProveOptions {
         metamorphic: true,
         sandbox: options.sandbox.clone(),
         events: options.events.clone(),
+        slots: Some(slots),
         ..ProveOptions::default()
     }
 }
@@ -334,6 +354,7 @@ async fn replay_reference(
     fixtures: &Path,
     catalogue: &[String],
     options: &GateOptions,
+    slots: Arc<tokio::sync::Semaphore>,
 ) -> Result<FindingOutcome, GateError> {
     let seed = match load_seed(&finding.seed) {
         Ok(seed) => seed,
@@ -359,7 +380,7 @@ async fn replay_reference(
         problems.push(rerecord_hint(gate, &id));
         return Ok(no_evidence(id, "reference", problems));
     }
-    let mut prove_options = prove_options(gate, options);
+    let mut prove_options = prove_options(gate, options, slots);
     prove_options.metamorphic = lock.metamorphic;
     prove_options.live = Some(lock.model.clone());
     prove_options.model =
@@ -378,6 +399,7 @@ async fn record_reference(
     fixtures: &Path,
     catalogue: &[String],
     options: &GateOptions,
+    slots: Arc<tokio::sync::Semaphore>,
 ) -> Result<FindingOutcome, GateError> {
     let seed = load_seed(&finding.seed).map_err(|e| GateError::Prove(e.into()))?;
     let id = seed.seed.id.clone();
@@ -396,7 +418,7 @@ async fn record_reference(
     }
     std::fs::create_dir_all(fixtures)
         .map_err(|e| GateError::Record(format!("failed to create {}: {e}", fixtures.display())))?;
-    let mut prove_options = prove_options(gate, options);
+    let mut prove_options = prove_options(gate, options, slots);
     prove_options.live = Some(model.clone());
     prove_options.model =
         ModelOptions { fixtures: FixtureMode::Record(fixtures.to_owned()), ..ModelOptions::default() };
@@ -446,6 +468,7 @@ async fn custom(
     guarded: CustomGuard,
     catalogue: &[String],
     options: &GateOptions,
+    slots: Arc<tokio::sync::Semaphore>,
 ) -> Result<FindingOutcome, GateError> {
     let id = seed_id(finding);
     if options.record {
@@ -473,7 +496,7 @@ async fn custom(
     let Some(model) = gate.gate.model.as_ref() else {
         return Err(GateError::Record(format!("{} names no `model`", gate.path.display())));
     };
-    let mut prove_options = prove_options(gate, options);
+    let mut prove_options = prove_options(gate, options, slots);
     prove_options.live = Some(with_base_url(model, options.base_url.as_deref()));
     prove_options.target = serde_json::to_value(target).ok();
     prove_options.guarded_side = match guarded {

@@ -98,6 +98,9 @@ pub struct ProveOptions {
     /// The shard of the seed catalogue being proven (`prove --all --partition`), recorded in
     /// each seed's report; `None` when the catalogue is not sharded.
     pub partition: Option<elengtis_core::partition::ListShard>,
+    /// A pool of leg slots shared with other proves running at the same time (`gate` proves
+    /// two findings at once from one pool of `--jobs` slots); `None`: this prove's own.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// What stands on the guarded side of a prove.
@@ -176,6 +179,7 @@ impl Default for ProveOptions {
             target: None,
             guarded_target: None,
             partition: None,
+            slots: None,
         }
     }
 }
@@ -471,7 +475,7 @@ impl Pool {
     /// The pool for `campaigns`: a Docker sandbox is prepared here, once, for what all of
     /// them need.
     async fn new(campaigns: &[&Campaign], options: &ProveOptions) -> Result<Pool, ProveError> {
-        let slots = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+        let slots = options.slots.clone().unwrap_or_else(|| Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1))));
         let sandbox = match &options.sandbox {
             SandboxChoice::Docker(docker) => {
                 let mut needs = crate::sandbox::RunNeeds::default();

@@ -1218,6 +1218,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         target,
         guarded_target,
         partition: shard.clone(),
+        slots: None,
     };
     if let Some(spec) = args.leg_partition.as_deref() {
         let Some(partition) = partition_arg(Some(spec))? else { return Ok(exit_codes::SUCCESS) };
