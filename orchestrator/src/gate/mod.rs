@@ -284,8 +284,7 @@ pub async fn run(gate: &LoadedGate, catalogue: &[String], options: &GateOptions)
         at_once,
     );
     // Every finding in flight finishes (its containers torn down) before an error is returned.
-    let results: Vec<Result<FindingOutcome, GateError>> =
-        futures_util::StreamExt::collect(futures_util::StreamExt::boxed(outcomes)).await;
+    let results: Vec<Result<FindingOutcome, GateError>> = futures_util::StreamExt::collect(outcomes).await;
     let findings = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let status = overall(findings.iter().map(|f| f.status));
     Ok(GateOutcome { status, findings, recorded: options.record, partition })

@@ -209,23 +209,8 @@ impl Drop for TempGuard {
 /// removed and the target is unchanged.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let fail = |err: io::Error| StoreError::io("write", path, err);
-    let name = path
-        .file_name()
-        .ok_or_else(|| fail(io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file")))?;
     let dir = parent_dir(path);
-    let name = name.to_string_lossy();
-
-    let mut attempt = 0;
-    let (temp_path, mut file) = loop {
-        let candidate = dir.join(temp_name(&name));
-        match OpenOptions::new().write(true).create_new(true).open(&candidate) {
-            Ok(file) => break (candidate, file),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempt < TEMP_ATTEMPTS => {
-                attempt += 1;
-            }
-            Err(err) => return Err(fail(err)),
-        }
-    };
+    let (temp_path, mut file) = create_temp(path)?;
     let mut guard = TempGuard { path: Some(temp_path.clone()) };
 
     file.write_all(bytes).map_err(fail)?;
@@ -246,10 +231,9 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Sto
 /// [`write_json_atomic`], returning the SHA-256 (hex) of the bytes written (a row's
 /// `evidence_sha256`).
 pub fn write_json_atomic_hashed<T: Serialize>(path: &Path, value: &T) -> Result<String, StoreError> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|err| StoreError::serialize(path, err))?;
-    bytes.push(b'\n');
-    write_atomic(path, &bytes)?;
-    Ok(elengtis_core::format::sha256_hex(&bytes))
+    let document = json_document(path.to_owned(), value)?;
+    write_atomic(path, &document.bytes)?;
+    Ok(elengtis_core::format::sha256_hex(&document.bytes))
 }
 
 /// Most fsyncs of one [`write_documents`] batch in flight at once: the file system groups

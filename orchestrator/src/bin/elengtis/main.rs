@@ -792,14 +792,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let stdio_trials = if short { 30 } else { stdio_trials };
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
             let report = elengtis::bench::stdio(stdio_trials, terminal.clone()).await;
-            terminal.finish();
-            let report = report?;
-            if json {
-                outln!("{}", json!(report));
-            } else {
-                out!("{}", elengtis::bench::render_stdio(&report));
-            }
-            Ok(exit_codes::SUCCESS)
+            print_bench(&terminal, json, report, elengtis::bench::render_stdio)
         }
         Command::Bench { json, allow_vulnerable_engine, runtime, prove_only: true, output, .. } => {
             ensure_images(allow_vulnerable_engine).await?;
@@ -810,14 +803,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
                 original: None,
             };
             let report = elengtis::bench::prove::prove(&settings).await;
-            terminal.finish();
-            let report = report?;
-            if json {
-                outln!("{}", json!(report));
-            } else {
-                out!("{}", elengtis::bench::prove::render(&report));
-            }
-            Ok(exit_codes::SUCCESS)
+            print_bench(&terminal, json, report, elengtis::bench::prove::render)
         }
         Command::Bench {
             trials,
@@ -850,14 +836,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             };
             let stdio_trials = if short { 30 } else { stdio_trials };
             let report = elengtis::bench::run(trials, stdio_trials, &settings).await;
-            terminal.finish();
-            let report = report?;
-            if json {
-                outln!("{}", json!(report));
-            } else {
-                out!("{}", elengtis::bench::render(&report));
-            }
-            Ok(exit_codes::SUCCESS)
+            print_bench(&terminal, json, report, elengtis::bench::render)
         }
         // Dispatched in `main` before the runtime starts.
         Command::StdioGuard(_) | Command::StdioExec(_) => Ok(exit_codes::USAGE),
@@ -1980,6 +1959,24 @@ fn fixture_mode(record: Option<&PathBuf>, replay: Option<&PathBuf>) -> elengtis:
         (None, Some(dir)) => FixtureMode::Replay(dir.clone()),
         (None, None) => FixtureMode::Off,
     }
+}
+
+/// A benchmark's end: its progress display closed, then its report as one JSON object or as
+/// the rendered table.
+fn print_bench<T: serde::Serialize>(
+    terminal: &Terminal,
+    json: bool,
+    report: Result<T, elengtis::bench::BenchError>,
+    render: impl Fn(&T) -> String,
+) -> Result<i32, Error> {
+    terminal.finish();
+    let report = report?;
+    if json {
+        outln!("{}", json!(report));
+    } else {
+        out!("{}", render(&report));
+    }
+    Ok(exit_codes::SUCCESS)
 }
 
 /// How runs use Docker: the engine gate as the flag says, the relay as `ELENGTIS_RELAY` says.

@@ -211,7 +211,12 @@ impl TrialContainer {
 
     /// The target container's id.
     pub fn container_id(&self) -> Option<&str> {
-        self.containers.iter().find(|(_, role)| *role == "target").map(|(id, _)| id.as_str())
+        self.container_of("target")
+    }
+
+    /// The id of the trial's container in `role` (`target`, `sink`, …).
+    fn container_of(&self, role: &str) -> Option<&str> {
+        self.containers.iter().find(|(_, r)| *r == role).map(|(id, _)| id.as_str())
     }
 
     /// Record an error before teardown.
@@ -450,12 +455,12 @@ impl TrialContainer {
         if created.role == "target" {
             self.record.insert("container".into(), record);
             let described = if self.sink_namespace {
-                let sink = self.containers.iter().find(|(_, role)| *role == "sink").map(|(id, _)| id.clone());
+                let sink = self.container_of("sink");
                 json!({"mode": Layout::SinkNamespace.mode(), "shared_with": {"role": "sink", "id": sink}, "scope": "trial"})
             } else if self.networkless {
-                json!({"mode": "none", "driver": network["Driver"], "scope": "trial"})
+                json!({"mode": Layout::None.mode(), "driver": network["Driver"], "scope": "trial"})
             } else {
-                json!({"mode": "internal_bridge", "id": self.network_id, "name": self.name, "internal": network["Internal"], "scope": "trial"})
+                json!({"mode": Layout::Bridge.mode(), "id": self.network_id, "name": self.name, "internal": network["Internal"], "scope": "trial"})
             };
             self.record.insert("network".into(), described);
         } else {
@@ -640,8 +645,7 @@ impl TrialContainer {
         let user = format!("{}:{}", spec.uid, spec.gid);
         // In the sink's namespace: joined, so the sink (started first) must exist.
         let placement = if self.sink_namespace {
-            let sink = self.containers.iter().find(|(_, role)| *role == "sink").map(|(id, _)| id.clone());
-            let sink = sink.ok_or_else(|| {
+            let sink = self.container_of("sink").ok_or_else(|| {
                 SandboxError::NotReady("the target joins the canary sink's namespace, but no sink was started".into())
             })?;
             Some((format!("{}{sink}", hardening::SHARED_PREFIX), Vec::new()))
