@@ -42,8 +42,17 @@ fn kill9(pid: i32) {
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
 }
 
-#[test]
-fn a_sigkilled_runner_takes_its_stdio_target_and_the_targets_children_along() {
+/// The executable process `pid`'s parent runs.
+fn parent_exe(pid: i32) -> std::path::PathBuf {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let ppid = stat[stat.rfind(')').expect(")") + 2..].split_whitespace().nth(1).expect("ppid").to_owned();
+    std::fs::read_link(format!("/proc/{ppid}/exe")).expect("the parent's executable")
+}
+
+/// Start a run whose stdio target (the hostile server) spawns children and never answers,
+/// with `runner` as the `elengtis` executable; check the guard is `guard` and that a SIGKILL
+/// of the runner takes the target and its children along, and the log records both ends.
+fn sigkilled_runner_takes_its_target_along(runner_exe: &Path, guard: &str) {
     let dir = scratch();
     let pids = dir.path().join("pids");
     std::fs::create_dir(&pids).expect("mkdir");
@@ -51,26 +60,41 @@ fn a_sigkilled_runner_takes_its_stdio_target_and_the_targets_children_along() {
     // its process group), then never answers `initialize`: the trial waits in the open.
     let config = campaign_with(
         dir.path(),
-        "elengtis-hostile",
+        &elengtis_tests::bin("elengtis-hostile").display().to_string(),
         &format!("[--spawn-children, '{}', --never-initialize]", s(&pids)),
         "",
     );
     let out = dir.path().join("out");
-    let mut runner = ChildGuard::new(
-        elengtis_cmd(dir.path(), &["run", "--config", s(&config), "--out", s(&out)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the runner"),
-    );
+    // `elengtis_cmd`'s command line and environment, with `runner_exe` as the executable.
+    let template = elengtis_cmd(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    let mut command = std::process::Command::new(runner_exe);
+    command.args(template.get_args()).current_dir(dir.path());
+    for (name, value) in template.get_envs() {
+        match value {
+            Some(v) => command.env(name, v),
+            None => command.env_remove(name),
+        };
+    }
+    let mut runner =
+        ChildGuard::new(command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the runner"));
     assert!(wait_until(Duration::from_secs(20), || pids.join("server.pid").exists()), "the target never started");
     let server = read_pid(&pids.join("server.pid"));
     let child = read_pid(&pids.join("child.pid"));
     let escaped = read_pid(&pids.join("escaped.pid"));
     let all = [server, child, escaped];
     assert!(all.iter().all(|p| alive(*p)), "target and children run: {all:?}");
+    let guard_exe = parent_exe(server);
+    assert_eq!(
+        guard_exe.file_name().and_then(|n| n.to_str()),
+        Some(guard),
+        "the target's guard: {}",
+        guard_exe.display()
+    );
     let live = out.join("stdio-live");
-    assert_eq!(std::fs::read_dir(&live).expect("stdio-live").count(), 1, "the live target is recorded");
+    let log = live.join("guards.jsonl");
+    let lines = || std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(lines().len(), 1, "the live target is recorded: {:?}", lines());
+    assert!(lines()[0].contains(&format!("\"pid\":{server}")), "the record names the live target: {:?}", lines());
 
     runner.child().kill().expect("SIGKILL the runner");
     let _ = runner.child().wait();
@@ -81,9 +105,42 @@ fn a_sigkilled_runner_takes_its_stdio_target_and_the_targets_children_along() {
     }
     assert!(gone, "still alive after the runner was SIGKILLed: {survivors:?} (server, child, escaped = {all:?})");
     assert!(
-        wait_until(Duration::from_secs(5), || std::fs::read_dir(&live).is_ok_and(|mut d| d.next().is_none())),
-        "the guard removes its record once everything is reaped"
+        wait_until(Duration::from_secs(5), || lines().len() == 2 && lines()[1].starts_with("{\"done\":")),
+        "the guard records the end once everything is reaped: {:?}",
+        lines()
     );
+}
+
+#[test]
+fn a_sigkilled_runner_takes_its_stdio_target_and_the_targets_children_along() {
+    sigkilled_runner_takes_its_target_along(&elengtis_tests::bin("elengtis"), "elengtis-stdio-guard");
+}
+
+/// `elengtis` alone (installed without `elengtis-stdio-guard` beside it) runs the guard itself.
+#[test]
+fn without_the_small_guard_beside_it_elengtis_guards_its_stdio_targets_itself() {
+    let dir = scratch();
+    let alone = dir.path().join("bin");
+    std::fs::create_dir(&alone).expect("mkdir");
+    let exe = alone.join("elengtis");
+    std::fs::hard_link(elengtis_tests::bin("elengtis"), &exe)
+        .or_else(|_| std::fs::copy(elengtis_tests::bin("elengtis"), &exe).map(drop))
+        .expect("place elengtis alone");
+    sigkilled_runner_takes_its_target_along(&exe, "elengtis");
+}
+
+#[test]
+fn the_small_guard_refuses_a_command_line_it_cannot_read() {
+    let guard = elengtis_tests::bin("elengtis-stdio-guard");
+    for (args, wanted) in [
+        (&[][..], "usage: elengtis-stdio-guard __stdio-guard"),
+        (&["__stdio-guard", "--parent", "1", "--pid", "2", "--", "/bin/true"][..], "unexpected argument `--pid`"),
+        (&["__stdio-exec", "--parent", "1"][..], "no `--` before the program"),
+    ] {
+        let run = std::process::Command::new(&guard).args(args).output().expect("run the guard");
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {}", stderr(&run));
+        assert!(stderr(&run).contains(wanted), "{args:?}: {}", stderr(&run));
+    }
 }
 
 /// A process group the test starts (`sleep 300`, its own group) recorded as a leftover of a
@@ -118,6 +175,7 @@ fn a_recorded_stdio_leftover_is_reaped_by_resume_and_by_gc() {
     let out = dir.path().join("out");
     let run = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
     assert_eq!(run.status.code(), Some(0), "{}{}", stdout(&run), stderr(&run));
+    assert!(!out.join("stdio-live").exists(), "a finished run leaves no record of its stdio targets");
 
     let mut sleeper = recorded_leftover(&out);
     let resume = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);

@@ -159,14 +159,17 @@ pub fn check_files(out: &Path, torn_ok: bool) -> BTreeSet<String> {
                 assert!(doc["attempt_id"].is_string(), "{rel} is not an evidence document");
                 evidence.insert(rel);
             }
-            // A live stdio target's record, written and removed by its guard (which may still
-            // be cleaning up after the runner died).
-            _ if rel.starts_with("stdio-live/guard-") && (rel.ends_with(".json") || rel.ends_with(".json.tmp")) => {
-                if let Ok(text) = std::fs::read_to_string(&path)
-                    && rel.ends_with(".json")
-                {
-                    let record: Value = serde_json::from_str(&text).expect("a stdio record is JSON");
-                    assert!(record["target"]["pid"].is_number(), "{rel} is not a stdio record");
+            // The log of live stdio targets, appended to by their guards (which may still be
+            // cleaning up after the runner died): JSON lines, the last one possibly torn.
+            "stdio-live/guards.jsonl" => {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                for line in bytes[..complete].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    let entry: Value = serde_json::from_slice(line).expect("a stdio record is JSON");
+                    assert!(
+                        entry["live"]["target"]["pid"].is_number() || entry["done"]["target"]["pid"].is_number(),
+                        "{rel}: {entry}"
+                    );
                 }
             }
             _ => panic!("unexpected file in the results directory: {rel}"),

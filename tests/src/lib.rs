@@ -34,7 +34,7 @@ fn target_dir() -> PathBuf {
     }
 }
 
-/// Directory holding freshly built `elengtis`, `elengtis-fixture`, `elengtis-malformed`,
+/// Directory holding freshly built `elengtis`, `elengtis-stdio-guard`, `elengtis-fixture`, `elengtis-malformed`,
 /// `elengtis-sink`, `elengtis-notes` and `elengtis-model-server`.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -48,6 +48,8 @@ pub fn bin_dir() -> &'static Path {
             "--quiet",
             "-p",
             "elengtis",
+            "-p",
+            "elengtis-stdio-guard",
             "-p",
             "elengtis-fixture",
             "-p",

@@ -780,6 +780,9 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         }
     }
     drop(in_flight);
+    // The log of live stdio targets, when every guard is done; one still cleaning up after a
+    // cancelled trial keeps it for the next resume or `gc --out`.
+    crate::toolhost::mcp::remove_stdio_records_if_done(out);
     let Some(log) = log else {
         return Err(RunError::Record("the run log was lost by a failed commit".into()));
     };

@@ -254,9 +254,7 @@ async fn open_local(ctx: &OpenContext<'_>, transport: &Transport, values: &Value
                 (None, _) => None,
                 // The trial directory (fresh per trial; the collector lives there) is the
                 // target's scratch directory.
-                (Some(sandbox), Some(dir)) => {
-                    Some(mcp::Confinement::resolve(sandbox, ctx.campaign_dir, dir.to_owned()))
-                }
+                (Some(sandbox), Some(dir)) => Some(mcp::confinement(sandbox, ctx.campaign_dir, dir.to_owned())),
                 (Some(_), None) => {
                     return Opened::failed("a sandboxed stdio target needs a trial directory".into(), json!({}));
                 }

@@ -37,5 +37,5 @@ fn main() -> anyhow::Result<()> {
     notes.extend(args.notes);
     let server = Inbox::new(controls, crash_on, notes, http::Client::new(args.resolve));
     tracing::info!(transport = ?args.serve.transport, "starting elengtis-inbox");
-    elengtis_target_kit::run_main(elengtis_target_kit::serve(server, args.serve))
+    elengtis_target_kit::run_main_for(args.serve.transport, elengtis_target_kit::serve(server, args.serve))
 }

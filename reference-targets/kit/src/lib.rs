@@ -49,10 +49,26 @@ pub fn init_logging(default_filter: &str) {
 /// blocking tasks: a blocking stdin read cannot be cancelled, and the process must not hang
 /// on it after a shutdown signal.
 pub fn run_main(main: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("failed to start the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    block_on(runtime, main)
+}
+
+/// Like [`run_main`], on the runtime that suits `transport`: one thread for stdio (a single
+/// session, started once per trial, where the worker threads of a multi-threaded runtime
+/// were ≈0.8 ms of the ≈1.9 ms of CPU a start cost: docs/performance.md, "stdio trials at
+/// scale"), a multi-threaded one for streamable HTTP (concurrent sessions).
+pub fn run_main_for(transport: Transport, main: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    match transport {
+        Transport::Stdio => block_on(tokio::runtime::Builder::new_current_thread().enable_all().build(), main),
+        Transport::StreamableHttp => run_main(main),
+    }
+}
+
+fn block_on(
+    runtime: std::io::Result<tokio::runtime::Runtime>,
+    main: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let runtime = runtime.context("failed to start the async runtime")?;
     let result = runtime.block_on(main);
     runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
     result

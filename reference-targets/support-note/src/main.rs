@@ -60,7 +60,7 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // The kit logs the transports' events (e.g. the listening address) under its own target.
     elengtis_target_kit::init_logging("warn,elengtis_fixture=info,elengtis_target_kit=info");
-    elengtis_target_kit::run_main(run(args))
+    elengtis_target_kit::run_main_for(args.serve.transport, run(args))
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {

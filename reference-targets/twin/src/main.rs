@@ -43,7 +43,7 @@ fn main() -> anyhow::Result<()> {
     };
     // The kit logs the transports' events (e.g. the listening address) under its own target.
     elengtis_target_kit::init_logging("warn,elengtis_twin=info,elengtis_target_kit=info");
-    elengtis_target_kit::run_main(run(args, guards))
+    elengtis_target_kit::run_main_for(args.serve.transport, run(args, guards))
 }
 
 async fn run(args: Args, guards: Guards) -> anyhow::Result<()> {

@@ -192,12 +192,6 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
-    /// (internal) The guard between the runner and a stdio target.
-    #[command(hide = true, name = "__stdio-guard")]
-    StdioGuard(elengtis::toolhost::mcp::GuardArgs),
-    /// (internal) A stdio target's exec stage: parent-death signal, light sandbox, exec.
-    #[command(hide = true, name = "__stdio-exec")]
-    StdioExec(elengtis::toolhost::mcp::ExecArgs),
     /// (internal) Relay container's main process: wait until ADDR accepts connections, then
     /// carry the runner's connections to it over stdin/stdout.
     #[command(hide = true, name = "relay-mux")]
@@ -613,44 +607,14 @@ fn parse_weakness(value: &str) -> Result<elengtis_core::format::seed::Weakness, 
         .ok_or_else(|| format!("expected W1, W2, W3 or W4, got {value:?}"))
 }
 
-/// The stdio guard's own command line, parsed without building the whole CLI (a guard and
-/// an exec stage start once per stdio trial).
-#[derive(Parser)]
-#[command(name = "elengtis __stdio-guard")]
-struct GuardCli {
-    #[command(flatten)]
-    args: elengtis::toolhost::mcp::GuardArgs,
-}
-
-/// The exec stage's own command line (see [`GuardCli`]).
-#[derive(Parser)]
-#[command(name = "elengtis __stdio-exec")]
-struct ExecCli {
-    #[command(flatten)]
-    args: elengtis::toolhost::mcp::ExecArgs,
-}
-
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // The guard and the exec stage stay single-threaded (no runtime, no logging): the exec
-    // stage may create a user namespace, which needs exactly one thread. Their command lines
-    // are parsed on their own: building the whole CLI was ≈0.3 ms of the exec stage's 1.5 ms
-    // of CPU per trial (docs/performance.md, "stdio trials at scale").
-    let internal = args.get(1).and_then(|a| a.to_str());
-    if matches!(internal, Some(elengtis::toolhost::mcp::GUARD_COMMAND | elengtis::toolhost::mcp::EXEC_COMMAND)) {
-        let rest = args.iter().take(1).chain(args.iter().skip(2)).cloned();
-        let status = if internal == Some(elengtis::toolhost::mcp::GUARD_COMMAND) {
-            GuardCli::try_parse_from(rest).map(|cli| elengtis::toolhost::mcp::guard_main(&cli.args))
-        } else {
-            ExecCli::try_parse_from(rest).map(|cli| elengtis::toolhost::mcp::exec_main(&cli.args))
-        };
-        return match status {
-            Ok(status) => exit_status(status),
-            Err(e) => {
-                let _ = e.print();
-                exit(exit_codes::USAGE)
-            }
-        };
+    // The stdio guard and its exec stage (`__stdio-guard`, `__stdio-exec`; the runner prefers
+    // the small `elengtis-stdio-guard`, which runs the same code) stay single-threaded (no
+    // runtime, no logging) and parse only their own command lines (docs/performance.md,
+    // "stdio trials at scale").
+    if let Some(status) = elengtis_stdio_guard::internal_main(&args) {
+        return exit_status(status);
     }
     // The original CLI's form `elengtis --config … --out …` means `run`.
     let args = if args.get(1).is_some_and(|a| {
@@ -674,11 +638,6 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
-    match &cli.command {
-        Command::StdioGuard(args) => return exit_status(elengtis::toolhost::mcp::guard_main(args)),
-        Command::StdioExec(args) => return exit_status(elengtis::toolhost::mcp::exec_main(args)),
-        _ => {}
-    }
     init_logging(cli.log.as_deref());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -838,8 +797,6 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let report = elengtis::bench::run(trials, stdio_trials, &settings).await;
             print_bench(&terminal, json, report, elengtis::bench::render)
         }
-        // Dispatched in `main` before the runtime starts.
-        Command::StdioGuard(_) | Command::StdioExec(_) => Ok(exit_codes::USAGE),
         Command::RelayMux { addr, probe_seconds } => {
             match docker::relay::mux::run(addr, std::time::Duration::from_secs(probe_seconds)).await {
                 Ok(()) => Ok(exit_codes::SUCCESS),

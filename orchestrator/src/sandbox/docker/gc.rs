@@ -86,10 +86,6 @@ impl RunnerIdentity {
     }
 }
 
-pub(crate) fn read_trimmed(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
-}
-
 fn host_name() -> String {
     read_trimmed("/proc/sys/kernel/hostname")
 }
@@ -98,12 +94,8 @@ fn pid_namespace() -> String {
     std::fs::read_link("/proc/self/ns/pid").map(|p| p.display().to_string()).unwrap_or_default()
 }
 
-/// Field 22 of `/proc/PID/stat` (after the parenthesised command name, which may hold spaces).
-pub fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
-}
+// Field 22 of `/proc/PID/stat` (after the parenthesised command name, which may hold spaces).
+pub use elengtis_stdio_guard::live::{process_start, read_trimmed};
 
 /// Whether the runner that created an object is alive, as far as can be proven from here.
 #[derive(Debug, Clone, PartialEq, Eq)]

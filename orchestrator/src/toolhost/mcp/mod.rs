@@ -20,13 +20,15 @@ use tokio::task::JoinHandle;
 pub use self::frame::FrameGuard;
 use self::frame::{Expect, SharedFrameLog, explain};
 pub use self::http::open_http;
-pub use self::stdio::guard::{EXEC_COMMAND, ExecArgs, GUARD_COMMAND, GuardArgs, exec_main, guard_main};
-pub use self::stdio::live::{LIVE_DIR, reap_dir as reap_stdio_leftovers};
-pub use self::stdio::sandbox::Confinement;
+pub use self::stdio::confinement;
 use self::stdio::{describe_exit, signal_group};
 pub use self::stdio::{guard_executable, open_stdio, resolve_program};
 pub use crate::capture::Captured;
 use crate::toolhost::ToolInfo;
+pub use elengtis_stdio_guard::live::{
+    LIVE_DIR, reap_dir as reap_stdio_leftovers, remove_if_done as remove_stdio_records_if_done,
+};
+pub use elengtis_stdio_guard::sandbox::Confinement;
 
 /// Deadlines and bounds of a target session.
 #[derive(Debug, Clone, Copy)]

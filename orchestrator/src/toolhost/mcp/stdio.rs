@@ -1,16 +1,16 @@
 //! stdio targets: a fresh child per trial, run directly (never through a shell) under a
-//! guard process ([`guard`]) with a minimal environment, optionally confined by the light
-//! sandbox ([`sandbox`]); its stderr kept (bounded); on every path the guard kills the whole
-//! process tree and is reaped. Live targets are recorded in the run's results directory
-//! ([`live`]) so a leftover of a killed guard can be reaped later.
-
-pub mod guard;
-pub mod live;
-pub mod sandbox;
+//! guard process ([`elengtis_stdio_guard::guard`]) with a minimal environment, optionally
+//! confined by the light sandbox ([`elengtis_stdio_guard::sandbox`]); its stderr kept
+//! (bounded); on every path the guard kills the whole process tree and is reaped. Live
+//! targets are recorded in the run's results directory ([`elengtis_stdio_guard::live`]) so
+//! a leftover of a killed guard can be reaped later.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use elengtis_core::format::campaign::{StdioNetwork, StdioSandbox};
+use elengtis_stdio_guard::GuardArgs;
+use elengtis_stdio_guard::sandbox::{self, Confinement};
 use serde_json::Value;
 
 use super::frame::FrameGuard;
@@ -55,19 +55,46 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The `elengtis` executable that runs the guard: this executable when it is `elengtis`,
-/// else an `elengtis` beside it or in its parent directory (test binaries live in
-/// `target/debug/deps`).
+/// Resolve a campaign's stdio sandbox for the exec stage: relative paths against `base` (the
+/// campaign's directory), `scratch` the trial's fresh directory.
+pub fn confinement(sandbox: &StdioSandbox, base: &Path, scratch: PathBuf) -> Confinement {
+    Confinement {
+        no_network: sandbox.network == StdioNetwork::None,
+        writable: sandbox
+            .writable
+            .iter()
+            .map(|p| {
+                let path = base.join(p);
+                std::path::absolute(&path).unwrap_or(path)
+            })
+            .collect(),
+        scratch,
+        memory_mb: sandbox.memory_mb,
+        max_open_files: sandbox.max_open_files,
+        cpu_seconds: sandbox.cpu_seconds,
+        max_file_mb: sandbox.max_file_mb,
+    }
+}
+
+/// The executable that runs the guard (with the subcommand
+/// [`elengtis_stdio_guard::GUARD_COMMAND`]): the small `elengtis-stdio-guard` beside this
+/// executable (or in its parent directory: test binaries live in `target/debug/deps`), else
+/// `elengtis` itself — this executable when it is `elengtis`, else one beside it or in its
+/// parent directory. Both run the same code; the small one starts in a fraction of the time
+/// (docs/performance.md, "stdio trials at scale").
 pub fn guard_executable() -> Result<PathBuf, TargetError> {
     let exe = std::env::current_exe().map_err(|source| TargetError::Spawn { program: "elengtis".into(), source })?;
+    let dir = exe.parent();
+    let dirs: Vec<&Path> = [dir, dir.and_then(Path::parent)].into_iter().flatten().collect();
+    if let Some(small) = dirs.iter().map(|d| d.join(elengtis_stdio_guard::EXECUTABLE)).find(|c| is_executable(c)) {
+        return Ok(small);
+    }
     if exe.file_name().and_then(|n| n.to_str()) == Some("elengtis") {
         return Ok(exe);
     }
-    let dir = exe.parent();
-    let candidates: Vec<PathBuf> =
-        [dir, dir.and_then(Path::parent)].into_iter().flatten().map(|d| d.join("elengtis")).collect();
+    let candidates: Vec<PathBuf> = dirs.iter().map(|d| d.join("elengtis")).collect();
     candidates.iter().find(|c| is_executable(c)).cloned().ok_or_else(|| TargetError::NotFound {
-        program: "elengtis (the stdio guard)".into(),
+        program: "elengtis-stdio-guard or elengtis (the stdio guard)".into(),
         searched: candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and "),
     })
 }
@@ -79,24 +106,25 @@ pub async fn open_stdio(launch: &StdioLaunch, limits: Limits) -> Result<Session,
     let program = std::path::absolute(&program).unwrap_or(program);
     let guard = guard_executable().map_err(fail)?;
     let mut command = tokio::process::Command::new(&guard);
+    let confine = match &launch.sandbox {
+        None => None,
+        Some(confinement) => {
+            command.current_dir(&confinement.scratch);
+            Some(
+                serde_json::to_string(confinement)
+                    .map_err(|e| fail(TargetError::Sandbox { target: launch.target.clone(), detail: e.to_string() }))?,
+            )
+        }
+    };
+    let line = GuardArgs {
+        parent: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
+        grace_ms: u64::try_from(limits.shutdown.as_millis()).unwrap_or(u64::MAX),
+        record: launch.record.clone(),
+        confine,
+        command: std::iter::once(program.clone().into_os_string()).chain(launch.args.iter().map(Into::into)).collect(),
+    };
     command
-        .arg(guard::GUARD_COMMAND)
-        .arg("--parent")
-        .arg(std::process::id().to_string())
-        .arg("--grace-ms")
-        .arg(limits.shutdown.as_millis().to_string());
-    if let Some(dir) = &launch.record {
-        command.arg("--record").arg(dir);
-    }
-    if let Some(confinement) = &launch.sandbox {
-        let json = serde_json::to_string(confinement)
-            .map_err(|e| fail(TargetError::Sandbox { target: launch.target.clone(), detail: e.to_string() }))?;
-        command.arg("--confine").arg(json).current_dir(&confinement.scratch);
-    }
-    command
-        .arg("--")
-        .arg(&program)
-        .args(&launch.args)
+        .args(line.to_args())
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

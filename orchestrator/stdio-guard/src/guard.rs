@@ -2,8 +2,9 @@
 //! everything it starts never outlives the runner.
 //!
 //! ```text
-//! runner ── elengtis __stdio-guard (own process group, parent-death signal, child subreaper)
-//!             └─ elengtis __stdio-exec (own process group, parent-death signal SIGKILL;
+//! runner ── elengtis-stdio-guard __stdio-guard (own process group, parent-death signal,
+//!             │                               child subreaper)
+//!             └─ elengtis-stdio-guard __stdio-exec (own process group, parent-death signal SIGKILL;
 //!                  applies the light sandbox if asked) ─exec→ the target ─ its children …
 //! ```
 //!
@@ -25,7 +26,7 @@
 //! The guard itself is killed only by SIGKILL (or by the runner after it failed to stop in
 //! time): then its exec stage and target still die (their own parent-death signal), the
 //! target's children survive as orphans, and the record it wrote in the run's results
-//! directory lets `run --resume` and `gc --out` reap them (see [`super::live`]).
+//! directory lets `run --resume` and `gc --out` reap them (see [`crate::live`]).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
@@ -38,46 +39,126 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::live::{self, LiveRecord, ProcessId};
-use super::sandbox::{self, Confinement, FAILURE_PREFIX, FAILURE_STATUS};
+use crate::live::{self, Entry, LiveRecord, ProcessId};
+use crate::sandbox::{self, Confinement, FAILURE_PREFIX, FAILURE_STATUS};
 
 /// The hidden subcommand of the guard.
 pub const GUARD_COMMAND: &str = "__stdio-guard";
 /// The hidden subcommand of the exec stage.
 pub const EXEC_COMMAND: &str = "__stdio-exec";
 
-/// `elengtis __stdio-guard`.
-#[derive(Debug, Clone, clap::Args)]
+/// The guard's command line: `__stdio-guard --parent PID [--grace-ms MS] [--record DIR]
+/// [--confine JSON] -- PROGRAM [ARG …]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardArgs {
     /// The runner's pid (checked after setting the parent-death signal).
-    #[arg(long)]
     pub parent: i32,
     /// Milliseconds the target gets to exit after SIGTERM before SIGKILL.
-    #[arg(long, default_value_t = 2000)]
     pub grace_ms: u64,
     /// Directory for the live record (the run's `stdio-live/`).
-    #[arg(long)]
     pub record: Option<PathBuf>,
     /// The light sandbox (JSON), applied by the exec stage.
-    #[arg(long)]
     pub confine: Option<String>,
     /// The program (absolute) and its arguments.
-    #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
 }
 
-/// `elengtis __stdio-exec`.
-#[derive(Debug, Clone, clap::Args)]
+/// The exec stage's command line: `__stdio-exec --parent PID [--confine JSON] -- PROGRAM
+/// [ARG …]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecArgs {
     /// The guard's pid.
-    #[arg(long)]
     pub parent: i32,
     /// The light sandbox (JSON).
-    #[arg(long)]
     pub confine: Option<String>,
     /// The program (absolute) and its arguments.
-    #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
+}
+
+/// The default of `--grace-ms`.
+pub const DEFAULT_GRACE_MS: u64 = 2000;
+
+/// A command line read by [`options`]: the options (`--name`, value) and the command.
+type Line = (Vec<(String, OsString)>, Vec<OsString>);
+
+/// Options (`--name value`) up to `--`, then the command (at least the program).
+fn options(args: &[OsString], known: &[&str]) -> Result<Line, String> {
+    let mut found = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let name = arg.to_str().ok_or_else(|| format!("unexpected argument {arg:?}"))?;
+        if name == "--" {
+            let command: Vec<OsString> = rest.cloned().collect();
+            if command.is_empty() {
+                return Err("no program after `--`".into());
+            }
+            return Ok((found, command));
+        }
+        if !known.contains(&name) {
+            return Err(format!("unexpected argument `{name}` (expected one of {}, then `--`)", known.join(", ")));
+        }
+        let value = rest.next().ok_or_else(|| format!("`{name}` needs a value"))?;
+        found.push((name.to_owned(), value.clone()));
+    }
+    Err("no `--` before the program".into())
+}
+
+fn text(name: &str, value: &OsString) -> Result<String, String> {
+    value.to_str().map(str::to_owned).ok_or_else(|| format!("`{name}` is not UTF-8"))
+}
+
+fn number<T: std::str::FromStr>(name: &str, value: &OsString) -> Result<T, String> {
+    text(name, value)?.parse().map_err(|_| format!("`{name}` needs a number, not {value:?}"))
+}
+
+impl GuardArgs {
+    /// Read the arguments after the subcommand.
+    pub fn parse(args: &[OsString]) -> Result<GuardArgs, String> {
+        let (found, command) = options(args, &["--parent", "--grace-ms", "--record", "--confine"])?;
+        let mut parent = None;
+        let mut out = GuardArgs { parent: 0, grace_ms: DEFAULT_GRACE_MS, record: None, confine: None, command };
+        for (name, value) in &found {
+            match name.as_str() {
+                "--parent" => parent = Some(number(name, value)?),
+                "--grace-ms" => out.grace_ms = number(name, value)?,
+                "--record" => out.record = Some(PathBuf::from(value)),
+                _ => out.confine = Some(text(name, value)?),
+            }
+        }
+        out.parent = parent.ok_or("`--parent` is required")?;
+        Ok(out)
+    }
+
+    /// The command line [`GuardArgs::parse`] reads.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = vec![GUARD_COMMAND.into(), "--parent".into(), self.parent.to_string().into()];
+        out.extend(["--grace-ms".into(), self.grace_ms.to_string().into()]);
+        if let Some(record) = &self.record {
+            out.extend(["--record".into(), record.clone().into_os_string()]);
+        }
+        if let Some(confine) = &self.confine {
+            out.extend(["--confine".into(), confine.into()]);
+        }
+        out.push("--".into());
+        out.extend(self.command.iter().cloned());
+        out
+    }
+}
+
+impl ExecArgs {
+    /// Read the arguments after the subcommand.
+    pub fn parse(args: &[OsString]) -> Result<ExecArgs, String> {
+        let (found, command) = options(args, &["--parent", "--confine"])?;
+        let mut parent = None;
+        let mut confine = None;
+        for (name, value) in &found {
+            match name.as_str() {
+                "--parent" => parent = Some(number(name, value)?),
+                _ => confine = Some(text(name, value)?),
+            }
+        }
+        Ok(ExecArgs { parent: parent.ok_or("`--parent` is required")?, confine, command })
+    }
 }
 
 fn say(message: &str) {
@@ -118,7 +199,9 @@ fn guard(args: &GuardArgs) -> Result<Ended, String> {
         return Err("the runner is gone; not starting the target".into());
     }
     nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("failed to become a child subreaper: {e}"))?;
-    let me = std::env::current_exe().map_err(|e| format!("failed to find the elengtis executable: {e}"))?;
+    // The exec stage runs from the executable the guard runs from (`elengtis-stdio-guard`
+    // or `elengtis`): both know the subcommand.
+    let me = std::env::current_exe().map_err(|e| format!("failed to find the guard's executable: {e}"))?;
     let mut stage = std::process::Command::new(me);
     stage.arg(EXEC_COMMAND).arg("--parent").arg(std::process::id().to_string());
     if let Some(confine) = &args.confine {
@@ -142,12 +225,13 @@ fn guard(args: &GuardArgs) -> Result<Ended, String> {
     }
 
     let guard_pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
-    let record = args.record.as_ref().map(|dir| live::record_path(dir, guard_pid));
-    if let (Some(path), Some(target_id)) = (&record, ProcessId::of(target_pid)) {
+    let mut recorded = None;
+    if let (Some(dir), Some(target_id)) = (&args.record, ProcessId::of(target_pid)) {
         let program = args.command.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         let entry = LiveRecord { boot: live::boot_id(), guard: ProcessId::of(guard_pid), target: target_id, program };
-        if let Err(e) = live::write_record(path, &entry) {
-            say(&format!("failed to record the target: {e}"));
+        match live::append(dir, &Entry::Live(entry)) {
+            Ok(()) => recorded = Some((dir, target_id)),
+            Err(e) => say(&format!("failed to record the target: {e}")),
         }
     }
 
@@ -183,8 +267,10 @@ fn guard(args: &GuardArgs) -> Result<Ended, String> {
         }
     }
     kill_all(target, &mut status);
-    if let Some(path) = &record {
-        let _ = std::fs::remove_file(path);
+    if let Some((dir, target)) = recorded
+        && let Err(e) = live::append(dir, &Entry::Done { target })
+    {
+        say(&format!("failed to record the end of the target: {e}"));
     }
     Ok(status.unwrap_or(Ended::Unknown))
 }
@@ -302,4 +388,49 @@ pub fn exec_main(args: &ExecArgs) -> i32 {
     }
     let error = std::process::Command::new(program).args(rest).exec();
     fail(format!("failed to start `{}`: {error}", PathBuf::from(program).display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_guard_reads_the_command_line_the_runner_writes() {
+        let args = GuardArgs {
+            parent: 42,
+            grace_ms: 750,
+            record: Some(PathBuf::from("/r/stdio-live")),
+            confine: Some("{\"no_network\":true}".into()),
+            command: os(&["/bin/prog", "--flag", "--", "x"]),
+        };
+        let line = args.to_args();
+        assert_eq!(line.first().map(OsString::as_os_str), Some(std::ffi::OsStr::new(GUARD_COMMAND)));
+        assert_eq!(GuardArgs::parse(&line[1..]), Ok(args));
+        let defaults = GuardArgs::parse(&os(&["--parent", "7", "--", "/bin/true"])).expect("parse");
+        assert_eq!((defaults.grace_ms, defaults.record, defaults.confine), (DEFAULT_GRACE_MS, None, None));
+    }
+
+    #[test]
+    fn a_command_line_the_guard_cannot_read_is_refused_with_what_is_wrong() {
+        let cases: [(&[&str], &str); 6] = [
+            (&["--", "/bin/true"], "`--parent` is required"),
+            (&["--parent", "7"], "no `--` before the program"),
+            (&["--parent", "7", "--"], "no program after `--`"),
+            (&["--parent", "seven", "--", "/bin/true"], "`--parent` needs a number"),
+            (&["--parent"], "`--parent` needs a value"),
+            (&["--pid", "7", "--", "/bin/true"], "unexpected argument `--pid`"),
+        ];
+        for (line, wanted) in cases {
+            let error = GuardArgs::parse(&os(line)).expect_err("refused");
+            assert!(error.starts_with(wanted), "{line:?}: {error}");
+        }
+        let error = ExecArgs::parse(&os(&["--parent", "1", "--record", "/x", "--", "/bin/true"])).expect_err("refused");
+        assert!(error.contains("unexpected argument `--record`"), "{error}");
+        assert!(crate::internal_main(&os(&["elengtis", "run"])).is_none());
+        assert_eq!(crate::internal_main(&os(&["elengtis", GUARD_COMMAND, "--"])), Some(crate::USAGE_STATUS));
+    }
 }

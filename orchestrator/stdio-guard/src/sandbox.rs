@@ -1,4 +1,4 @@
-//! The light sandbox of a stdio target, applied by the exec stage (`elengtis __stdio-exec`)
+//! The light sandbox of a stdio target, applied by the exec stage (`__stdio-exec`)
 //! to itself just before it execs the target, so everything is inherited by the target and
 //! its children: an empty network namespace, rlimits, no-new-privileges, Landlock (writes
 //! only under the scratch directory and the listed paths; TCP bind/connect and abstract
@@ -10,10 +10,10 @@
 
 use std::path::PathBuf;
 
-use elengtis_core::format::campaign::{StdioNetwork, StdioSandbox};
 use serde::{Deserialize, Serialize};
 
-/// The sandbox as the exec stage gets it: paths resolved, the scratch directory known.
+/// The sandbox as the exec stage gets it (JSON in `--confine`): paths resolved, the scratch
+/// directory known.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Confinement {
@@ -31,28 +31,6 @@ pub struct Confinement {
     pub cpu_seconds: Option<u64>,
     /// `RLIMIT_FSIZE` in MiB.
     pub max_file_mb: Option<u64>,
-}
-
-impl Confinement {
-    /// Resolve a campaign's sandbox: relative paths against `base` (the campaign's directory).
-    pub fn resolve(sandbox: &StdioSandbox, base: &std::path::Path, scratch: PathBuf) -> Confinement {
-        Confinement {
-            no_network: sandbox.network == StdioNetwork::None,
-            writable: sandbox
-                .writable
-                .iter()
-                .map(|p| {
-                    let path = base.join(p);
-                    std::path::absolute(&path).unwrap_or(path)
-                })
-                .collect(),
-            scratch,
-            memory_mb: sandbox.memory_mb,
-            max_open_files: sandbox.max_open_files,
-            cpu_seconds: sandbox.cpu_seconds,
-            max_file_mb: sandbox.max_file_mb,
-        }
-    }
 }
 
 /// The prefix of the exec stage's error line on stderr (the runner turns it into the
