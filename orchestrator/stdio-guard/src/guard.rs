@@ -159,6 +159,17 @@ impl ExecArgs {
         }
         Ok(ExecArgs { parent: parent.ok_or("`--parent` is required")?, confine, command })
     }
+
+    /// The command line [`ExecArgs::parse`] reads.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = vec![EXEC_COMMAND.into(), "--parent".into(), self.parent.to_string().into()];
+        if let Some(confine) = &self.confine {
+            out.extend(["--confine".into(), confine.into()]);
+        }
+        out.push("--".into());
+        out.extend(self.command.iter().cloned());
+        out
+    }
 }
 
 fn say(message: &str) {
@@ -202,12 +213,13 @@ fn guard(args: &GuardArgs) -> Result<Ended, String> {
     // The exec stage runs from the executable the guard runs from (`elengtis-stdio-guard`
     // or `elengtis`): both know the subcommand.
     let me = std::env::current_exe().map_err(|e| format!("failed to find the guard's executable: {e}"))?;
+    let line = ExecArgs {
+        parent: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
+        confine: args.confine.clone(),
+        command: args.command.clone(),
+    };
     let mut stage = std::process::Command::new(me);
-    stage.arg(EXEC_COMMAND).arg("--parent").arg(std::process::id().to_string());
-    if let Some(confine) = &args.confine {
-        stage.arg("--confine").arg(confine);
-    }
-    stage.arg("--").args(&args.command).process_group(0);
+    stage.args(line.to_args()).process_group(0);
     let child = stage.spawn().map_err(|e| format!("failed to start the exec stage: {e}"))?;
     let target_pid = i32::try_from(child.id()).map_err(|_| "the target's pid is out of range".to_owned())?;
     let target = Pid::from_raw(target_pid);

@@ -241,6 +241,14 @@ mod tests {
         (child, id)
     }
 
+    /// A results directory with an empty `stdio-live/`: (the directory, `stdio-live/`).
+    fn results() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let live = dir.path().join(LIVE_DIR);
+        std::fs::create_dir_all(&live).expect("mkdir");
+        (dir, live)
+    }
+
     fn killed(child: &mut std::process::Child) -> bool {
         use std::os::unix::process::ExitStatusExt as _;
         child.wait().expect("wait").signal() == Some(9)
@@ -248,9 +256,7 @@ mod tests {
 
     #[test]
     fn a_live_target_without_its_done_line_is_reaped_and_a_reused_pid_is_spared() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let live = dir.path().join(LIVE_DIR);
-        std::fs::create_dir_all(&live).expect("mkdir");
+        let (dir, live) = results();
         let (mut left, left_id) = sleeper();
         let (mut done, done_id) = sleeper();
         let me = ProcessId::of(i32::try_from(std::process::id()).expect("pid")).expect("self");
@@ -284,9 +290,7 @@ mod tests {
 
     #[test]
     fn a_record_of_an_earlier_version_is_still_reaped() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let live = dir.path().join(LIVE_DIR);
-        std::fs::create_dir_all(&live).expect("mkdir");
+        let (dir, live) = results();
         let (mut child, id) = sleeper();
         let record = LiveRecord { boot: boot_id(), guard: None, target: id, program: "sleep".into() };
         std::fs::write(live.join("guard-2.json"), serde_json::to_vec(&record).expect("json")).expect("write");
@@ -299,9 +303,7 @@ mod tests {
 
     #[test]
     fn a_run_removes_its_log_only_when_every_target_is_done() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let live = dir.path().join(LIVE_DIR);
-        std::fs::create_dir_all(&live).expect("mkdir");
+        let (dir, live) = results();
         let target = ProcessId { pid: 1, start: 1 };
         let record = LiveRecord { boot: boot_id(), guard: None, target, program: "p".into() };
         append(&live, &Entry::Live(record)).expect("append");

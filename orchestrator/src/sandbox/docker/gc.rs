@@ -94,7 +94,7 @@ fn pid_namespace() -> String {
     std::fs::read_link("/proc/self/ns/pid").map(|p| p.display().to_string()).unwrap_or_default()
 }
 
-// Field 22 of `/proc/PID/stat` (after the parenthesised command name, which may hold spaces).
+// A process's start time and small /proc files, read the way the stdio guard's records do.
 pub use elengtis_stdio_guard::live::{process_start, read_trimmed};
 
 /// Whether the runner that created an object is alive, as far as can be proven from here.

@@ -81,8 +81,18 @@ pub fn confinement(sandbox: &StdioSandbox, base: &Path, scratch: PathBuf) -> Con
 /// executable (or in its parent directory: test binaries live in `target/debug/deps`), else
 /// `elengtis` itself — this executable when it is `elengtis`, else one beside it or in its
 /// parent directory. Both run the same code; the small one starts in a fraction of the time
-/// (docs/performance.md, "stdio trials at scale").
+/// (docs/performance.md, "stdio trials at scale"). Looked up once per process: a stdio
+/// trial starts a guard, and what lies beside this executable does not change during a run.
 pub fn guard_executable() -> Result<PathBuf, TargetError> {
+    static FOUND: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(found) = FOUND.get() {
+        return Ok(found.clone());
+    }
+    let found = find_guard_executable()?;
+    Ok(FOUND.get_or_init(|| found).clone())
+}
+
+fn find_guard_executable() -> Result<PathBuf, TargetError> {
     let exe = std::env::current_exe().map_err(|source| TargetError::Spawn { program: "elengtis".into(), source })?;
     let dir = exe.parent();
     let dirs: Vec<&Path> = [dir, dir.and_then(Path::parent)].into_iter().flatten().collect();
