@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use elengtis_tests::crash::{Crashed, check_files, check_resumed, crash_at};
+use elengtis_tests::crash::{Crashed, check_files, check_files_of_killed_run, check_resumed, crash_at};
 use elengtis_tests::{bin, copy_example, elengtis, read_json, rows, scratch, stderr, stdout};
 
 /// Tool calls of one support-note trial under the default `comply` script (read the note,
@@ -72,7 +72,7 @@ fn sigkill_in_every_stdio_phase_then_resume_loses_and_duplicates_nothing() {
                     crashed.stderr
                 );
                 assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
-                check_files(&out, phase == "row-append");
+                check_files_of_killed_run(&out, phase == "row-append");
                 let resumed = elengtis(dir.path(), &["run", "--resume", "--out", s(&out)]);
                 let found = check_resumed(&crashed, &resumed, &trial_ids(3));
                 assert_eq!(found.rows_after, 3);

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 // Every crashpoint phase, in trial order: the runner's own list, so a phase added there is
 // tested here.
 use elengtis::crashpoint::CrashPoint;
-use elengtis_tests::crash::{check_files, check_resumed, crash_at_with};
+use elengtis_tests::crash::{check_files_of_killed_run, check_resumed, crash_at_with};
 use elengtis_tests::{
     FixtureMcp, bundled_images, docker_or_skip, elengtis, elengtis_cmd, fixture_image, fixture_target, managed_objects,
     managed_objects_of_trial, managed_volumes, rows, scratch, stderr, stdout, support_note_campaign, write,
@@ -87,7 +87,7 @@ fn crash_and_resume(phase: &str) -> String {
     let (dir, out, crashed) = crash_campaign(&crashpoint, &env);
     assert_eq!(crashed.complete_rows(), 1, "{crashpoint}: {}", crashed.stderr);
     assert_eq!(crashed.torn_bytes() > 0, phase == "row-append", "{crashpoint}: torn tail");
-    check_files(&out, phase == "row-append");
+    check_files_of_killed_run(&out, phase == "row-append");
     let left = managed_objects(&crashed.run_id);
     let volumes = managed_volumes(&crashed.run_id);
     // The killed trial's objects are still there when it died with them alive. (After its
