@@ -34,8 +34,10 @@ fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
+/// The pid in `path`, which the hostile server publishes whole (written aside, renamed).
 fn read_pid(path: &Path) -> i32 {
-    std::fs::read_to_string(path).expect("pid file").trim().parse().expect("a pid")
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.trim().parse().unwrap_or_else(|e| panic!("{}: not a pid ({e}): {text:?}", path.display()))
 }
 
 fn kill9(pid: i32) {
@@ -93,7 +95,9 @@ fn sigkilled_runner_takes_its_target_along(runner_exe: &Path, guard: &str) {
     let live = out.join("stdio-live");
     let log = live.join("guards.jsonl");
     let lines = || std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(lines().len(), 1, "the live target is recorded: {:?}", lines());
+    // The guard records the target right after starting it, concurrently with the target's
+    // own start: wait for the line.
+    assert!(wait_until(Duration::from_secs(5), || lines().len() == 1), "the live target is recorded: {:?}", lines());
     assert!(lines()[0].contains(&format!("\"pid\":{server}")), "the record names the live target: {:?}", lines());
 
     runner.child().kill().expect("SIGKILL the runner");

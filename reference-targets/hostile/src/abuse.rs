@@ -213,10 +213,16 @@ pub fn spawn_children(dir: &Path) -> std::io::Result<()> {
     let child = std::process::Command::new("sleep").arg("300").stdin(std::process::Stdio::null()).spawn()?;
     let escaped =
         std::process::Command::new("setsid").args(["sleep", "300"]).stdin(std::process::Stdio::null()).spawn()?;
-    std::fs::write(dir.join("child.pid"), child.id().to_string())?;
-    std::fs::write(dir.join("escaped.pid"), escaped.id().to_string())?;
-    std::fs::write(dir.join("server.pid"), std::process::id().to_string())?;
-    Ok(())
+    // Each file appears whole (written aside, then renamed): a reader that sees `server.pid`
+    // sees all three with their contents.
+    let publish = |name: &str, pid: u32| {
+        let aside = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&aside, pid.to_string())?;
+        std::fs::rename(&aside, dir.join(name))
+    };
+    publish("child.pid", child.id())?;
+    publish("escaped.pid", escaped.id())?;
+    publish("server.pid", std::process::id())
 }
 
 #[cfg(test)]
