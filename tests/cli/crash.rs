@@ -369,10 +369,11 @@ fn random_sigkills_during_a_large_run_lose_no_recorded_row_and_duplicate_none() 
                 .expect("failed to start elengtis"),
         );
         // Four kills at random moments, then the run (resumed) is let finish. Kill k comes once
-        // the log holds about k fifths of the trials (a random number of rows more), after a
+        // the log holds about k sixths of the trials (a random number of rows more), after a
         // random further delay: so every kill lands while trials are being recorded, however
-        // fast the machine.
-        let target_rows = if kills < 4 { Some((kills + 1) * total / 5 + rng.below(total / 10)) } else { None };
+        // fast the machine (the last leaves at least a sixth to run, more than a group commit
+        // records at once).
+        let target_rows = if kills < 4 { Some((kills + 1) * total / 6 + rng.below(total / 12)) } else { None };
         let extra = rng.millis(0, 60);
         let deadline = Instant::now() + Duration::from_secs(600);
         let mut reached: Option<Instant> = None;

@@ -313,17 +313,19 @@ fn every_fault_is_a_recorded_provider_error_or_diagnostic_with_its_cause() {
         Case {
             name: "a slow answer meets the deadline and is retried",
             anthropic: false,
-            faults: json!([{"attempt": 0, "delay_ms": 2000}]),
+            // The deadline covers every request of the trial, with all the cases running at
+            // once on a loaded machine: wide enough for an answer that is not delayed.
+            faults: json!([{"attempt": 0, "delay_ms": 6000}]),
             script: json!({}),
-            generation: json!({"timeout": 300}),
+            generation: json!({"timeout": 1500}),
             check: |row, x| complete_after(row, x, "timeout"),
         },
         Case {
             name: "a stalled body meets the deadline",
             anthropic: true,
-            faults: json!([{"fault": {"kind": "stall", "ms": 2000}}]),
+            faults: json!([{"fault": {"kind": "stall", "ms": 6000}}]),
             script: json!({}),
-            generation: json!({"timeout": 300, "max_retries": 0}),
+            generation: json!({"timeout": 1500, "max_retries": 0}),
             check: |row, x| provider_error(row, "timeout", 1, x),
         },
         Case {

@@ -12,7 +12,7 @@ use elengtis_tests::{
 };
 
 /// `startup_timeout_seconds` of the never-answering targets: the deadline they must hit.
-const STARTUP: u64 = 12;
+const STARTUP: u64 = 15;
 /// Exit status of `elengtis-hostile --exit-at-once`.
 const EXIT_AT_ONCE: i64 = 3;
 
@@ -70,7 +70,9 @@ fn servers_that_exit_or_never_initialize_end_as_classified_start_up_failures() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     // Nothing but the engine gate's accepted findings: no library noise for expected failures.
     assert!(!stderr(&out).contains("ERROR"), "{}", stderr(&out));
-    assert!(wall < Duration::from_secs(STARTUP + 15), "the run took {wall:?}");
+    // The silent targets end at their deadline; the rest is container start-up and teardown
+    // on a loaded machine (and under gVisor).
+    assert!(wall < Duration::from_secs(STARTUP + 30), "the run took {wall:?}");
 
     let rows = rows(&dir.path().join("out/runs.jsonl"));
     assert_eq!(rows.len(), 4, "{rows:?}");
@@ -111,8 +113,10 @@ fn servers_that_exit_or_never_initialize_end_as_classified_start_up_failures() {
             other => panic!("unexpected target {other}"),
         }
         if id.starts_with("exit-") {
-            // Noticed at once, not at the start-up deadline.
-            assert!(ms < 10_000.0, "{id}: took {ms} ms");
+            // Noticed at once, well before the start-up deadline.
+            #[expect(clippy::cast_precision_loss, reason = "a small number of seconds")]
+            let bound = (STARTUP * 1000) as f64 * 0.8;
+            assert!(ms < bound, "{id}: took {ms} ms, not noticed before the start-up deadline");
             assert_eq!(state["end"], "exited", "{id}: {state}");
             assert_eq!(state["exit_code"].as_i64(), Some(EXIT_AT_ONCE), "{id}: {state}");
         }

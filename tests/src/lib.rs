@@ -329,7 +329,9 @@ pub fn docker_or_skip(test: &str) -> bool {
         .unwrap_or_else(|| "/var/run/docker.sock".to_owned());
     let answered = std::os::unix::net::UnixStream::connect(&socket)
         .and_then(|mut s| {
-            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+            // A busy engine (a fork bomb's container, an image build) can be slow to answer;
+            // the same deadline as `docker_api`.
+            s.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
             s.write_all(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")?;
             let mut reply = String::new();
             s.read_to_string(&mut reply)?;
