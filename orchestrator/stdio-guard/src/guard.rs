@@ -303,18 +303,21 @@ fn ended(status: WaitStatus) -> Option<Ended> {
     }
 }
 
+/// Note how the target ended when `reaped` is the target's end.
+fn note_target(target: Pid, reaped: WaitStatus, status: &mut Option<Ended>) {
+    if reaped.pid() == Some(target)
+        && let Some(e) = ended(reaped)
+    {
+        *status = Some(e);
+    }
+}
+
 /// Reap every child that has ended; note the target's status.
 fn reap_ready(target: Pid, status: &mut Option<Ended>) {
     loop {
         match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) | Err(_) => return,
-            Ok(s) => {
-                if s.pid() == Some(target)
-                    && let Some(e) = ended(s)
-                {
-                    *status = Some(e);
-                }
-            }
+            Ok(s) => note_target(target, s, status),
         }
     }
 }
@@ -330,13 +333,7 @@ fn kill_all(target: Pid, status: &mut Option<Ended>) {
             }
         }
         match waitpid(None, None) {
-            Ok(s) => {
-                if s.pid() == Some(target)
-                    && let Some(e) = ended(s)
-                {
-                    *status = Some(e);
-                }
-            }
+            Ok(s) => note_target(target, s, status),
             Err(Errno::EINTR) => {}
             Err(_) => return,
         }
