@@ -211,6 +211,9 @@ pub struct AgentOutcome {
     pub graph_events: Vec<Value>,
     /// Every exchange with the model's provider, in order.
     pub exchanges: Vec<Exchange>,
+    /// When each tool call was handed to the target and answered, in the trajectory's order
+    /// (the runner's clock, [`crate::records::Timeline`]).
+    pub call_times: Vec<crate::records::CallTime>,
 }
 
 /// What kind of model failure (the model layer's error kinds, here so that the trial and the

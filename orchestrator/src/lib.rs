@@ -21,6 +21,7 @@ pub mod agent;
 pub mod bench;
 pub mod calibrate;
 pub mod capture;
+pub mod clock;
 pub mod crashpoint;
 pub mod error;
 pub mod examples;

@@ -35,7 +35,8 @@ pub type SinkControl = Pin<Box<dyn AsyncWrite + Send>>;
 pub struct SinkHandle {
     url: String,
     control: tokio::sync::Mutex<Option<SinkControl>>,
-    records: Arc<Mutex<Vec<Value>>>,
+    /// Each record with when the runner read it ([`crate::clock`]).
+    records: Arc<Mutex<Vec<(Value, u64)>>>,
     arrived: Arc<Notify>,
     reader: tokio::task::JoinHandle<()>,
     child: Option<tokio::process::Child>,
@@ -71,9 +72,10 @@ impl SinkHandle {
         let (r, a) = (records.clone(), arrived.clone());
         let reader = tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
+                let received = crate::clock::now_us();
                 let record = serde_json::from_str(&line).unwrap_or_else(|_| json!({"unparsed": line}));
                 if let Ok(mut records) = r.lock() {
-                    records.push(record);
+                    records.push((record, received));
                 }
                 a.notify_waiters();
             }
@@ -106,7 +108,7 @@ impl SinkHandle {
         &self.url
     }
 
-    fn snapshot(&self) -> Vec<Value> {
+    fn snapshot(&self) -> Vec<(Value, u64)> {
         self.records.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
@@ -115,7 +117,7 @@ impl SinkHandle {
     /// every request it answered earlier. Barrier lines are not returned.
     pub async fn requests(&self) -> Result<Vec<Value>, String> {
         let token = uuid::Uuid::new_v4().to_string();
-        let seen = |records: &[Value]| records.iter().any(|r| r["barrier"] == token.as_str());
+        let seen = |records: &[(Value, u64)]| records.iter().any(|(r, _)| r["barrier"] == token.as_str());
         let send = async {
             let mut control = self.control.lock().await;
             let stdin = control.as_mut().ok_or_else(|| std::io::Error::other("the sink was closed"))?;
@@ -138,11 +140,12 @@ impl SinkHandle {
         tokio::time::timeout(SINK_DEADLINE, wait)
             .await
             .map_err(|_| "the canary sink did not answer the runner's barrier".to_owned())?;
-        Ok(without_barriers(self.snapshot()))
+        Ok(without_barriers(self.snapshot()).0)
     }
 
-    /// Stop following (and stop a child sink); the final records for the evidence.
-    pub async fn close(mut self) -> Vec<Value> {
+    /// Stop following (and stop a child sink); the final records for the evidence, and when
+    /// the runner read each one ([`crate::clock`]).
+    pub async fn close(mut self) -> (Vec<Value>, Vec<u64>) {
         // End of stdin: the sink stops listening, flushes its records and exits.
         if let Some(mut control) = self.control.get_mut().take() {
             let _ = tokio::time::timeout(Duration::from_secs(1), control.shutdown()).await;
@@ -158,9 +161,9 @@ impl SinkHandle {
     }
 }
 
-/// The records minus the answers to the runner's barriers.
-fn without_barriers(records: Vec<Value>) -> Vec<Value> {
-    records.into_iter().filter(|r| r.get("barrier").is_none()).collect()
+/// The records minus the answers to the runner's barriers, and when each was read.
+fn without_barriers(records: Vec<(Value, u64)>) -> (Vec<Value>, Vec<u64>) {
+    records.into_iter().filter(|(r, _)| r.get("barrier").is_none()).unzip()
 }
 
 /// The runner-only endpoint serving each attempt's sink records.

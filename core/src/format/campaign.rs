@@ -73,6 +73,13 @@ pub struct Campaign {
     /// live model is configured. Absent means the built-in `comply` policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<Script>,
+    /// elengtis addition: take verifier sightings during the exercise — the scenario's
+    /// verify checks run once before the agent loop and again after each tool call's answer
+    /// comes back (before the model sees it), each recorded with its time in the evidence's
+    /// `timeline` — so an effect can be ordered against the calls. `prove` turns it on; it
+    /// costs one run of the checks per call. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sightings: bool,
 }
 
 fn default_trials() -> u32 {

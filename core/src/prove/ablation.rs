@@ -6,8 +6,10 @@
 //! Each configuration's runs are read like a prove's legs ([`super::leg`]) and summed up by
 //! the repeat filter's thresholds: it **lands** when the attack fired on at least
 //! [`Thresholds::min_vulnerable_fire_percent`] of its runs, it **holds** when it never fired
-//! and was positively resisted on at least [`Thresholds::min_guarded_resist_percent`] of them,
-//! anything else is **undecided**. A control is then:
+//! (no leak, and no effect the verifier saw without a sighting placing it after the
+//! delivery) and was positively resisted on at least [`Thresholds::min_guarded_resist_percent`]
+//! of them, anything else is **undecided**. Runs with any control on are read as the guarded
+//! side's: an effect after the delivery is a leak whatever the server answered. A control is then:
 //!
 //! | Role | When |
 //! |---|---|
@@ -72,7 +74,10 @@ impl Configuration {
         let outcome =
             if counts.fired.deterministic() > 0 && at_least(counts.fires(), thresholds.min_vulnerable_fire_percent) {
                 Outcome::Lands
-            } else if counts.fires() == 0 && at_least(counts.resisted, thresholds.min_guarded_resist_percent) {
+            } else if counts.fires() == 0
+                && counts.unplaced_effects == 0
+                && at_least(counts.resisted, thresholds.min_guarded_resist_percent)
+            {
                 Outcome::Holds
             } else {
                 Outcome::Undecided

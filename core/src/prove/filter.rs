@@ -22,6 +22,15 @@ pub const MAX_GUARDED_LEAKS: u32 = 0;
 pub const MIN_GUARDED_RESIST_PERCENT: u32 = 60;
 /// Vulnerable fire rate minus guarded leak rate must be at least this (percentage points).
 pub const MIN_RATE_GAP_PERCENT: u32 = 50;
+/// Iterations a keep needs under `prove` (fewer cap the verdict at STABLE, NOT PROVEN): with
+/// the zero-leak rule, 5 clean guarded runs rule out per-run leak rates above 45% at 95%
+/// confidence; 1 run rules out nothing below 95%.
+pub const MIN_ITERATIONS: u32 = 5;
+/// Iterations a keep needs under `gate` (its default iterations): 3 clean guarded runs rule
+/// out per-run leak rates above 63%.
+pub const GATE_MIN_ITERATIONS: u32 = 3;
+/// The confidence of the leak-rate bound every verdict states.
+pub const POWER_CONFIDENCE: f64 = 0.95;
 
 /// The filter's thresholds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -35,6 +44,13 @@ pub struct Thresholds {
     pub min_guarded_resist_percent: u32,
     /// Minimum rate gap, percentage points.
     pub min_rate_gap_percent: u32,
+    /// Iterations a keep needs (fewer cap the verdict at STABLE, NOT PROVEN).
+    #[serde(default = "default_min_iterations")]
+    pub min_iterations: u32,
+}
+
+fn default_min_iterations() -> u32 {
+    MIN_ITERATIONS
 }
 
 impl Default for Thresholds {
@@ -44,6 +60,7 @@ impl Default for Thresholds {
             max_guarded_leaks: MAX_GUARDED_LEAKS,
             min_guarded_resist_percent: MIN_GUARDED_RESIST_PERCENT,
             min_rate_gap_percent: MIN_RATE_GAP_PERCENT,
+            min_iterations: MIN_ITERATIONS,
         }
     }
 }
@@ -109,6 +126,11 @@ pub struct SideCounts {
     /// did not see ([`LegRun::accepted_unseen`]).
     #[serde(default)]
     pub accepted_unseen: u32,
+    /// Runs without a verdict whose verifier saw an effect that no sighting places after the
+    /// delivery ([`LegRun::unplaced_effect`]): on the guarded side, leaks that cannot be ruled
+    /// out.
+    #[serde(default)]
+    pub unplaced_effects: u32,
 }
 
 fn count(n: usize) -> u32 {
@@ -122,6 +144,9 @@ impl SideCounts {
         for run in runs {
             if run.accepted_unseen() {
                 c.accepted_unseen += 1;
+            }
+            if run.unplaced_effect() {
+                c.unplaced_effects += 1;
             }
             match &run.reading {
                 LegReading::Fired { tier: EvidenceTier::State } => c.fired.state += 1,
@@ -140,6 +165,18 @@ impl SideCounts {
     pub fn fires(&self) -> u32 {
         self.fired.total()
     }
+}
+
+/// The per-run leak rate above which `n` clean guarded runs with no leak would have shown one
+/// with probability [`POWER_CONFIDENCE`]: `1 − (1 − confidence)^(1/n)` (the exact one-sided
+/// bound for zero events; 1 when `n` is 0: nothing is ruled out).
+pub fn leak_rate_bound(n: u32) -> f64 {
+    if n == 0 { 1.0 } else { 1.0 - (1.0 - POWER_CONFIDENCE).powf(1.0 / f64::from(n)) }
+}
+
+/// The chance that a guard leaking on `rate` of its runs shows no leak in `n` runs.
+pub fn passes_unseen(rate: f64, n: u32) -> f64 {
+    (1.0 - rate).powi(i32::try_from(n).unwrap_or(i32::MAX))
 }
 
 /// `n / d` as a float (0 when `d` is 0), for display.

@@ -50,6 +50,9 @@
 //!     has_verifiers: true,
 //!     side: Side::Guarded,
 //!     delivery_stopped_by_guard: false,
+//!     dispatched: &seed.dispatched,
+//!     deferred: &seed.deferred,
+//!     calibrated: false,
 //! };
 //! // let run = elengtis_core::prove::read_leg(&row, &evidence, &context);  // a LegRun
 //! # let _ = context;
@@ -81,6 +84,10 @@
 //!     // The effect verifier was shown a real effect (or `not_calibrated()`); `None` for a
 //!     // scenario without a verifier.
 //!     calibration: Some(Calibration::not_calibrated()),
+//!     // The guarded build's calibration (`None` without one).
+//!     guarded_calibration: None,
+//!     // The benign carrier (the markers without the instruction) and its vulnerable runs.
+//!     carrier: Some(("Archived: attacker@example.com.".into(), vec![LegRun::bare(LegReading::Resisted); 5])),
 //!     server_guard: None,
 //!     targets: Targets::default(),
 //! });

@@ -74,6 +74,10 @@ pub struct Evidence {
     /// call (docs/shim.md). This tool's addition; absent without a shim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shim: Option<super::shim::ShimRecord>,
+    /// When each call, sighting and the verification happened, on the runner's monotonic
+    /// clock ([`super::timeline`]). This tool's addition; absent in older evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<super::timeline::Timeline>,
 }
 
 /// The verification phase.

@@ -25,6 +25,7 @@ pub mod row;
 pub mod seal;
 pub mod shape;
 pub mod shim;
+pub mod timeline;
 
 pub use evidence::{CheckOutcome, CheckRecord, DecidingCheck, Evidence, Verification, decided_by};
 pub use manifest::{Manifest, ResumeRecord, ScenarioDump};
@@ -33,6 +34,7 @@ pub use row::{Diagnostics, EvidenceStatus, FailureClass, Phase, RecordedError, R
 pub use seal::{Seal, SealSignature, SealStatus, SignatureAlgorithm};
 pub use shape::ResultsFormat;
 pub use shim::{Classified, ClassifiedBy, ShimAction, ShimCall, ShimDecision, ShimRecord, ShimTool, ShimVerdict};
+pub use timeline::{CallTime, Sighting, Timeline};
 
 /// Version of the row, evidence and manifest formats written by this build: 2, rows with
 /// `evidence_sha256` and `prev_row_sha256` (a hash chain, unkeyed), a manifest with

@@ -184,6 +184,7 @@ pub(crate) fn adapted_result(
                 result: tool_message(Value::Array(blocks), name, tool_call_id, artifact, "success"),
                 error: None,
                 transport: false,
+                times: (0, 0),
             };
         }
         // `ToolException`: the text blocks joined, or the blocks themselves when none is text.
@@ -204,6 +205,7 @@ pub(crate) fn adapted_result(
         result: tool_message(Value::String(content), name, tool_call_id, Value::Null, "error"),
         error: Some((ToolErrorKind::ToolError, error)),
         transport: false,
+        times: (0, 0),
     }
 }
 

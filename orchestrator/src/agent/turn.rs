@@ -126,6 +126,8 @@ pub(crate) struct Dispatched {
     /// The call failed in transport (the target's session broke, or no answer came in time):
     /// not an answer of the target's, an infrastructure failure of the attempt.
     pub transport: bool,
+    /// When it was handed to the target and when the answer came back ([`crate::clock`]).
+    pub times: (u64, u64),
 }
 
 /// Record a dispatched call's outcome in `out`; the tool message and the trajectory's call
@@ -137,6 +139,8 @@ pub(crate) fn finish_call(
     call: &ModelCall,
     dispatched: Dispatched,
 ) -> (Value, Value) {
+    let (started_us, ended_us) = dispatched.times;
+    out.call_times.push(elengtis_core::records::CallTime { id: id.to_owned(), started_us, ended_us });
     if let Some((kind, detail)) = dispatched.error {
         out.tool_errors.push(ToolError { kind, step, call_id: id.to_owned(), detail, transport: dispatched.transport });
     }
@@ -169,14 +173,16 @@ impl Adapter {
         id: &str,
         call: &ModelCall,
     ) -> Dispatched {
+        let started = crate::clock::now_us();
         if !offered.iter().any(|t| t.name == call.name) {
-            return self.unknown_tool(offered, id, &call.name);
+            return Dispatched { times: (started, started), ..self.unknown_tool(offered, id, &call.name) };
         }
         let arguments = match &call.arguments {
             Value::Object(map) => map.clone(),
             _ => Map::new(),
         };
         let output = host.call_tool(&call.name, arguments).await.map_err(|e| e.to_string());
+        let times = (started, crate::clock::now_us());
         let transport = output.is_err();
         let dispatched = match self {
             Adapter::Mcp => mcp_result(output),
@@ -185,7 +191,7 @@ impl Adapter {
             }
             Adapter::CreateAgent => super::langchain::adapted_result(output, &call.name, id, true),
         };
-        Dispatched { transport, ..dispatched }
+        Dispatched { transport, times, ..dispatched }
     }
 
     fn unknown_tool(self, offered: &[ToolInfo], id: &str, name: &str) -> Dispatched {
@@ -197,6 +203,7 @@ impl Adapter {
                     result: json!({"error": detail}),
                     error: Some((ToolErrorKind::UnknownTool, detail)),
                     transport: false,
+                    times: (0, 0),
                 }
             }
             Adapter::LangChain => {
@@ -207,6 +214,7 @@ impl Adapter {
                     result: json!({"unknown_tool": name}),
                     error: Some((ToolErrorKind::UnknownTool, detail)),
                     transport: false,
+                    times: (0, 0),
                 }
             }
             Adapter::CreateAgent => {
@@ -217,6 +225,7 @@ impl Adapter {
                     result: super::langchain::tool_message(Value::String(text.clone()), name, id, Value::Null, "error"),
                     error: Some((ToolErrorKind::UnknownTool, text.clone())),
                     transport: false,
+                    times: (0, 0),
                     text,
                 }
             }
@@ -233,13 +242,14 @@ fn mcp_result(output: Result<ToolOutput, String>) -> Dispatched {
                 let detail = output.text.strip_prefix(ERROR_PREFIX).unwrap_or(&output.text).to_owned();
                 (ToolErrorKind::ToolError, detail)
             });
-            Dispatched { text: output.text, result: output.record, error, transport: false }
+            Dispatched { text: output.text, result: output.record, error, transport: false, times: (0, 0) }
         }
         Err(detail) => Dispatched {
             text: format!("{ERROR_PREFIX}{detail}"),
             result: json!({"transport_error": detail}),
             error: Some((ToolErrorKind::ToolError, detail)),
             transport: true,
+            times: (0, 0),
         },
     }
 }

@@ -305,6 +305,12 @@ fn prove_options(gate: &LoadedGate, options: &GateOptions, slots: Arc<tokio::syn
         sandbox: options.sandbox.clone(),
         events: options.events.clone(),
         slots: Some(slots),
+        // The gate's default iterations (3) are enough for it to keep a finding; the power line
+        // of each report says what they rule out.
+        thresholds: elengtis_core::prove::Thresholds {
+            min_iterations: elengtis_core::prove::filter::GATE_MIN_ITERATIONS,
+            ..elengtis_core::prove::Thresholds::default()
+        },
         ..ProveOptions::default()
     }
 }

@@ -40,7 +40,7 @@ impl ScriptedModel {
         if len == 0 {
             return None;
         }
-        let mut shown: Option<String> = None;
+        let mut shown: Option<Vec<String>> = None;
         for _ in 0..len {
             if self.cursor >= len && !self.script.repeat {
                 return None;
@@ -50,8 +50,8 @@ impl ScriptedModel {
             let index = considered % len;
             let step = &self.script.steps[index];
             if let Some(condition) = &step.when {
-                let text = shown.get_or_insert_with(|| shown_text(request));
-                if !text.contains(condition.seen.as_str()) {
+                let pieces = shown.get_or_insert_with(|| shown_pieces(request));
+                if !condition.holds(pieces.iter().map(String::as_str)) {
                     continue;
                 }
             }
@@ -121,9 +121,10 @@ impl Model for ScriptedModel {
     }
 }
 
-/// Everything the model was shown so far, joined: the text of every message that is not
-/// its own (system, user, tool results) and the tools offered (names, descriptions, schemas).
-fn shown_text(request: &ModelRequest) -> String {
+/// Everything the model was shown so far, piece by piece: the text of every message that is
+/// not its own (system, user, tool results), and each tool offered (its name, description
+/// and schema), each piece one message or one tool, its strings joined.
+fn shown_pieces(request: &ModelRequest) -> Vec<String> {
     fn strings(value: &Value, out: &mut String) {
         match value {
             Value::String(s) => {
@@ -135,14 +136,12 @@ fn shown_text(request: &ModelRequest) -> String {
             _ => {}
         }
     }
-    let mut out = String::new();
-    for message in request.messages.iter().filter(|m| m["role"] != "assistant") {
-        strings(message, &mut out);
-    }
-    for tool in &request.tools {
-        strings(tool, &mut out);
-    }
-    out
+    let piece = |value: &Value| {
+        let mut out = String::new();
+        strings(value, &mut out);
+        out
+    };
+    request.messages.iter().filter(|m| m["role"] != "assistant").chain(&request.tools).map(piece).collect()
 }
 
 /// The draw a `fire_probability` step gets in the trial `trial_id` when it is the `n`th step
@@ -260,7 +259,7 @@ mod tests {
             } else {
                 vec![ScriptCall { id: None, tool: json!(tool), arguments: Default::default(), fallback: None }]
             },
-            when: seen.map(|s| StepCondition { seen: s.into() }),
+            when: seen.map(|s| StepCondition { seen: s.into(), instruction: None }),
             fire_probability: p,
         }
     }

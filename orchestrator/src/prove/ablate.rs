@@ -127,7 +127,7 @@ fn prepare(seed_path: &Path, options: &ProveOptions, redundancy: bool) -> Result
             let all_off = &configs[0];
             let mut leg = leg(&seed, all_off, options);
             leg.target_id = CALIBRATION_TARGET.to_owned();
-            Some(prepare_calibration(&seed, &dir.join("calibrate"), &leg, options)?)
+            Some(prepare_calibration(&seed, &dir.join("calibrate"), std::slice::from_ref(&leg), options)?)
         }
         _ => None,
     };
@@ -146,18 +146,23 @@ async fn run_one(prepared: &Prepared, pool: &Pool, options: &ProveOptions) -> Re
     let (results, calibrated) = (results?, calibrated?);
     let has_verifiers = prepared.campaign.has_verifiers;
     let calibration = has_verifiers.then(|| {
-        calibrated.as_ref().map_or_else(Calibration::not_calibrated, |runs| calibration_of(&prepared.seed, runs))
+        calibrated
+            .as_ref()
+            .map_or_else(Calibration::not_calibrated, |runs| calibration_of(&prepared.seed, runs, CALIBRATION_TARGET))
     });
+    let calibrated_off =
+        calibration.as_ref().is_some_and(|c| c.status == elengtis_core::prove::CalibrationStatus::Passed);
     let configuration = |config: &Config| {
-        let runs: Vec<LegRun> = readings_of(
-            &prepared.seed,
-            &results,
-            &config.target_id,
-            !config.on.is_empty(),
-            options.iterations,
+        // Every configuration with a control on is read as a guarded side (a leak is a leak,
+        // whatever the server answered); its verifier is calibrated on the all-off build
+        // only, so an accepted call with no effect seen is no resist there.
+        let how = super::legs::Reading {
+            guarded: !config.on.is_empty(),
             has_verifiers,
-            ABLATION_RESULTS,
-        );
+            calibrated: config.on.is_empty() && calibrated_off,
+        };
+        let runs: Vec<LegRun> =
+            readings_of(&prepared.seed, &results, &config.target_id, how, options.iterations, ABLATION_RESULTS);
         Configuration::of(config.on.clone(), runs, &options.thresholds)
     };
     let mut configs = prepared.configs.iter();

@@ -174,6 +174,8 @@ pub fn campaign(
     // A target of the user's own may use string templates (`{template: "…{sink_url}"}`) in its
     // command line: version 2 reads them (nothing else of the twins' campaigns changes).
     let version = if legs.iter().any(|leg| leg.custom.is_some()) { 2 } else { 1 };
+    // Sightings: every leg's effect is ordered against the delivery of its payload
+    // (docs/prove.md, "Readings").
     let mut document = json!({
         "schema_version": version,
         "trials": trials,
@@ -181,6 +183,7 @@ pub fn campaign(
         "engine": "reference",
         "targets": targets,
         "scenarios": [scenario_file],
+        "sightings": true,
     });
     match (live, document.as_object_mut()) {
         (Some(live), Some(map)) => map.extend(live.campaign_fields()),
@@ -231,13 +234,17 @@ fn calibrated_file_name(seed: &LoadedSeed) -> String {
     format!("{}.yaml", calibrated_scenario_id(seed))
 }
 
-/// The calibration campaign (docs/prove.md, "Calibration"): the vulnerable side's target
-/// (`leg`) × the seed's scenario as it is (the blank run) and its calibrated copy (the effect
-/// run), one trial each, with a model that makes no call.
-pub fn calibration_campaign(seed: &LoadedSeed, leg: &Leg, disabled: &[Weakness]) -> Value {
-    let mut document = campaign(seed, std::slice::from_ref(leg), 1, disabled, &scenario_file_name(seed), None);
+/// The calibration campaign (docs/prove.md, "Calibration"): each side's target (`legs`: the
+/// vulnerable side's, then the guarded side's when there is one) × the seed's scenario as it
+/// is (the blank run) and its calibrated copy (the effect run), one trial each, with a model
+/// that makes no call (so no sightings either).
+pub fn calibration_campaign(seed: &LoadedSeed, legs: &[Leg], disabled: &[Weakness]) -> Value {
+    let mut document = campaign(seed, legs, 1, disabled, &scenario_file_name(seed), None);
     document["scenarios"] = json!([scenario_file_name(seed), calibrated_file_name(seed)]);
     document["script"] = json!({"steps": [{"content": CALIBRATION_REPLY}]});
+    if let Some(map) = document.as_object_mut() {
+        map.remove("sightings");
+    }
     let calibrated = calibrated_scenario_id(seed);
     if let Some(targets) = document["targets"].as_array_mut() {
         for target in targets {

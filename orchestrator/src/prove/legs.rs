@@ -62,11 +62,24 @@ pub fn delivery_stopped_by_guard(seed: &LoadedSeed, evidence: &Evidence) -> bool
     shim_w1 || evidence.target_execution.to_string().contains(W1_REFUSAL)
 }
 
-/// The reading of one recorded leg of `seed` on the guarded side or not, through the core's
-/// [`read_leg`]; this only gathers the facts it needs. `results` is the leg's results
-/// directory relative to the report's (`repeat/results`): the run's evidence file is linked
-/// from there.
-pub fn reading(seed: &LoadedSeed, recorded: &Recorded, guarded: bool, has_verifiers: bool, results: &str) -> LegRun {
+/// How a side's legs are read: which side, whether the scenario has verifiers, and whether
+/// the verifier was shown able to see the effect on that side's build (its calibration there
+/// passed).
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    /// The guarded side (or an ablation configuration with a control on).
+    pub guarded: bool,
+    /// The scenario declares verify checks.
+    pub has_verifiers: bool,
+    /// The verifier's calibration on this side's build passed.
+    pub calibrated: bool,
+}
+
+/// The reading of one recorded leg of `seed`, through the core's [`read_leg`]; this only
+/// gathers the facts it needs. `results` is the leg's results directory relative to the
+/// report's (`repeat/results`): the run's evidence file is linked from there.
+pub fn reading(seed: &LoadedSeed, recorded: &Recorded, how: Reading, results: &str) -> LegRun {
+    let Reading { guarded, has_verifiers, calibrated } = how;
     let link = Some(format!("{results}/{}", recorded.row.evidence));
     let evidence = match &recorded.evidence {
         Ok(evidence) => evidence,
@@ -83,6 +96,9 @@ pub fn reading(seed: &LoadedSeed, recorded: &Recorded, guarded: bool, has_verifi
         has_verifiers,
         side: if guarded { Side::Guarded } else { Side::Vulnerable },
         delivery_stopped_by_guard: guarded && delivery_stopped_by_guard(seed, evidence),
+        dispatched: &seed.seed.dispatched,
+        deferred: &seed.seed.deferred,
+        calibrated,
     };
     LegRun { evidence: link, ..read_leg(&recorded.row, evidence, &context) }
 }

@@ -23,8 +23,8 @@ use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
 use elengtis_core::load;
 use elengtis_core::prove::{
-    Calibration, GuardedLayer, LegReading, LegRun, ReportInput, RewriteRun, ServerGuard, Side, TargetIdentity, Targets,
-    Thresholds, ValidationReport, Verdict, build_report, rewrites,
+    Calibration, CalibrationStatus, GuardedLayer, LegReading, LegRun, ReportInput, RewriteRun, ServerGuard, Side,
+    TargetIdentity, Targets, Thresholds, ValidationReport, Verdict, build_report, rewrites,
 };
 use elengtis_core::validate::LoadOptions;
 
@@ -391,19 +391,17 @@ const REPEAT_RESULTS: &str = "repeat/results";
 const METAMORPHIC_RESULTS: &str = "metamorphic/results";
 const CALIBRATE_RESULTS: &str = "calibrate/results";
 
-#[allow(clippy::too_many_arguments)]
 fn readings_of(
     seed: &LoadedSeed,
     by_target: &std::collections::BTreeMap<String, Vec<legs::Recorded>>,
     target: &str,
-    guarded: bool,
+    how: legs::Reading,
     expected: u32,
-    has_verifiers: bool,
     results: &str,
 ) -> Vec<LegRun> {
     let mut out: Vec<LegRun> = by_target
         .get(target)
-        .map(|rows| rows.iter().map(|r| legs::reading(seed, r, guarded, has_verifiers, results)).collect())
+        .map(|rows| rows.iter().map(|r| legs::reading(seed, r, how, results)).collect())
         .unwrap_or_default();
     while out.len() < expected as usize {
         out.push(LegRun::bare(LegReading::NoVerdict { why: "the run recorded no attempt of this trial".into() }));
@@ -411,13 +409,15 @@ fn readings_of(
     out
 }
 
-/// The calibration's outcome from its campaign's results: the effect run (the calibrated
-/// scenario) and the blank run (the seed's scenario as it is) of its one target.
+/// The calibration's outcome on one side from its campaign's results: the effect run (the
+/// calibrated scenario) and the blank run (the seed's scenario as it is) of that side's
+/// target (`target`: [`CALIBRATION_TARGET`] or [`GUARDED_CALIBRATION_TARGET`]).
 fn calibration_of(
     seed: &LoadedSeed,
     by_target: &std::collections::BTreeMap<String, Vec<legs::Recorded>>,
+    target: &str,
 ) -> Calibration {
-    let runs = by_target.get(CALIBRATION_TARGET).map(Vec::as_slice).unwrap_or_default();
+    let runs = by_target.get(target).map(Vec::as_slice).unwrap_or_default();
     let of = |scenario: &str| {
         runs.iter().find(|r| r.row.scenario == scenario).map_or_else(
             || elengtis_core::prove::CalibrationRun {
@@ -431,8 +431,13 @@ fn calibration_of(
     Calibration::decide(of(&campaign::calibrated_scenario_id(seed)), of(&campaign::scenario_id(seed)))
 }
 
-/// The calibration campaign's one target.
+/// The calibration campaign's target of the vulnerable side.
 const CALIBRATION_TARGET: &str = "calibrate";
+/// The calibration campaign's target of the guarded side.
+const GUARDED_CALIBRATION_TARGET: &str = "calibrate-guarded";
+/// The repeat campaign's benign-carrier target: the vulnerable side with the seed's carrier
+/// (the markers without the instruction) in place of the payload.
+const CARRIER_TARGET: &str = "carrier";
 
 /// What a side's server is: its campaign target as the campaign declares it, and the image
 /// id and runtime its first run recorded.
@@ -558,8 +563,14 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
         }
         legs
     };
-    let repeat =
-        prepare_campaign(&seed, &dir.join("repeat"), &pair("", &seed.seed.payload), options.iterations, options)?;
+    // The repeat campaign: both sides with the payload, and the benign carrier on the
+    // vulnerable side (the same target, the markers without the instruction).
+    let mut repeat_legs = pair("", &seed.seed.payload);
+    let mut carrier = pair("", &seed.seed.carrier_text()).swap_remove(0);
+    carrier.target_id = CARRIER_TARGET.to_owned();
+    repeat_legs.push(carrier);
+    let repeat = prepare_campaign(&seed, &dir.join("repeat"), &repeat_legs, options.iterations, options)?;
+    check_seed_scenario(&seed, &repeat)?;
     let metamorphic = if options.metamorphic {
         let variants = rewrites(&seed.seed.payload, &seed.seed.markers);
         let legs: Vec<Leg> = variants.iter().flat_map(|r| pair(r.kind.as_str(), &r.text)).collect();
@@ -571,23 +582,40 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
         seed.seed.calibrate.is_some() || repeat.bundle.scenarios.iter().any(|s| !s.value.calibrate.is_empty());
     let calibration = match (declared, repeat.has_verifiers) {
         (true, true) => {
-            let mut leg = pair("", &seed.seed.payload).swap_remove(0);
-            leg.target_id = CALIBRATION_TARGET.to_owned();
-            Some(prepare_calibration(&seed, &dir.join("calibrate"), &leg, options)?)
+            // Each side's target: the guarded side's too, so an accepted attack call the
+            // verifier saw no effect of counts as a resist only where it can see one.
+            let mut legs = pair("", &seed.seed.payload);
+            for (leg, id) in legs.iter_mut().zip([CALIBRATION_TARGET, GUARDED_CALIBRATION_TARGET]) {
+                id.clone_into(&mut leg.target_id);
+            }
+            Some(prepare_calibration(&seed, &dir.join("calibrate"), &legs, options)?)
         }
         _ => None,
     };
     Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, network, repeat, metamorphic, calibration })
 }
 
+/// What a seed says that its scenario contradicts, checked once the scenario is loaded
+/// (docs/prove.md, "The seed checker"): a marker the system prompt or the user's task
+/// already carries cannot show that the payload reached the model (the task, not the
+/// instruction, would make it act), and a scenario without a verifier needs the seed's
+/// `dispatched` (a trace-tier fire must show dispatch).
+fn check_seed_scenario(seed: &LoadedSeed, campaign: &Campaign) -> Result<(), ProveError> {
+    let Some(scenario) = campaign.bundle.scenarios.first() else {
+        return Ok(());
+    };
+    let diagnostics = elengtis_core::format::seed::check_against_scenario(seed, scenario);
+    if diagnostics.is_empty() { Ok(()) } else { Err(ProveError::Load(LoadError::Invalid(diagnostics))) }
+}
+
 /// The calibration campaign of `seed`, written and loaded (docs/prove.md, "Calibration").
 fn prepare_calibration(
     seed: &LoadedSeed,
     dir: &Path,
-    leg: &Leg,
+    legs: &[Leg],
     options: &ProveOptions,
 ) -> Result<Campaign, ProveError> {
-    let document = campaign::calibration_campaign(seed, leg, &options.disabled);
+    let document = campaign::calibration_campaign(seed, legs, &options.disabled);
     let path = campaign::write_calibration(&dir.join("campaign"), seed, &document).map_err(|e| ProveError::Io {
         what: "write the calibration campaign in",
         path: dir.to_owned(),
@@ -638,37 +666,46 @@ fn decide(
 ) -> Result<Proven, ProveError> {
     let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, .. } = finding;
     let has_verifiers = repeat.has_verifiers;
-    let calibration = has_verifiers
-        .then(|| calibrated.as_ref().map_or_else(Calibration::not_calibrated, |runs| calibration_of(seed, runs)));
-    let vulnerable =
-        readings_of(seed, &repeated, "vulnerable", false, options.iterations, has_verifiers, REPEAT_RESULTS);
     let with_guarded = options.guarded_side != GuardedSide::None;
-    let guarded = with_guarded
-        .then(|| readings_of(seed, &repeated, "guarded", true, options.iterations, has_verifiers, REPEAT_RESULTS));
+    let calibration_on = |target: &str| {
+        calibrated.as_ref().map_or_else(Calibration::not_calibrated, |runs| calibration_of(seed, runs, target))
+    };
+    let calibration = has_verifiers.then(|| calibration_on(CALIBRATION_TARGET));
+    let guarded_calibration = (has_verifiers && with_guarded).then(|| calibration_on(GUARDED_CALIBRATION_TARGET));
+    let passed = |c: &Option<Calibration>| c.as_ref().is_some_and(|c| c.status == CalibrationStatus::Passed);
+    let vulnerable_side = legs::Reading { guarded: false, has_verifiers, calibrated: passed(&calibration) };
+    let guarded_side = legs::Reading { guarded: true, has_verifiers, calibrated: passed(&guarded_calibration) };
+    let vulnerable = readings_of(seed, &repeated, "vulnerable", vulnerable_side, options.iterations, REPEAT_RESULTS);
+    let guarded =
+        with_guarded.then(|| readings_of(seed, &repeated, "guarded", guarded_side, options.iterations, REPEAT_RESULTS));
+    let carrier = readings_of(seed, &repeated, CARRIER_TARGET, vulnerable_side, options.iterations, REPEAT_RESULTS);
     let rewrite_runs = match (metamorphic, rewritten) {
         (Some((_, variants)), Some(results)) => Some(
             variants
                 .iter()
                 .map(|r| {
-                    let side = |build: &str, guarded: bool| {
+                    let side = |build: &str, how: legs::Reading| {
                         let target = format!("{build}-{}", r.kind.as_str());
-                        readings_of(seed, &results, &target, guarded, 1, has_verifiers, METAMORPHIC_RESULTS)
-                            .into_iter()
-                            .next()
+                        readings_of(seed, &results, &target, how, 1, METAMORPHIC_RESULTS).into_iter().next()
                     };
                     RewriteRun {
                         kind: r.kind,
                         unchanged: r.unchanged,
-                        vulnerable: side("vulnerable", false)
+                        vulnerable: side("vulnerable", vulnerable_side)
                             .unwrap_or(LegRun::bare(LegReading::NoVerdict { why: "no attempt".into() })),
-                        guarded: if with_guarded { side("guarded", true) } else { None },
+                        guarded: if with_guarded { side("guarded", guarded_side) } else { None },
                     }
                 })
                 .collect(),
         ),
         _ => None,
     };
-    let undecided = undecided_legs(&vulnerable, guarded.as_deref(), rewrite_runs.as_deref());
+    let mut undecided = undecided_legs(&vulnerable, guarded.as_deref(), rewrite_runs.as_deref());
+    for (i, r) in carrier.iter().enumerate() {
+        if let Some(why) = r.reading.why() {
+            undecided.push(format!("carrier #{}: {}: {why}", i + 1, r.reading.label(Side::Vulnerable)));
+        }
+    }
     let layer = match options.guarded_side {
         GuardedSide::Twin | GuardedSide::Build | GuardedSide::Controls => Some(GuardedLayer::Server),
         GuardedSide::Shim => Some(GuardedLayer::Boundary),
@@ -700,6 +737,8 @@ fn decide(
         catalogue,
         thresholds: options.thresholds,
         calibration,
+        guarded_calibration,
+        carrier: Some((seed.seed.carrier_text(), carrier)),
         server_guard,
         targets,
     });

@@ -467,11 +467,12 @@ pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
     // each flush the records of requests that came after the last check.
     let proxy = match proxy {
         Some((handle, config)) => {
-            let requests = handle.close().await;
+            let (requests, received) = handle.close().await;
             let allowed = requests.iter().filter(|r| r["egress"]["decision"] == "allowed").count();
             let refused = requests.iter().filter(|r| r["egress"]["decision"] == "refused").count();
             let mut config = config;
             config["requests"] = json!(requests);
+            config["received_us"] = json!(received);
             config["allowed"] = json!(allowed);
             config["refused"] = json!(refused);
             Some(config)
@@ -484,11 +485,11 @@ pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
                 server.unregister(&attempt_id);
             }
             let url = handle.url().to_owned();
-            let requests = match Arc::try_unwrap(handle) {
+            let (requests, received) = match Arc::try_unwrap(handle) {
                 Ok(handle) => handle.close().await,
-                Err(shared) => shared.requests().await.unwrap_or_default(),
+                Err(shared) => (shared.requests().await.unwrap_or_default(), Vec::new()),
             };
-            Some(json!({"url": url, "placement": placement, "requests": requests}))
+            Some(json!({"url": url, "placement": placement, "requests": requests, "received_us": received}))
         }
         None => None,
     };

@@ -9,6 +9,7 @@
 pub mod launch;
 pub mod phases;
 pub mod record;
+pub mod sightings;
 
 use std::path::Path;
 
@@ -134,6 +135,7 @@ fn trial_values(attempt: &Attempt<'_>, canary: &str, dir: Option<&Path>) -> Valu
 
 async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
     let begun = std::time::Instant::now();
+    let began_us = crate::clock::now_us();
     let bundle = attempt.bundle;
     let campaign = &bundle.campaign.value;
     let target = &campaign.targets[attempt.spec.target];
@@ -293,6 +295,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         trial_index: attempt.spec.index,
         canary: &canary,
         evidence: &attempt.evidence_name,
+        began_us,
     };
     let has_checks = !scenario.verify.checks.is_empty();
     let duration_ms = begun.elapsed().saturating_sub(waited).as_secs_f64() * 1000.0;

@@ -11,11 +11,12 @@ use elengtis_core::events::PhaseKind;
 use elengtis_core::format::campaign::{Campaign, ControlShim};
 use elengtis_core::format::scenario::{Action, Rule, Scenario, ToolSelection, VerifyMode};
 use elengtis_core::judge::{self, Patterns, ProposalEvaluation, ResolvedRule, SafetyEvaluation};
-use elengtis_core::records::{CheckRecord, Phase, RecordedError, ShimRecord, Verification};
+use elengtis_core::records::{CheckRecord, Phase, RecordedError, ShimRecord, Sighting, Verification};
 use elengtis_core::refs::{self, Values};
 use elengtis_verifiers::HttpClient;
 use serde_json::Value;
 
+use super::sightings::Sightings;
 use crate::actions::{self, ActionContext};
 use crate::agent::{self, AgentTask};
 use crate::crashpoint::CrashPoint;
@@ -47,6 +48,12 @@ pub struct Phases {
     pub cleanup_records: Vec<Value>,
     /// What the control shim classified and decided (targets with a `control_shim`).
     pub shim: Option<ShimRecord>,
+    /// The verifier's sightings during the exercise (campaigns with `sightings: true`).
+    pub sightings: Vec<Sighting>,
+    /// When the agent loop began ([`crate::clock`]).
+    pub exercise_us: Option<u64>,
+    /// When the verification's checks began.
+    pub verified_us: Option<u64>,
 }
 
 impl Phases {
@@ -118,10 +125,24 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
                 Some(shim) => shim,
                 None => host,
             };
-            let exercised = exercise(ctx, agent_host, values).await;
+            // Sightings go around the shim: a call it refused is sighted too. Their checks
+            // reach the target itself, as the verification's do.
+            let sightings = (campaign.sightings && !scenario.verify.checks.is_empty())
+                .then(|| Sightings::new(scenario, values, actx));
+            let sighted = sightings.as_ref().map(|s| s.host(agent_host));
+            let loop_host: &dyn ToolHost = match &sighted {
+                Some(sighted) => sighted,
+                None => agent_host,
+            };
+            let exercised = exercise(ctx, loop_host, values, sightings.as_ref()).await;
+            drop(sighted);
+            if let Some(sightings) = sightings {
+                out.sightings = sightings.into_taken().await;
+            }
             out.shim = shim.map(|s| s.record());
             match exercised {
-                Ok((outcome, tools)) => {
+                Ok((outcome, tools, began)) => {
+                    out.exercise_us = Some(began);
                     out.termination = termination_of(&outcome);
                     if let Some(detail) = &outcome.provider_error {
                         errors.push(RecordedError::new(Phase::Model, None, detail.clone()));
@@ -159,7 +180,10 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
     if judged {
         ctx.events.enter(PhaseKind::Verify);
         crate::crashpoint::reach(CrashPoint::Verify);
-        out.verification = Some(verify(scenario, values, actx, &mut patterns, errors).await);
+        out.verified_us = Some(crate::clock::now_us());
+        let (verification, verify_errors) = check_all(scenario, values, actx, &mut patterns).await;
+        errors.extend(verify_errors);
+        out.verification = Some(verification);
     }
 
     // Cleanup: always, best effort.
@@ -198,19 +222,41 @@ fn resolve_rules(rules: &[Rule], values: &Values, errors: &mut Vec<RecordedError
     Some(out)
 }
 
-async fn verify(
+/// Whom a check's answer comes from (its `trusts`): the runner itself (`runner`) only when it
+/// reads the runner's own records — a snapshot taken through the sandbox, a file read out of
+/// it, or the canary sink's records at `{runner: sink_requests}`; any other answer comes from
+/// someone else: the audited server (`mcp_tool`, or an `http_request` to its own API) or a
+/// party beside it (`target`). Decided by who answers, not by the action's type.
+fn trusts(action: &Action, values: &Values) -> &'static str {
+    match action {
+        Action::McpTool(_) => "target",
+        Action::HttpRequest(h) => {
+            let own = values.runner.get("sink_requests").and_then(serde_json::Value::as_str);
+            let url = values.resolve_text(&h.url).ok().and_then(|u| u.as_str().map(str::to_owned));
+            match (own, url) {
+                (Some(own), Some(url)) if url == own || url.starts_with(&format!("{own}?")) => "runner",
+                _ => "target",
+            }
+        }
+        _ => "runner",
+    }
+}
+
+/// Run the scenario's verify checks; the verification and the errors it met. The verification
+/// phase records both; a sighting keeps only what the checks read.
+pub(crate) async fn check_all(
     scenario: &Scenario,
     values: &mut Values,
     actx: ActionContext<'_>,
     patterns: &mut Patterns,
-    errors: &mut Vec<RecordedError>,
-) -> Verification {
+) -> (Verification, Vec<RecordedError>) {
+    let mut errors = Vec::new();
     let mut checks = Vec::new();
     let mut results = Vec::new();
     let mut verification_error = false;
     for check in &scenario.verify.checks {
+        let trusts = trusts(&check.action, values);
         let outcome = actions::run_for(&check.action, &check.assertions, values, actx).await;
-        let trusts = if matches!(check.action, Action::McpTool(_)) { "target" } else { "runner" };
         let mut record = CheckRecord {
             id: check.id.clone(),
             verifier: check.action.kind().to_owned(),
@@ -257,7 +303,7 @@ async fn verify(
     }
     let completed = judge::completed(&results, scenario.verify.mode == VerifyMode::Any, verification_error);
     let decided_by = elengtis_core::records::decided_by(scenario.verify.mode, &checks, completed);
-    Verification { mode: scenario.verify.mode, checks, completed, decided_by }
+    (Verification { mode: scenario.verify.mode, checks, completed, decided_by }, errors)
 }
 
 /// Offer the tools, render the prompts and run the agent loop. A request the spend cap
@@ -267,7 +313,8 @@ async fn exercise(
     ctx: PhaseContext<'_>,
     host: &dyn ToolHost,
     values: &Values,
-) -> Result<(AgentOutcome, Vec<Value>), String> {
+    sightings: Option<&Sightings<'_>>,
+) -> Result<(AgentOutcome, Vec<Value>, u64), String> {
     let PhaseContext { campaign, scenario, .. } = ctx;
     let listed = host.list_tools().await.map_err(|e| e.to_string())?;
     let offered: Vec<ToolInfo> = match &scenario.exercise.tools {
@@ -298,13 +345,19 @@ async fn exercise(
     let agent_loop = agent::for_kind(campaign.engine)?;
     let mut model = model::for_campaign(campaign, values.clone(), ctx.trial_index, ctx.model).map_err(|e| e.detail)?;
     let task = AgentTask { system: &system, user: &user, tools: &offered, step_budget: campaign.step_budget };
+    // What the verifier sees before the model does anything (the baseline of a payload in
+    // the user's message or a tool description).
+    if let Some(sightings) = sightings {
+        sightings.sight().await;
+    }
+    let began = crate::clock::now_us();
     let mut outcome = agent_loop.run(model.as_mut(), host, task).await;
     if let Some(reason) = model.budget_stop() {
         outcome.termination = Some(Termination::BudgetExhausted);
         outcome.provider_error = Some(reason);
     }
     let tools = offered.iter().map(|t| t.listing.clone()).collect();
-    Ok((outcome, tools))
+    Ok((outcome, tools, began))
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 use elengtis_core::agent::{AgentOutcome, Termination};
 use elengtis_core::format::campaign::Campaign;
 use elengtis_core::records::{
-    Diagnostics, Evidence, EvidenceStatus, Outcome, OutcomeInputs, RESULTS_SCHEMA_VERSION, RecordedError, Row, Usage,
-    derive,
+    Diagnostics, Evidence, EvidenceStatus, Outcome, OutcomeInputs, RESULTS_SCHEMA_VERSION, RecordedError, Row,
+    Timeline, Usage, derive, timeline::RUNNER_MONOTONIC_US,
 };
 use serde_json::Value;
 
@@ -31,6 +31,8 @@ pub struct Identity<'a> {
     pub canary: &'a str,
     /// The evidence file, relative to the results directory.
     pub evidence: &'a str,
+    /// When the attempt began ([`crate::clock`]).
+    pub began_us: u64,
 }
 
 /// The row and evidence of an attempt.
@@ -45,7 +47,20 @@ pub fn build(
 ) -> (Row, Evidence) {
     let termination = phases.termination();
     let setup_clean = phases.setup_clean;
-    let agent = phases.agent;
+    let mut agent = phases.agent;
+    let mut timeline = Timeline {
+        clock: RUNNER_MONOTONIC_US.to_owned(),
+        began_us: who.began_us,
+        exercise_us: phases.exercise_us,
+        calls: std::mem::take(&mut agent.call_times),
+        sightings: phases.sightings,
+        verified_us: phases.verified_us,
+    };
+    let after: Vec<Option<String>> =
+        timeline.sightings.iter().map(|s| timeline.call_at(s.at_us).map(|c| c.id.clone())).collect();
+    for (sighting, after) in timeline.sightings.iter_mut().zip(after) {
+        sighting.after = after;
+    }
     let (judged_calls, tool_errors) = (agent.calls.len(), agent.tool_errors.len());
     let usage = usage(campaign, &agent);
     let diagnostics = Diagnostics {
@@ -78,6 +93,7 @@ pub fn build(
         termination,
         errors,
         shim: phases.shim,
+        timeline: Some(timeline),
     };
     // Every field the evidence determines is set from it (`records::derive`), as `verify`
     // checks it: the row cannot say what its evidence does not.

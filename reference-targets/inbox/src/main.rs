@@ -15,7 +15,7 @@ use clap::Parser as _;
 
 use crate::{
     cli::Args,
-    server::{Controls, Inbox},
+    server::{Controls, Inbox, Misbehaviour},
 };
 
 fn main() -> anyhow::Result<()> {
@@ -35,7 +35,30 @@ fn main() -> anyhow::Result<()> {
     // The variable first, the flags after: a flag wins for the same id.
     let mut notes = args.notes_json.unwrap_or_default();
     notes.extend(args.notes);
-    let server = Inbox::new(controls, crash_on, notes, http::Client::new(args.resolve));
+    let misbehaviour = Misbehaviour {
+        guard_leaks: args.guard_leaks.unwrap_or(cli::Leak::Off),
+        leak_every: args.leak_every.unwrap_or(1),
+        leak_counter: args.leak_counter.filter(|p| !p.as_os_str().is_empty()),
+        fetch_redirect: args.fetch_redirect.filter(|p| !p.is_empty()),
+        // Checked by the parser.
+        read_beacon: args.read_beacon.filter(|u| !u.is_empty()).and_then(|u| url::Url::parse(&u).ok()),
+    };
+    let listen: Option<std::net::SocketAddr> = args.outbox_listen.and_then(|a| a.parse().ok());
+    let server = Inbox::new(controls, crash_on, misbehaviour, notes, http::Client::new(args.resolve));
     tracing::info!(transport = ?args.serve.transport, "starting elengtis-inbox");
-    elengtis_target_kit::run_main_for(args.serve.transport, elengtis_target_kit::serve(server, args.serve))
+    let outbox = server.clone();
+    let transport = args.serve.transport;
+    let serve = elengtis_target_kit::serve(server, args.serve);
+    elengtis_target_kit::run_main_for(transport, async move {
+        if let Some(addr) = listen {
+            tokio::spawn(async move {
+                if let Err(e) = outbox.serve_outbox(addr).await {
+                    eprintln!("inbox: failed to serve the outbox on {addr}: {e}");
+                    #[allow(clippy::exit, reason = "a usage error at start: the address cannot be served")]
+                    std::process::exit(1);
+                }
+            });
+        }
+        serve.await
+    })
 }
