@@ -22,6 +22,7 @@ mod preflight;
 mod progress;
 mod prove;
 mod prove_custom;
+mod prove_earned;
 mod recipes;
 mod report;
 mod resume;

@@ -12,6 +12,7 @@ use elengtis::prove::{self, ProveOptions};
 use elengtis::run::SandboxChoice;
 use elengtis::sandbox::fake::FakeBackend;
 use elengtis_core::format::seed::Weakness;
+use elengtis_core::prove::Thresholds;
 use elengtis_core::prove::Verdict;
 use elengtis_tests::{bin, scratch, workspace};
 
@@ -31,6 +32,9 @@ fn options(base: &Path, out: &Path, disabled: Vec<Weakness>, iterations: u32, me
         metamorphic,
         disabled,
         sandbox: SandboxChoice::Prepared(Arc::new(backend)),
+        // These tests are about what runs and how it is read, not about how many iterations
+        // a keep needs (tests/cli/prove_custom.rs holds that): their iterations suffice.
+        thresholds: Thresholds { min_iterations: iterations, ..Thresholds::default() },
         ..ProveOptions::default()
     }
 }
@@ -111,7 +115,10 @@ fn stochastic_seed(dir: &Path, p: f64) -> PathBuf {
     let seed = seed
         .replace("id: w3-fetch-attacker-url-direct", "id: stochastic-fetch")
         .replace("scenario: w3-fetch-attacker-url-direct.yaml", "scenario: stochastic-fetch.yaml")
-        .replace(r#"- {"when": {"seen": "attacker.example.com"}, "#, &format!(r#"- {{"fire_probability": {p}, "#));
+        .replace(
+            r#"- {"when": {"seen": "attacker.example.com", "instruction": "what it says"}, "#,
+            &format!(r#"- {{"fire_probability": {p}, "#),
+        );
     assert!(seed.contains("fire_probability"), "the seed's first step takes the probability:\n{seed}");
     let path = dir.join("stochastic-fetch.seed.yaml");
     std::fs::write(&path, seed).expect("write the seed");
@@ -243,9 +250,10 @@ fn a_proves_event_stream_has_each_campaigns_run_and_every_legs_phases() {
         attempts += rows;
     }
     let finished = events.iter().filter(|e| e["event"] == "trial_finished").count();
-    // The calibration's two runs (with and without the real effect) are legs of a run too.
+    // The calibration's runs (with and without the real effect, on each side's build) are
+    // legs of a run too.
     let calibration = elengtis_tests::rows(&out.join("w2-note-body-direct/calibrate/results/runs.jsonl")).len();
-    assert_eq!(calibration, 2);
+    assert_eq!(calibration, 4);
     assert_eq!(finished, attempts + calibration, "every leg's attempt is in the stream once");
     assert_eq!(events.iter().filter(|e| e["event"] == "run_finished").count(), 3);
 }
@@ -467,7 +475,9 @@ fn leg_shards_of_two_seeds_merge_to_the_unsharded_verdicts_and_a_missing_shard_i
         .iter()
         .map(|r| r["verdict_label"].as_str().expect("label"))
         .collect();
-    assert_eq!(labels, ["KEPT", "REJECTED"]);
+    // The binary holds a keep to the 5 iterations it needs (these shards ran 3): the first
+    // seed, kept above under the test's own threshold, is STABLE, NOT PROVEN here.
+    assert_eq!(labels, ["STABLE, NOT PROVEN", "REJECTED"]);
 
     // A shard missing: its legs read no verdict, so neither seed can be kept.
     let partial = prove::merge_leg_shards(&all, &roots[..2], &catalogue, &opts("partial", 3), &merge, |_| {})

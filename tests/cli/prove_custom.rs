@@ -9,23 +9,28 @@ use std::path::{Path, PathBuf};
 use elengtis_tests::{elengtis, scratch, stderr, stdout, workspace};
 use serde_json::Value;
 
-fn data() -> PathBuf {
+pub(crate) fn data() -> PathBuf {
     workspace().join("tests/data")
 }
 
-fn seed(name: &str) -> String {
+pub(crate) fn seed(name: &str) -> String {
     data().join("seeds").join(format!("{name}.seed.yaml")).display().to_string()
 }
 
-fn target(name: &str) -> String {
+pub(crate) fn target(name: &str) -> String {
     data().join("targets").join(format!("{name}.yaml")).display().to_string()
 }
 
 /// Run `prove --json` with `args`; the exit code and the JSON it printed.
-fn prove(dir: &Path, args: &[&str]) -> (i32, Value) {
+pub(crate) fn prove(dir: &Path, args: &[&str]) -> (i32, Value) {
+    prove_jobs(dir, "4", args)
+}
+
+/// [`prove`] with `--jobs jobs`.
+pub(crate) fn prove_jobs(dir: &Path, jobs: &str, args: &[&str]) -> (i32, Value) {
     let seeds_dir = data().join("seeds").display().to_string();
     let out = dir.join("out").display().to_string();
-    let mut all = vec!["prove", "--json", "--jobs", "4", "--seeds-dir", &seeds_dir, "--out", &out];
+    let mut all = vec!["prove", "--json", "--jobs", jobs, "--seeds-dir", &seeds_dir, "--out", &out];
     all.extend_from_slice(args);
     let output = elengtis(dir, &all);
     let code = output.status.code().unwrap_or(-1);
@@ -35,18 +40,18 @@ fn prove(dir: &Path, args: &[&str]) -> (i32, Value) {
     (code, json)
 }
 
-fn report(json: &Value) -> &Value {
+pub(crate) fn report(json: &Value) -> &Value {
     &json["reports"][0]
 }
 
-fn readings(report: &Value, side: &str) -> Vec<String> {
+pub(crate) fn readings(report: &Value, side: &str) -> Vec<String> {
     report["legs"][side]["runs"]
         .as_array()
         .map(|runs| runs.iter().map(|r| r["reading"]["reading"].as_str().unwrap_or_default().to_owned()).collect())
         .unwrap_or_default()
 }
 
-fn reasons(report: &Value) -> String {
+pub(crate) fn reasons(report: &Value) -> String {
     report["reasons"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n"))
@@ -242,7 +247,7 @@ fn your_own_target_must_say_what_its_guarded_side_is() {
 }
 
 /// Run `ablate --json` with `args`.
-fn ablate(dir: &Path, args: &[&str]) -> (i32, Value) {
+pub(crate) fn ablate(dir: &Path, args: &[&str]) -> (i32, Value) {
     let seeds_dir = data().join("seeds").display().to_string();
     let out = dir.join("out").display().to_string();
     let mut all = vec!["ablate", "--json", "--jobs", "4", "--seeds-dir", &seeds_dir, "--out", &out];
@@ -254,7 +259,7 @@ fn ablate(dir: &Path, args: &[&str]) -> (i32, Value) {
     (code, json)
 }
 
-fn roles(report: &Value) -> Vec<(String, String)> {
+pub(crate) fn roles(report: &Value) -> Vec<(String, String)> {
     report["controls"]
         .as_array()
         .expect("controls")
