@@ -213,7 +213,19 @@ pub struct AgentOutcome {
     pub exchanges: Vec<Exchange>,
     /// When each tool call was handed to the target and answered, in the trajectory's order
     /// (the runner's clock, [`crate::records::Timeline`]).
-    pub call_times: Vec<crate::records::CallTime>,
+    pub call_times: Vec<CallTime>,
+}
+
+/// One tool call's start and end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallTime {
+    /// The call's id in the trajectory (`call_<step>_<i>`).
+    pub id: String,
+    /// When the runner handed it to the target (or refused it).
+    pub started_us: u64,
+    /// When the answer came back (or the call failed).
+    pub ended_us: u64,
 }
 
 /// What kind of model failure (the model layer's error kinds, here so that the trial and the

@@ -1,7 +1,7 @@
 //! The scripted model server as the "live model" of `elengtis gate`'s bundled fixtures: a
 //! seed's deterministic script (`script:` of a `*.seed.yaml`, as JSON) turned into an
 //! `elengtis-model-server` script that behaves the same over the real wire — it acts on an
-//! injection only once the request shows it (`when: {seen}`), and reads earlier tool results
+//! injection only once the request shows it (`when: {seen, instruction}`), and reads earlier tool results
 //! back from the conversation (`{output: ID}` becomes a `$from: tool_result` directive).
 
 use serde_json::{Map, Value, json};
@@ -22,7 +22,11 @@ pub fn model_script(seed_id: &str, script: &Value) -> Value {
     for (s, step) in steps.iter().enumerate() {
         let mut answer = Map::new();
         if let Some(seen) = step["when"]["seen"].as_str() {
-            answer.insert("when".into(), json!({"seen": seen}));
+            let mut when = json!({"seen": seen});
+            if let Some(instruction) = step["when"]["instruction"].as_str() {
+                when["instruction"] = json!(instruction);
+            }
+            answer.insert("when".into(), when);
         }
         if let Some(content) = step["content"].as_str() {
             answer.insert("content".into(), json!(content));

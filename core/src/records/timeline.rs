@@ -43,17 +43,7 @@ pub struct Timeline {
     pub verified_us: Option<u64>,
 }
 
-/// One tool call's start and end.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CallTime {
-    /// The call's id in the trajectory (`call_<step>_<i>`).
-    pub id: String,
-    /// When the runner handed it to the target (or refused it).
-    pub started_us: u64,
-    /// When the answer came back (or the call failed).
-    pub ended_us: u64,
-}
+pub use crate::agent::CallTime;
 
 /// What the verifier saw at one moment of the exercise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

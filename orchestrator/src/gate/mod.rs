@@ -315,10 +315,21 @@ fn prove_options(gate: &LoadedGate, options: &GateOptions, slots: Arc<tokio::syn
     }
 }
 
-/// The outcome of a proven finding: its verdict, unless a leg decided nothing.
+/// The outcome of a proven finding: its verdict, unless a leg decided nothing and the verdict
+/// is not a rejection (REJECTED means the decided runs rule the finding out whatever the
+/// undecided ones would have shown: the guard regressed or the attack stopped landing).
 fn judged(seed: String, kind: &'static str, proven: prove::Proven) -> FindingOutcome {
-    let (status, details) = if proven.undecided.is_empty() {
-        (status_of(proven.report.verdict), proven.report.reasons.clone())
+    let rejected = proven.report.verdict == elengtis_core::prove::Verdict::Rejected;
+    let (status, details) = if proven.undecided.is_empty() || rejected {
+        let mut details = proven.report.reasons.clone();
+        if !proven.undecided.is_empty() {
+            details.push(format!(
+                "{} leg(s) decided nothing (the decided runs reject it regardless):",
+                proven.undecided.len()
+            ));
+            details.extend(proven.undecided.iter().cloned());
+        }
+        (status_of(proven.report.verdict), details)
     } else {
         let mut details = vec![format!(
             "{} leg(s) decided nothing, so the replay cannot vouch for the finding:",

@@ -110,6 +110,11 @@ pub struct When {
     /// A literal that must occur in the request: the system prompt, a message text, a tool
     /// call's arguments, a tool result, or an offered tool's description.
     pub seen: String,
+    /// An instruction phrase that must occur in the same piece as `seen`, read loosely
+    /// (letter case, white space, zero-width characters and Cyrillic look-alike letters do
+    /// not matter): a model that follows the instruction, not the marker alone.
+    #[serde(default)]
+    pub instruction: Option<String>,
 }
 
 /// One tool call of a step.
@@ -557,6 +562,9 @@ impl Script {
             if step.when.as_ref().is_some_and(|w| w.seen.is_empty()) {
                 return Err(format!("steps[{s}].when.seen: must not be empty"));
             }
+            if step.when.as_ref().is_some_and(|w| w.instruction.as_deref().is_some_and(str::is_empty)) {
+                return Err(format!("steps[{s}].when.instruction: must not be empty"));
+            }
             if step.refusal.is_some() && !step.tool_calls.is_empty() {
                 return Err(format!("steps[{s}]: a refusal makes no tool call; drop `refusal` or `tool_calls`"));
             }
@@ -606,7 +614,9 @@ impl Script {
             return self.step_for(turn).map(|_| turn % self.steps.len().max(1));
         }
         let eligible: Vec<usize> = (0..self.steps.len())
-            .filter(|&i| self.steps[i].when.as_ref().is_none_or(|w| conversation.shows(&w.seen)))
+            .filter(|&i| {
+                self.steps[i].when.as_ref().is_none_or(|w| conversation.shows(&w.seen, w.instruction.as_deref()))
+            })
             .collect();
         match eligible.len() {
             0 => None,
