@@ -94,34 +94,33 @@ impl StepCondition {
     }
 }
 
-/// Letters that look like Latin ones (Cyrillic and Greek), with the Latin letter they pass
-/// for.
-const LOOK_ALIKES: &[(char, char)] = &[
-    ('\u{0430}', 'a'),
-    ('\u{0441}', 'c'),
-    ('\u{0435}', 'e'),
-    ('\u{0456}', 'i'),
-    ('\u{043E}', 'o'),
-    ('\u{0440}', 'p'),
-    ('\u{0445}', 'x'),
-    ('\u{0443}', 'y'),
-    ('\u{0410}', 'a'),
-    ('\u{0412}', 'b'),
-    ('\u{0421}', 'c'),
-    ('\u{0415}', 'e'),
-    ('\u{041D}', 'h'),
-    ('\u{041A}', 'k'),
-    ('\u{041C}', 'm'),
-    ('\u{041E}', 'o'),
-    ('\u{0420}', 'p'),
-    ('\u{0422}', 't'),
-    ('\u{0425}', 'x'),
-    ('\u{03BF}', 'o'),
-    ('\u{039F}', 'o'),
-    ('\u{03B1}', 'a'),
-    ('\u{0391}', 'a'),
-    ('\u{0395}', 'e'),
+/// Latin letters and their Cyrillic look-alikes: what `prove`'s confusables rewrite puts in,
+/// and what [`loose`] reads back.
+pub const CONFUSABLES: &[(char, char)] = &[
+    ('a', '\u{0430}'),
+    ('c', '\u{0441}'),
+    ('e', '\u{0435}'),
+    ('i', '\u{0456}'),
+    ('o', '\u{043E}'),
+    ('p', '\u{0440}'),
+    ('x', '\u{0445}'),
+    ('y', '\u{0443}'),
+    ('A', '\u{0410}'),
+    ('B', '\u{0412}'),
+    ('C', '\u{0421}'),
+    ('E', '\u{0415}'),
+    ('H', '\u{041D}'),
+    ('K', '\u{041A}'),
+    ('M', '\u{041C}'),
+    ('O', '\u{041E}'),
+    ('P', '\u{0420}'),
+    ('T', '\u{0422}'),
+    ('X', '\u{0425}'),
 ];
+
+/// Greek letters that pass for Latin ones, read back by [`loose`] too.
+const GREEK_LOOK_ALIKES: &[(char, char)] =
+    &[('o', '\u{03BF}'), ('O', '\u{039F}'), ('a', '\u{03B1}'), ('A', '\u{0391}'), ('E', '\u{0395}')];
 
 /// `text` as [`loosely_contains`] compares it: lower case, look-alike letters read as the
 /// Latin ones, white space and invisible characters (zero-width space, joiners, the word
@@ -129,7 +128,9 @@ const LOOK_ALIKES: &[(char, char)] = &[
 pub fn loose(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_whitespace() && !matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}'))
-        .map(|c| LOOK_ALIKES.iter().find(|(look, _)| *look == c).map_or(c, |(_, latin)| *latin))
+        .map(|c| {
+            CONFUSABLES.iter().chain(GREEK_LOOK_ALIKES).find(|(_, look)| *look == c).map_or(c, |(latin, _)| *latin)
+        })
         .flat_map(char::to_lowercase)
         .collect()
 }

@@ -352,33 +352,15 @@ pub fn check_seed(file: &Path, seed: &Seed, node: &Node) -> Vec<Diagnostic> {
     found
 }
 
-/// The literal text of a prompt template: `{field}` references left out (`{{` and `}}` are
-/// literal braces).
+/// The literal text of a prompt template: each `{field}` rendered as a space (its parser is
+/// the template renderer's); a template that does not parse is its own text.
 fn literal_text(template: &str) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut chars = template.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '{' if chars.peek() == Some(&'{') => {
-                chars.next();
-                out.push('{');
-            }
-            '}' if chars.peek() == Some(&'}') => {
-                chars.next();
-                out.push('}');
-            }
-            '{' => {
-                for c in chars.by_ref() {
-                    if c == '}' {
-                        break;
-                    }
-                }
-                out.push(' ');
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    let blank: std::collections::BTreeMap<String, serde_json::Value> = crate::refs::template_fields(template)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|name| (name, serde_json::Value::String(" ".into())))
+        .collect();
+    crate::refs::render_template(template, &blank).unwrap_or_else(|_| template.to_owned())
 }
 
 /// What the seed says that its scenario (`scenario`, as loaded from the seed's `scenario`

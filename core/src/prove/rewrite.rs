@@ -219,28 +219,7 @@ fn paraphrase(text: &str) -> String {
     })
 }
 
-/// Latin letters and their Cyrillic look-alikes.
-const CONFUSABLES: &[(char, char)] = &[
-    ('a', '\u{0430}'),
-    ('c', '\u{0441}'),
-    ('e', '\u{0435}'),
-    ('i', '\u{0456}'),
-    ('o', '\u{043E}'),
-    ('p', '\u{0440}'),
-    ('x', '\u{0445}'),
-    ('y', '\u{0443}'),
-    ('A', '\u{0410}'),
-    ('B', '\u{0412}'),
-    ('C', '\u{0421}'),
-    ('E', '\u{0415}'),
-    ('H', '\u{041D}'),
-    ('K', '\u{041A}'),
-    ('M', '\u{041C}'),
-    ('O', '\u{041E}'),
-    ('P', '\u{0420}'),
-    ('T', '\u{0422}'),
-    ('X', '\u{0425}'),
-];
+use crate::format::script::CONFUSABLES;
 
 fn confusables(text: &str) -> String {
     map_words(text, |word| {

@@ -55,7 +55,8 @@ mod tests {
         let site = Site::start(200, "page".to_owned()).await;
         // Three processes, one blocked fetch each: only the first leaks.
         for _ in 0..3 {
-            let inbox = start(&site, &["--guard-leaks", "refuse", "--leak-every", "3", "--leak-counter", &counter]).await;
+            let inbox =
+                start(&site, &["--guard-leaks", "refuse", "--leak-every", "3", "--leak-counter", &counter]).await;
             inbox.call("get_note", json!({"id": "n1"})).await.ok();
             assert_eq!(inbox.call("http_get", json!({"url": "http://attacker.example.com/x"})).await.err(), LOCKED);
             inbox.stop().await;
