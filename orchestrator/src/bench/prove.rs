@@ -1,6 +1,7 @@
 //! The prove figure (issue 31, item 2): one finding proven end to end — the bundled seed
-//! `w4-send-email-via-note-injection` against the reference twins, 24 legs and the two
-//! calibration runs, every one in fresh hardened containers — timed at `--jobs 4` and
+//! `w4-send-email-via-note-injection` against the reference twins, 29 legs (5 iterations × 2
+//! sides, 5 benign-carrier runs, 7 rewrites × 2 sides) and the four calibration runs (both
+//! sides' builds), every one in fresh hardened containers with its verifier's sightings — timed at `--jobs 4` and
 //! `--jobs 1`, with the runner's peak memory, against two baselines measured in the same run:
 //!
 //! - the same prove with every leg on an internal bridge of its own

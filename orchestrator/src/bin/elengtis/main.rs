@@ -174,7 +174,7 @@ enum Command {
         #[arg(long, conflicts_with_all = ["provider_only", "original"])]
         stdio_only: bool,
         /// Measure only one finding's prove (the bundled seed w4-send-email-via-note-injection,
-        /// 24 legs and its calibration) at --jobs 4 and --jobs 1, against the legs' raw
+        /// 29 legs and its calibration on both sides) at --jobs 4 and --jobs 1, against the legs' raw
         /// container lifecycle and a bridge per leg, measured in the same run.
         #[arg(long, conflicts_with_all = ["provider_only", "stdio_only", "original"])]
         prove_only: bool,
