@@ -319,13 +319,14 @@ fn an_effect_the_delivering_read_made_is_not_credited_to_the_attack_call() {
     )
     .expect("JSON");
     let sightings = file["timeline"]["sightings"].as_array().expect("sightings");
-    assert_eq!(sightings[0]["completed"], false, "before the exercise: {sightings:?}");
-    assert_eq!(sightings[1]["after"], "call_0_0", "{sightings:?}");
-    assert_eq!(sightings[1]["completed"], true, "after the read: {sightings:?}");
+    // Sightings where a note can deliver the payload (after an answer carrying a marker): the
+    // first after the read's answer came back, before the model saw it; none before the loop.
+    assert_eq!(sightings[0]["after"], "call_0_0", "{sightings:?}");
+    assert_eq!(sightings[0]["completed"], true, "after the read: {sightings:?}");
     let received = file["target_execution"]["sink"]["received_us"].as_array().expect("arrival times");
     let read = &file["timeline"]["calls"][0];
     assert!(
-        received[0].as_u64() >= read["started_us"].as_u64() && received[0].as_u64() <= sightings[1]["at_us"].as_u64()
+        received[0].as_u64() >= read["started_us"].as_u64() && received[0].as_u64() <= sightings[0]["at_us"].as_u64()
     );
 }
 

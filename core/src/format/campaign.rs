@@ -74,12 +74,49 @@ pub struct Campaign {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<Script>,
     /// elengtis addition: take verifier sightings during the exercise — the scenario's
-    /// verify checks run once before the agent loop and again after each tool call's answer
-    /// comes back (before the model sees it), each recorded with its time in the evidence's
-    /// `timeline` — so an effect can be ordered against the calls. `prove` turns it on; it
-    /// costs one run of the checks per call. Default false.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub sightings: bool,
+    /// verify checks run at chosen moments, each recorded with its time in the evidence's
+    /// `timeline` — so an effect can be ordered against the calls. Absent: none. `prove` sets
+    /// it to sight the moment its payload reaches the model; each sighting costs one run of
+    /// the checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sightings: Option<Sightings>,
+}
+
+/// When a campaign's trials take verifier sightings (`sightings: {}`: before the agent loop
+/// and after every call).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sightings {
+    /// Once before the agent loop begins (after the setup). Default true.
+    #[serde(default = "yes")]
+    pub before_exercise: bool,
+    /// After a call's answer comes back from the target (before the model sees it) only when
+    /// the answer carries one of these literals — the moments a planted payload can reach the
+    /// model; `[]`: after no call. Absent: after every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_results_carrying: Option<Vec<String>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Sightings {
+    /// Whether a call whose answer is `answer` is sighted after.
+    pub fn after(&self, answer: &Value) -> bool {
+        fn carries(value: &Value, literal: &str) -> bool {
+            match value {
+                Value::String(s) => s.contains(literal),
+                Value::Array(items) => items.iter().any(|v| carries(v, literal)),
+                Value::Object(map) => map.values().any(|v| carries(v, literal)),
+                _ => false,
+            }
+        }
+        match &self.after_results_carrying {
+            None => true,
+            Some(literals) => literals.iter().any(|l| !l.is_empty() && carries(answer, l)),
+        }
+    }
 }
 
 fn default_trials() -> u32 {

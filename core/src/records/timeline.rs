@@ -33,9 +33,9 @@ pub struct Timeline {
     /// contacting the target (a tool that was not offered) starts and ends at once.
     #[serde(default)]
     pub calls: Vec<CallTime>,
-    /// The verifier's sightings during the exercise (campaigns with `sightings: true`, as
-    /// `prove` writes them): one before the agent loop began, then one after each call's
-    /// answer came back from the target and before the model saw it.
+    /// The verifier's sightings during the exercise (campaigns with `sightings`, as `prove`
+    /// writes them): before the agent loop began, or after a call's answer came back from the
+    /// target and before the model saw it, at the moments the campaign names.
     #[serde(default)]
     pub sightings: Vec<Sighting>,
     /// When the verification phase's checks began (null when it did not run).

@@ -109,6 +109,17 @@ fn twin_args(seed: &LoadedSeed, build: &str, payload: &str, disabled: &[Weakness
     command
 }
 
+/// When a leg's verifier is sighted (docs/prove.md, "Readings"): at the moment its payload can
+/// reach the model, so the effect can be ordered against the delivery — after a call whose
+/// answer carries a marker (a planted note), or before the agent loop (a payload in the
+/// user's message or a tool description, or one the guard stops there).
+pub fn sightings(seed: &LoadedSeed) -> Value {
+    match seed.seed.delivery {
+        Delivery::Note => json!({"before_exercise": false, "after_results_carrying": seed.seed.markers}),
+        Delivery::User | Delivery::Description => json!({"before_exercise": true, "after_results_carrying": []}),
+    }
+}
+
 /// The campaign document for `legs` of `seed`, its scenario named `scenario_file`; with
 /// `live`, the agent is that live model instead of the seed's script.
 pub fn campaign(
@@ -174,8 +185,6 @@ pub fn campaign(
     // A target of the user's own may use string templates (`{template: "…{sink_url}"}`) in its
     // command line: version 2 reads them (nothing else of the twins' campaigns changes).
     let version = if legs.iter().any(|leg| leg.custom.is_some()) { 2 } else { 1 };
-    // Sightings: every leg's effect is ordered against the delivery of its payload
-    // (docs/prove.md, "Readings").
     let mut document = json!({
         "schema_version": version,
         "trials": trials,
@@ -183,7 +192,7 @@ pub fn campaign(
         "engine": "reference",
         "targets": targets,
         "scenarios": [scenario_file],
-        "sightings": true,
+        "sightings": sightings(seed),
     });
     match (live, document.as_object_mut()) {
         (Some(live), Some(map)) => map.extend(live.campaign_fields()),

@@ -48,7 +48,7 @@ pub struct Phases {
     pub cleanup_records: Vec<Value>,
     /// What the control shim classified and decided (targets with a `control_shim`).
     pub shim: Option<ShimRecord>,
-    /// The verifier's sightings during the exercise (campaigns with `sightings: true`).
+    /// The verifier's sightings during the exercise (campaigns with `sightings`).
     pub sightings: Vec<Sighting>,
     /// When the agent loop began ([`crate::clock`]).
     pub exercise_us: Option<u64>,
@@ -127,8 +127,11 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
             };
             // Sightings go around the shim: a call it refused is sighted too. Their checks
             // reach the target itself, as the verification's do.
-            let sightings = (campaign.sightings && !scenario.verify.checks.is_empty())
-                .then(|| Sightings::new(scenario, values, actx));
+            let sightings = campaign
+                .sightings
+                .as_ref()
+                .filter(|_| !scenario.verify.checks.is_empty())
+                .map(|plan| Sightings::new(plan, scenario, values, actx));
             let sighted = sightings.as_ref().map(|s| s.host(agent_host));
             let loop_host: &dyn ToolHost = match &sighted {
                 Some(sighted) => sighted,
@@ -348,7 +351,7 @@ async fn exercise(
     // What the verifier sees before the model does anything (the baseline of a payload in
     // the user's message or a tool description).
     if let Some(sightings) = sightings {
-        sightings.sight().await;
+        sightings.before_exercise().await;
     }
     let began = crate::clock::now_us();
     let mut outcome = agent_loop.run(model.as_mut(), host, task).await;

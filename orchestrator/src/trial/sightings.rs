@@ -1,6 +1,8 @@
-//! Verifier sightings during the exercise (a campaign's `sightings: true`, which `prove`
-//! sets): the scenario's verify checks run once before the agent loop and again after each
-//! tool call's answer came back from the target, before the model sees it. Each sighting is
+//! Verifier sightings during the exercise (a campaign's `sightings`, which `prove` sets): the
+//! scenario's verify checks run before the agent loop and after a tool call's answer came
+//! back from the target, before the model sees it (every call's, or only those whose answer
+//! carries one of the plan's literals: where a planted payload reaches the model). Each
+//! sighting is
 //! recorded with its time on the runner's clock ([`crate::clock`]) in the evidence's
 //! `timeline`, so an effect the final verification sees can be ordered against the call that
 //! delivered a payload (`elengtis_core::prove::leg`).
@@ -12,6 +14,7 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
+use elengtis_core::format::campaign::Sightings as Plan;
 use elengtis_core::format::scenario::Scenario;
 use elengtis_core::judge::Patterns;
 use elengtis_core::records::Sighting;
@@ -24,6 +27,7 @@ use crate::toolhost::{ToolHost, ToolHostError, ToolInfo, ToolOutput};
 /// The sightings of one attempt.
 #[derive(Debug)]
 pub struct Sightings<'a> {
+    plan: &'a Plan,
     scenario: &'a Scenario,
     values: Values,
     actx: ActionContext<'a>,
@@ -33,11 +37,19 @@ pub struct Sightings<'a> {
 }
 
 impl<'a> Sightings<'a> {
-    /// Sightings of `scenario`'s checks with the trial's `values` (as they are when the
-    /// exercise begins) through `actx` (whose host is the target itself, never a shim).
-    pub fn new(scenario: &'a Scenario, values: &Values, actx: ActionContext<'a>) -> Self {
+    /// Sightings of `scenario`'s checks, at the moments `plan` names, with the trial's
+    /// `values` (as they are when the exercise begins) through `actx` (whose host is the target
+    /// itself, never a shim).
+    pub fn new(plan: &'a Plan, scenario: &'a Scenario, values: &Values, actx: ActionContext<'a>) -> Self {
         let snapshots = actx.snapshots.map(std::path::Path::to_path_buf);
-        Sightings { scenario, values: values.clone(), actx, snapshots, taken: tokio::sync::Mutex::default() }
+        Sightings { plan, scenario, values: values.clone(), actx, snapshots, taken: tokio::sync::Mutex::default() }
+    }
+
+    /// The sighting before the agent loop, when the plan takes one.
+    pub async fn before_exercise(&self) {
+        if self.plan.before_exercise {
+            self.sight().await;
+        }
     }
 
     /// Take one sighting now. Sightings never overlap (calls a loop dispatches at once are
@@ -83,7 +95,13 @@ impl ToolHost for SightedHost<'_, '_> {
 
     async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> Result<ToolOutput, ToolHostError> {
         let output = self.inner.call_tool(name, arguments).await;
-        self.sightings.sight().await;
+        let answer = match &output {
+            Ok(output) => &output.record,
+            Err(_) => &Value::Null,
+        };
+        if self.sightings.plan.after(answer) {
+            self.sightings.sight().await;
+        }
         output
     }
 }
