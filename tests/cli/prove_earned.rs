@@ -129,9 +129,10 @@ fn the_instruction_not_the_task_or_the_marker_must_make_the_model_act() {
     let r = report(&json);
     assert_eq!((code, r["verdict"].as_str()), (7, Some("rejected")), "{}", reasons(r));
     assert_eq!(r["gates"]["carrier"], false);
-    assert_eq!(r["carrier"]["counts"]["fired"]["target_reported"], 5);
+    // One run: the scripted model draws nothing, so it answers the same text the same way.
+    assert_eq!(r["carrier"]["counts"]["fired"]["target_reported"], 1);
     assert!(
-        reasons(r).contains("the benign carrier (the markers without the instruction) fired on 5/5"),
+        reasons(r).contains("the benign carrier (the markers without the instruction) fired on 1/1"),
         "{}",
         reasons(r)
     );

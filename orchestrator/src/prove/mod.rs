@@ -390,6 +390,7 @@ async fn run_campaign_shard(
 const REPEAT_RESULTS: &str = "repeat/results";
 const METAMORPHIC_RESULTS: &str = "metamorphic/results";
 const CALIBRATE_RESULTS: &str = "calibrate/results";
+const CARRIER_RESULTS: &str = "carrier/results";
 
 fn readings_of(
     seed: &LoadedSeed,
@@ -521,6 +522,9 @@ struct Finding {
     /// The calibration campaign (absent when the seed has no `calibrate` actions or its
     /// scenario no verifier).
     calibration: Option<Campaign>,
+    /// The benign-carrier campaign and its runs: the vulnerable side with the carrier in place
+    /// of the payload.
+    carrier: (Campaign, u32),
 }
 
 fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, ProveError> {
@@ -563,14 +567,14 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
         }
         legs
     };
-    // The repeat campaign: both sides with the payload, and the benign carrier on the
-    // vulnerable side (the same target, the markers without the instruction).
-    let mut repeat_legs = pair("", &seed.seed.payload);
+    let repeat =
+        prepare_campaign(&seed, &dir.join("repeat"), &pair("", &seed.seed.payload), options.iterations, options)?;
+    check_seed_scenario(&seed, &repeat)?;
+    // The benign carrier: the vulnerable side's target with the markers and no instruction.
     let mut carrier = pair("", &seed.seed.carrier_text()).swap_remove(0);
     carrier.target_id = CARRIER_TARGET.to_owned();
-    repeat_legs.push(carrier);
-    let repeat = prepare_campaign(&seed, &dir.join("repeat"), &repeat_legs, options.iterations, options)?;
-    check_seed_scenario(&seed, &repeat)?;
+    let runs = carrier_runs(&seed, options);
+    let carrier = (prepare_campaign(&seed, &dir.join("carrier"), &[carrier], runs, options)?, runs);
     let metamorphic = if options.metamorphic {
         let variants = rewrites(&seed.seed.payload, &seed.seed.markers);
         let legs: Vec<Leg> = variants.iter().flat_map(|r| pair(r.kind.as_str(), &r.text)).collect();
@@ -592,7 +596,15 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
         }
         _ => None,
     };
-    Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, network, repeat, metamorphic, calibration })
+    Ok(Finding { seed_path: seed_path.to_owned(), seed, dir, shim, network, repeat, metamorphic, calibration, carrier })
+}
+
+/// Runs of the benign carrier: one for the seed's own script when it draws nothing (the
+/// deterministic model answers the same text the same way every time), else as many as the
+/// repeat campaign's iterations (a live model, or a script with `fire_probability`).
+fn carrier_runs(seed: &LoadedSeed, options: &ProveOptions) -> u32 {
+    let deterministic = options.live.is_none() && seed.seed.script.steps.iter().all(|s| s.fire_probability.is_none());
+    if deterministic { 1 } else { options.iterations }
 }
 
 /// What a seed says that its scenario contradicts, checked once the scenario is loaded
@@ -633,7 +645,7 @@ async fn run_finding<'a>(
     pool: &'a Pool,
     options: &'a ProveOptions,
 ) -> Result<Proven, ProveError> {
-    let Finding { repeat, metamorphic, calibration, .. } = finding;
+    let Finding { repeat, metamorphic, calibration, carrier, .. } = finding;
     let repeat_run = run_campaign(repeat, pool, options);
     let optional = |campaign: Option<&'a Campaign>| async move {
         match campaign {
@@ -643,28 +655,36 @@ async fn run_finding<'a>(
     };
     // Every campaign to the end, even when one fails: a run dropped mid-trial would leave its
     // containers behind. The calibration draws from the same pool as the legs.
-    let (repeated, rewritten, calibrated) = futures_util::future::join3(
+    let (repeated, rewritten, calibrated, carried) = futures_util::future::join4(
         repeat_run,
         optional(metamorphic.as_ref().map(|(c, _)| c)),
         optional(calibration.as_ref()),
+        run_campaign(&carrier.0, pool, options),
     )
     .await;
-    decide(finding, catalogue, options, repeated?, rewritten?, calibrated?)
+    decide(
+        finding,
+        catalogue,
+        options,
+        Legs { repeated: repeated?, rewritten: rewritten?, calibrated: calibrated?, carried: carried? },
+    )
 }
 
 type ByTarget = std::collections::BTreeMap<String, Vec<legs::Recorded>>;
 
-/// A finding's report from its campaigns' legs (read from their results directories),
-/// written as `validation_report.json`.
-fn decide(
-    finding: &Finding,
-    catalogue: &[String],
-    options: &ProveOptions,
+/// A finding's legs as its campaigns recorded them.
+struct Legs {
     repeated: ByTarget,
     rewritten: Option<ByTarget>,
     calibrated: Option<ByTarget>,
-) -> Result<Proven, ProveError> {
-    let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, .. } = finding;
+    carried: ByTarget,
+}
+
+/// A finding's report from its campaigns' legs (read from their results directories),
+/// written as `validation_report.json`.
+fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs: Legs) -> Result<Proven, ProveError> {
+    let Legs { repeated, rewritten, calibrated, carried } = legs;
+    let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, carrier: (_, carrier_runs), .. } = finding;
     let has_verifiers = repeat.has_verifiers;
     let with_guarded = options.guarded_side != GuardedSide::None;
     let calibration_on = |target: &str| {
@@ -678,7 +698,7 @@ fn decide(
     let vulnerable = readings_of(seed, &repeated, "vulnerable", vulnerable_side, options.iterations, REPEAT_RESULTS);
     let guarded =
         with_guarded.then(|| readings_of(seed, &repeated, "guarded", guarded_side, options.iterations, REPEAT_RESULTS));
-    let carrier = readings_of(seed, &repeated, CARRIER_TARGET, vulnerable_side, options.iterations, REPEAT_RESULTS);
+    let carrier = readings_of(seed, &carried, CARRIER_TARGET, vulnerable_side, *carrier_runs, CARRIER_RESULTS);
     let rewrite_runs = match (metamorphic, rewritten) {
         (Some((_, variants)), Some(results)) => Some(
             variants
@@ -805,7 +825,7 @@ pub async fn prove_seeds(
     let findings: Vec<Finding> = seed_paths.iter().map(|p| prepare_finding(p, options)).collect::<Result<_, _>>()?;
     let campaigns: Vec<&Campaign> = findings
         .iter()
-        .flat_map(|f| std::iter::once(&f.repeat).chain(f.metamorphic.as_ref().map(|(c, _)| c)))
+        .flat_map(|f| std::iter::once(&f.repeat).chain(f.metamorphic.as_ref().map(|(c, _)| c)).chain([&f.carrier.0]))
         .collect();
     let pool = Pool::new(&campaigns, options).await?;
     let mut queue = findings.iter();
@@ -849,11 +869,12 @@ pub struct LegShard {
     pub of: u64,
 }
 
-/// The campaigns of a finding, in a fixed order: repeat, metamorphic, calibration.
+/// The campaigns of a finding, in a fixed order: repeat, metamorphic, calibration, carrier.
 fn campaigns_of(finding: &Finding) -> Vec<&Campaign> {
     std::iter::once(&finding.repeat)
         .chain(finding.metamorphic.as_ref().map(|(c, _)| c))
         .chain(finding.calibration.as_ref())
+        .chain([&finding.carrier.0])
         .collect()
 }
 
@@ -954,7 +975,8 @@ pub fn merge_leg_shards(
         let repeated = read.next().unwrap_or_default();
         let rewritten = finding.metamorphic.as_ref().map(|_| read.next().unwrap_or_default());
         let calibrated = finding.calibration.as_ref().map(|_| read.next().unwrap_or_default());
-        let p = decide(&finding, catalogue, options, repeated, rewritten, calibrated)?;
+        let carried = read.next().unwrap_or_default();
+        let p = decide(&finding, catalogue, options, Legs { repeated, rewritten, calibrated, carried })?;
         each(&p);
         proven.push(p);
     }

@@ -156,12 +156,17 @@ pub async fn snapshot(
         guard.armed = true;
         docker.pause_container(container_id).await.map_err(|e| engine_error(what_pause.clone(), describe(&e)))?;
         let paused = started.elapsed();
-        let db = download(docker, container_id, path, &name, max_bytes)
-            .await?
+        // The three files at once: the container is paused, so they are one moment's state
+        // whatever order the engine serves them in (a snapshot's cost is its round trips).
+        let (wal_path, wal_name) = (format!("{path}-wal"), format!("{name}-wal"));
+        let (journal_path, journal_name) = (format!("{path}-journal"), format!("{name}-journal"));
+        let (db, wal, journal) = tokio::try_join!(
+            download(docker, container_id, path, &name, max_bytes),
+            download(docker, container_id, &wal_path, &wal_name, max_bytes),
+            download(docker, container_id, &journal_path, &journal_name, max_bytes),
+        )?;
+        let db = db
             .ok_or_else(|| engine_error(format!("snapshot `{path}`"), format!("no file at {path} in the container")))?;
-        let wal = download(docker, container_id, &format!("{path}-wal"), &format!("{name}-wal"), max_bytes).await?;
-        let journal =
-            download(docker, container_id, &format!("{path}-journal"), &format!("{name}-journal"), max_bytes).await?;
         tracing::debug!(
             container = %short(container_id),
             path,
