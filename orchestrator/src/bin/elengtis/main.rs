@@ -754,7 +754,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             print_bench(&terminal, json, report, elengtis::bench::render_stdio)
         }
         Command::Bench { json, allow_vulnerable_engine, runtime, prove_only: true, output, .. } => {
-            ensure_images(allow_vulnerable_engine).await?;
+            ensure_images(&docker_options(allow_vulnerable_engine, &runtime)).await?;
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
             let settings = elengtis::bench::BenchSettings {
                 docker: docker_options(allow_vulnerable_engine, &runtime),
@@ -783,6 +783,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
                 _ => None,
             };
             let engine = docker::api::connect().await?;
+            docker::check_runtime(&engine, runtime.runtime.as_deref())?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?.warning() {
                 errln!("WARNING: {warning}");
             }
@@ -1135,7 +1136,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         |t: &Option<serde_json::Value>| t.as_ref().is_some_and(|t| t["transport"]["type"] == "isolated_container");
     let merging = !args.merge_legs.is_empty();
     if !merging && (target.is_none() || in_container(&target) || in_container(&guarded_target)) {
-        ensure_images(args.allow_vulnerable_engine).await?;
+        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
     }
     let catalogue = prove::catalogue(&args.seeds_dir);
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
@@ -1250,7 +1251,7 @@ async fn ablate_command(args: AblateArgs) -> Result<i32, Error> {
         PathBuf::from(format!("ablate-{stamp}"))
     });
     if target.as_ref().is_none_or(|t| t["transport"]["type"] == "isolated_container") {
-        ensure_images(args.allow_vulnerable_engine).await?;
+        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
     }
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
     let options = ProveOptions {
@@ -1385,7 +1386,7 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
     .from_env();
     // A shard with no finding to re-prove contacts no engine (gate::run then passes it).
     if !gate::select(&loaded, &options)?.0.is_empty() {
-        ensure_images(args.allow_vulnerable_engine).await?;
+        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
     }
     let outcome = gate::run(&loaded, &catalogue, &options).await;
     terminal.finish();
@@ -1550,7 +1551,7 @@ async fn example(
         Err(_) => {}
     }
     if example.isolated {
-        ensure_images(allow_vulnerable_engine).await?;
+        ensure_images(&docker_options(allow_vulnerable_engine, &runtime)).await?;
     }
     run::create_results_dir(&out)?;
     // Until the run has started, the directory holds only what this command wrote: a
@@ -1591,13 +1592,17 @@ async fn example(
     Ok(report(&result?, json, verbose, false))
 }
 
-/// Pass the engine gate, then make sure the bundled images exist, making them when they do
-/// not: imported from the static executables beside this one (seconds), else compiled from the
-/// source tree (minutes, announced with progress), else an error saying what is needed.
-async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Error> {
+/// Check the runtime the command's containers run under (`--runtime`, else the engine's
+/// default: listed, and registered so that it runs the trial layout), pass the engine gate,
+/// then make sure the bundled images exist and are made from the executables beside this one,
+/// (re)making them when they are not: imported from those executables (seconds), else compiled
+/// from the source tree (minutes, announced with progress), else an error saying what is
+/// needed. A campaign's own `runtime:` is checked by the run, also before any trial.
+async fn ensure_images(options: &DockerOptions) -> Result<(), Error> {
     let engine = docker::api::connect().await?;
+    docker::check_runtime(&engine, options.runtime.as_deref())?;
     // An engine accepted despite findings is reported by the run that follows.
-    docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?;
+    docker::engine_gate::check(&engine, options.allow_vulnerable_engine, &[]).await?;
     docker::images::ensure_bundled(&engine, &docker::images::Notify::stderr(interactive())).await?;
     Ok(())
 }

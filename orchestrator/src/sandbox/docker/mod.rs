@@ -90,6 +90,19 @@ fn runtime_warnings(runtimes: &BTreeMap<String, runtime::RuntimeFacts>) -> Vec<S
         .collect()
 }
 
+/// Check that the runtime `requested` names (`None`: the engine's default) is listed by the
+/// engine and registered so that it can run the trial layout ([`runtime::check_registered`],
+/// [`runtime::check_layout`]); its name. Only the engine's `/info` answer is read: a refusal
+/// comes before anything is looked up or created.
+pub fn check_runtime(engine: &DockerEngine, requested: Option<&str>) -> Result<String, SandboxError> {
+    if let Some(name) = requested {
+        runtime::check_registered(name, &engine.facts.runtimes)?;
+    }
+    let name = runtime::expected_name(requested, &engine.facts);
+    runtime::check_layout(&name, &engine.facts.runtimes)?;
+    Ok(name)
+}
+
 /// The Docker engine prepared for one run: connected, past the engine gate, every image the
 /// run needs resolved to an immutable id.
 #[derive(Debug, Clone)]
@@ -135,10 +148,7 @@ impl DockerBackend {
         let mut used = std::collections::BTreeSet::new();
         for need in &needs.images {
             let requested = runtime::effective(options.runtime.as_deref(), need.runtime.as_deref());
-            if let Some(name) = &requested {
-                runtime::check_registered(name, &engine.facts.runtimes)?;
-            }
-            let name = runtime::expected_name(requested.as_deref(), &engine.facts);
+            let name = check_runtime(&engine, requested.as_deref())?;
             if let Some(why) = runtime::refusal(&name, need.egress_proxy) {
                 return Err(SandboxError::Unusable(why));
             }
