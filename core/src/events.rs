@@ -74,6 +74,17 @@ pub enum Event {
         /// Wall time, ms.
         duration_ms: Option<f64>,
     },
+    /// One target's breaker tripped: it failed the manifest's `max_consecutive_target_failures` trials, so its
+    /// remaining trials are not started (those in flight finish and are recorded); the other
+    /// targets' trials go on.
+    TargetStopped {
+        /// The run.
+        run_id: String,
+        /// The target's id.
+        target: String,
+        /// Why, with its last failed trial and that trial's evidence file.
+        reason: String,
+    },
     /// The run stops starting trials (the ones in flight finish and are recorded).
     RunStopping {
         /// The run.

@@ -1,5 +1,6 @@
 mod analyze;
 mod bench;
+mod breaker;
 mod calibration;
 mod closed_stdout;
 mod crash;

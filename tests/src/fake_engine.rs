@@ -172,7 +172,11 @@ fn serve(stream: UnixStream, behaviour: &Behaviour, info: &serde_json::Value, re
             (Some(v), "/version") => Some((200, "application/json", v.to_string())),
             (Some(_), "/info") => Some((200, "application/json", info.to_string())),
             (Some(_), _) if matches!(behaviour, Behaviour::AnswerThenSilent(_)) => None,
-            (Some(_), other) => Some((404, "application/json", serde_json::json!({"message": format!("fake engine: no such object ({other})")}).to_string())),
+            (Some(_), other) => Some((
+                404,
+                "application/json",
+                serde_json::json!({"message": format!("fake engine: no such object ({other})")}).to_string(),
+            )),
         };
         let Some((status, content_type, body)) = answer else {
             // The black hole: hold the connection open and never answer.

@@ -143,11 +143,7 @@ fn gvisor_recipe(name: &str, path: &str) -> String {
 /// Whether a registered runtime is gVisor: named `runsc`, or run from an executable of that name.
 fn is_gvisor(name: &str, registered: &Registered) -> bool {
     name == RUNSC
-        || registered
-            .path
-            .as_deref()
-            .and_then(|p| std::path::Path::new(p).file_name())
-            .is_some_and(|f| f == RUNSC)
+        || registered.path.as_deref().and_then(|p| std::path::Path::new(p).file_name()).is_some_and(|f| f == RUNSC)
 }
 
 /// The network mode gVisor runs with under these engine arguments: the last `--network`
