@@ -27,6 +27,7 @@ mod recipes;
 mod report;
 mod resume;
 mod run;
+mod sarif;
 mod schema;
 mod shards;
 mod shim;

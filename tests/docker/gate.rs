@@ -69,7 +69,10 @@ fn the_committed_gate_passes_offline_and_fails_without_its_evidence() {
         assert_eq!(f["status"], "passed", "{f:#}");
         assert_eq!(f["kind"], "reference");
     }
-    assert!(dir.path().join("ok/findings.sarif").is_file());
+    // The committed gate holds: its SARIF has no alert (issue 38: a passing gate used to write
+    // four High alerts).
+    let sarif = elengtis_tests::read_json(&dir.path().join("ok/findings.sarif"));
+    assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]), "{sarif:#}");
 
     // Broken evidence: each is refused before any container starts.
     let broken = dir.path().join("broken");

@@ -112,5 +112,5 @@ pub use leg::{AttackCalls, EvidenceTier, LegContext, LegReading, LegRun, Side, r
 pub use metamorphic::{MetamorphicResult, RewriteRun, metamorphic};
 pub use report::{ReportInput, TargetIdentity, Targets, ValidationReport, build_report, render_panel};
 pub use rewrite::{Rewrite, RewriteKind, rewrite, rewrites};
-pub use sarif::{SarifOptions, SarifTool, sarif_log};
+pub use sarif::{SarifFinding, SarifOptions, SarifTool, SourceLine, sarif_log};
 pub use verdict::{Assessment, Decision, GuardedLayer, ServerGuard, Verdict, assess, decide};

@@ -1205,7 +1205,16 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     let reports: Vec<_> = proven.iter().map(|p| p.report.clone()).collect();
     let sarif = out.join("findings.sarif");
     let sarif_options = elengtis_core::prove::SarifOptions { include_undecided: args.sarif_include_rejected };
-    prove::outputs::write_sarif(&sarif, &reports, &sarif_options)?;
+    let lines: Vec<_> = reports
+        .iter()
+        .map(|r| elengtis::sarif::prove_lines(r, args.target.as_deref(), args.guarded_target.as_deref()))
+        .collect();
+    let findings: Vec<_> = reports
+        .iter()
+        .zip(&lines)
+        .map(|(report, locations)| elengtis_core::prove::SarifFinding { report, locations })
+        .collect();
+    prove::outputs::write_sarif(&sarif, &findings, &sarif_options)?;
     let verdict = prove::overall(&reports);
     let code = prove::exit_code(&reports);
     if args.json {
@@ -1384,18 +1393,29 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         ..GateOptions::default()
     }
     .from_env();
-    // A shard with no finding to re-prove contacts no engine (gate::run then passes it).
-    if !gate::select(&loaded, &options)?.0.is_empty() {
+    // Only the reference twins and container targets need the engine and the bundled images:
+    // a shard with no finding to re-prove, or only stdio targets of your own, contacts none.
+    let selected = gate::select(&loaded, &options)?.0;
+    if selected.iter().any(|f| gate::needs_engine(f, &options)) {
         ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
     }
     let outcome = gate::run(&loaded, &catalogue, &options).await;
     terminal.finish();
     let outcome = outcome?;
-    let reports: Vec<_> = outcome.findings.iter().filter_map(|f| f.report.clone()).collect();
+    // Outcomes are in the selection's order (the file's).
+    let proven: Vec<_> = selected
+        .iter()
+        .zip(&outcome.findings)
+        .filter_map(|(finding, outcome)| {
+            outcome.report.as_ref().map(|r| (r, elengtis::sarif::gate_lines(&loaded, finding)))
+        })
+        .collect();
     let sarif = out.join("findings.sarif");
-    if !reports.is_empty() {
+    if !proven.is_empty() {
         let sarif_options = elengtis_core::prove::SarifOptions { include_undecided: args.sarif_include_rejected };
-        elengtis::prove::outputs::write_sarif(&sarif, &reports, &sarif_options)?;
+        let findings: Vec<_> =
+            proven.iter().map(|(report, locations)| elengtis_core::prove::SarifFinding { report, locations }).collect();
+        elengtis::prove::outputs::write_sarif(&sarif, &findings, &sarif_options)?;
     }
     let code = match outcome.status {
         Status::Passed | Status::Skipped => exit_codes::SUCCESS,
@@ -1407,7 +1427,7 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         outln!(
             "{}",
             json!({"status": outcome.status, "exit_code": code, "recorded": outcome.recorded, "out": out,
-                   "sarif": (!reports.is_empty()).then_some(&sarif), "partition": outcome.partition,
+                   "sarif": (!proven.is_empty()).then_some(&sarif), "partition": outcome.partition,
                    "findings": outcome.findings})
         );
     } else {
