@@ -476,8 +476,10 @@ struct ProveArgs {
     /// build): FILE holds one campaign target, as --target's. Implies --guarded-side build.
     #[arg(long, value_name = "FILE", requires = "target")]
     guarded_target: Option<PathBuf>,
-    /// Also write REJECTED and NOT TESTED findings into findings.sarif (at level `none`,
-    /// without a security-severity); by default only kept findings are alerts.
+    /// Also write the findings that are not alerts into findings.sarif: `kind: pass` (the
+    /// side you ship held) or `kind: open` (it decided nothing), at level `none` without a
+    /// security-severity. By default only alerts are written: a side you ship that let the
+    /// attack through (docs/prove.md, "SARIF").
     #[arg(long)]
     sarif_include_rejected: bool,
     /// Drive the legs with a live model instead of the seed's script: FILE holds the
@@ -566,8 +568,10 @@ struct GateArgs {
     /// Where the seed catalogue lives (for the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
     seeds_dir: PathBuf,
-    /// Also write REJECTED and NOT TESTED findings into findings.sarif (at level `none`,
-    /// without a security-severity); by default only kept findings are alerts.
+    /// Also write the findings that are not alerts into findings.sarif: `kind: pass` (the
+    /// side you ship held) or `kind: open` (it decided nothing), at level `none` without a
+    /// security-severity. By default only alerts are written: a side you ship that let the
+    /// attack through (docs/prove.md, "SARIF").
     #[arg(long)]
     sarif_include_rejected: bool,
     /// Legs run at once (each leg in its own fresh container).
