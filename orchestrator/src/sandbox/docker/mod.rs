@@ -167,10 +167,22 @@ impl DockerBackend {
         for message in runtime_warnings(&runtimes) {
             events.emit(&Event::Warning { message });
         }
+        let wanted: Vec<String> = needs
+            .images
+            .iter()
+            .flat_map(|n| {
+                std::iter::once(n.image.clone()).chain(relay::relay_image(relay, n.http, n.relay_image.as_deref()))
+            })
+            .collect();
+        // The bundled images a run uses are made from the executables beside this elengtis:
+        // missing or made from others, they are (re)imported now, and the run says so.
+        let used: Vec<String> = wanted.iter().cloned().chain(needs.sink.then(images::sink_ref)).collect();
+        let ensured =
+            images::ensure_current(&engine, &used).await.map_err(|e| SandboxError::Unusable(e.to_string()))?;
+        if let Some(message) = ensured.imported {
+            events.emit(&Event::Warning { message });
+        }
         let mut images = BTreeMap::new();
-        let wanted = needs.images.iter().flat_map(|n| {
-            std::iter::once(n.image.clone()).chain(relay::relay_image(relay, n.http, n.relay_image.as_deref()))
-        });
         for reference in wanted {
             if let std::collections::btree_map::Entry::Vacant(slot) = images.entry(reference) {
                 let image = api::resolve_image(&engine.docker, slot.key()).await?;
