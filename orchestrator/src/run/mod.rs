@@ -150,6 +150,15 @@ pub enum RunError {
         /// What was asked for.
         asked: String,
     },
+    /// `run --resume-or-start` found a results directory of another campaign, or one that is
+    /// not a run at all.
+    #[error("failed to resume or start the run in {}: {detail}", .dir.display())]
+    NotThisRun {
+        /// The results directory.
+        dir: PathBuf,
+        /// What differs, and what to do.
+        detail: String,
+    },
     /// A merged directory is not resumed.
     #[error(
         "failed to resume {}: it was merged from shards (`elengtis merge`), and a merged directory is not resumed; resume the shard whose trials are missing (`elengtis run --resume --out SHARD`) and merge again",
@@ -423,6 +432,83 @@ fn create_error(out: &Path, path: &Path, source: std::io::Error) -> RunError {
         None => format!("failed to create {}: {source}", path.display()),
     };
     RunError::Unusable { path: out.to_owned(), detail }
+}
+
+/// What `run --resume-or-start` does with its results directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeOrStart {
+    /// Nothing is there: a new run.
+    Start,
+    /// A try that died before it wrote its manifest left the directory (empty, or only an
+    /// empty `evidence/` and temporary files): a new run in it.
+    StartInPlace,
+    /// A run of this very campaign (and scenarios) is there: resume it.
+    Resume,
+}
+
+/// Decide what `run --resume-or-start --config CAMPAIGN --out OUT` does: the convention for a
+/// retried job (a Kubernetes Indexed Job's `backoffLimitPerIndex`, a CI retry) whose earlier
+/// try left `out` behind. A run of another campaign or scenarios, or a directory holding
+/// anything else, is refused (exit 4): a retry never mixes two runs.
+///
+/// # Errors
+///
+/// [`RunError::NotADirectory`], [`RunError::NotThisRun`], or an error reading the manifest.
+pub fn resume_or_start(bundle: &Bundle, out: &Path) -> Result<ResumeOrStart, RunError> {
+    match std::fs::metadata(out) {
+        Err(_) => return Ok(ResumeOrStart::Start),
+        Ok(meta) if !meta.is_dir() => return Err(RunError::NotADirectory(out.to_owned())),
+        Ok(_) => {}
+    }
+    let not_this = |detail: String| RunError::NotThisRun { dir: out.to_owned(), detail };
+    if out.join("manifest.json").exists() {
+        let manifest_path = out.join("manifest.json");
+        let bytes = store::read_beneath(out, Path::new("manifest.json"))
+            .map_err(|e| RunError::Manifest { path: manifest_path.clone(), detail: e.to_string() })?;
+        let manifest: Value = serde_json::from_slice(&bytes).map_err(|e| RunError::Manifest {
+            path: manifest_path.clone(),
+            detail: format!("it is not valid JSON: {e}; restore it from a copy, or start a new run in another --out"),
+        })?;
+        let recorded = &manifest["configuration"];
+        let campaign = recorded_campaign_sha256(&bundle.campaign.value);
+        if recorded["recorded_campaign_sha256"].as_str() != Some(campaign.as_str()) {
+            return Err(not_this(format!(
+                "it holds a run of another campaign (its manifest's configuration.recorded_campaign_sha256 is {}, {} gives {campaign}); choose another --out",
+                recorded["recorded_campaign_sha256"],
+                bundle.campaign.path.display()
+            )));
+        }
+        for scenario in &bundle.scenarios {
+            let was = recorded["scenario_sha256"][&scenario.value.id].as_str();
+            if was != Some(scenario.sha256.as_str()) {
+                return Err(not_this(format!(
+                    "it holds a run with another scenario `{}` (configuration.scenario_sha256 records {}, {} is {}); choose another --out",
+                    scenario.value.id,
+                    was.unwrap_or("none"),
+                    scenario.path.display(),
+                    scenario.sha256
+                )));
+            }
+        }
+        return Ok(ResumeOrStart::Resume);
+    }
+    // No manifest: only what a start writes before it (an empty `evidence/`), and temporary
+    // files of a killed writer. The lock proves no runner is in there now.
+    let _lock = DirLock::acquire(out)?;
+    store::remove_stale_temps(out);
+    let entries = std::fs::read_dir(out).map_err(|e| not_this(format!("it cannot be listed: {e}")))?;
+    for entry in entries.flatten() {
+        let empty_evidence = entry.file_name() == "evidence"
+            && entry.file_type().is_ok_and(|t| t.is_dir())
+            && std::fs::read_dir(entry.path()).is_ok_and(|mut d| d.next().is_none());
+        if !empty_evidence {
+            return Err(not_this(format!(
+                "it has no manifest.json but holds {}: it is not a run an earlier try of this command left; choose another --out",
+                entry.file_name().to_string_lossy()
+            )));
+        }
+    }
+    Ok(ResumeOrStart::StartInPlace)
 }
 
 /// Continue a run.

@@ -342,8 +342,14 @@ struct RunArgs {
     #[arg(long)]
     out: PathBuf,
     /// Continue the run in --out: skip complete trials, retry the rest.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume_or_start")]
     resume: bool,
+    /// With --config: resume the run in --out when it holds one of this campaign (and its
+    /// scenarios), else start it there — what a retried job runs (a Kubernetes Indexed Job's
+    /// index run again, a CI retry). A directory of another campaign, or holding anything but
+    /// an earlier try's start, is refused (exit 4).
+    #[arg(long)]
+    resume_or_start: bool,
     /// Override `trials`.
     #[arg(long)]
     trials: Option<u32>,
@@ -944,28 +950,43 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         model: args.model.clone(),
         provider: args.provider,
     };
+    if args.resume && (args.config.is_some() || !overrides.is_empty()) {
+        return Err(Error::Usage(
+            "--resume continues the run exactly as it was started; it takes no --config or overrides".into(),
+        ));
+    }
+    let bundle = match &args.config {
+        None if args.resume => None,
+        None => {
+            let flag = if args.resume_or_start { "--resume-or-start" } else { "a new run" };
+            return Err(Error::Usage(format!("{flag} needs --config CAMPAIGN (or --resume to continue --out)")));
+        }
+        Some(config) => {
+            let mut bundle = load::load_campaign(config, &LoadOptions::default())?;
+            print_warnings(&bundle.warnings);
+            load::apply_overrides(&mut bundle, &overrides)?;
+            Some(bundle)
+        }
+    };
+    let plan = match &bundle {
+        Some(bundle) if args.resume_or_start => run::resume_or_start(bundle, &args.out)?,
+        Some(_) => run::ResumeOrStart::Start,
+        None => run::ResumeOrStart::Resume,
+    };
     let terminal = Terminal::for_command(&args.output, args.json)?;
-    let terminal = Arc::new(if args.resume { terminal.with_resume_plan() } else { terminal });
+    let resuming = plan == run::ResumeOrStart::Resume;
+    let terminal = Arc::new(if resuming { terminal.with_resume_plan() } else { terminal });
     let mut options =
         run_options(args.jobs, docker_options(args.allow_vulnerable_engine, &args.runtime), terminal.clone());
     options.prepare_ahead = args.prepare_ahead.into();
     options.model = model_options(&args)?;
     options.partition = partition_arg(args.partition.as_deref())?;
-    let result = if args.resume {
-        if args.config.is_some() || !overrides.is_empty() {
-            return Err(Error::Usage(
-                "--resume continues the run exactly as it was started; it takes no --config or overrides".into(),
-            ));
+    let result = match (plan, &bundle) {
+        (run::ResumeOrStart::Resume, _) => run::resume(&args.out, &options).await,
+        (start, Some(bundle)) => {
+            run::start(bundle, &args.out, start == run::ResumeOrStart::StartInPlace, &options).await
         }
-        run::resume(&args.out, &options).await
-    } else {
-        let Some(config) = args.config else {
-            return Err(Error::Usage("a new run needs --config CAMPAIGN (or --resume to continue --out)".into()));
-        };
-        let mut bundle = load::load_campaign(&config, &LoadOptions::default())?;
-        print_warnings(&bundle.warnings);
-        load::apply_overrides(&mut bundle, &overrides)?;
-        run::start(&bundle, &args.out, false, &options).await
+        (_, None) => return Err(Error::Usage("a new run needs --config CAMPAIGN".into())),
     };
     terminal.finish();
     Ok(report(&result?, args.json, args.verbose, terminal.quiet()))

@@ -95,6 +95,8 @@ pub const TOOL_BIN: &str = "elengtis";
 /// The tool image's working directory (empty, owned by the image user; CI mounts the checkout
 /// there).
 pub const TOOL_WORKDIR: &str = "/work";
+/// The tool image's `PATH`: its root, where the executables are.
+pub const TOOL_PATH: &str = "/";
 /// Target triple of the static build. It must be explicit, because with `crt-static` and no
 /// `--target`, cargo also applies the flag to proc-macros, which then fail to build.
 pub const IMAGE_TARGET: &str = "x86_64-unknown-linux-gnu";
@@ -231,26 +233,51 @@ struct Bundled {
     entrypoint: &'static str,
     /// The image's working directory (`WORKDIR`), if it has one.
     workdir: Option<&'static str>,
+    /// The image's `PATH`, if it sets one.
+    path: Option<&'static str>,
 }
 
 const BUNDLED: [Bundled; 6] = [
-    Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN, workdir: None },
-    Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN, workdir: None },
-    Bundled { name: "notes", repo: NOTES_REPO, binaries: &[NOTES_BIN], entrypoint: NOTES_BIN, workdir: None },
+    Bundled {
+        name: "fixture",
+        repo: FIXTURE_REPO,
+        binaries: &[FIXTURE_BIN],
+        entrypoint: FIXTURE_BIN,
+        workdir: None,
+        path: None,
+    },
+    Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN, workdir: None, path: None },
+    Bundled {
+        name: "notes",
+        repo: NOTES_REPO,
+        binaries: &[NOTES_BIN],
+        entrypoint: NOTES_BIN,
+        workdir: None,
+        path: None,
+    },
     // The mail database goes to `/data` (`--mail-db`, a volume in the sandbox).
-    Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN, workdir: None },
+    Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN, workdir: None, path: None },
     // Used only by the Docker tests (egress battery, resource abuse).
-    Bundled { name: "hostile", repo: HOSTILE_REPO, binaries: &[HOSTILE_BIN], entrypoint: HOSTILE_BIN, workdir: None },
+    Bundled {
+        name: "hostile",
+        repo: HOSTILE_REPO,
+        binaries: &[HOSTILE_BIN],
+        entrypoint: HOSTILE_BIN,
+        workdir: None,
+        path: None,
+    },
     // The tool carries every bundled executable: `elengtis example` finds bare `elengtis-*`
     // beside itself, and `images build` inside the image imports the other images from them
     // (there is no source tree in the image). It starts in `/work`, where CI mounts the
-    // checkout, so relative paths in commands and campaign files resolve.
+    // checkout, so relative paths in commands and campaign files resolve. `PATH` is `/`, so
+    // `elengtis` runs by name: a Kubernetes `command: [elengtis]`, a CI job's `elengtis …`.
     Bundled {
         name: "elengtis",
         repo: TOOL_REPO,
         binaries: &[TOOL_BIN, FIXTURE_BIN, SINK_BIN, NOTES_BIN, TWIN_BIN, HOSTILE_BIN],
         entrypoint: TOOL_BIN,
         workdir: Some(TOOL_WORKDIR),
+        path: Some(TOOL_PATH),
     },
 ];
 
@@ -716,24 +743,36 @@ fn append_dir(builder: &mut tar::Builder<Vec<u8>>, path: &str, mode: u32, owner:
     builder.append_data(&mut header, path, io::empty())
 }
 
-/// The `changes` (Dockerfile instructions applied at import) for an image: `ENTRYPOINT` and
-/// `CMD` as JSON arrays (exec form, no shell), `USER`, and one `LABEL` per pair.
+/// The `changes` (Dockerfile instructions applied at import) for an image: `ENV PATH` (when
+/// given), `WORKDIR`, `ENTRYPOINT` and `CMD` as JSON arrays (exec form, no shell), `USER`, and
+/// one `LABEL` per pair.
 ///
 /// Validation: no value may contain a newline or NUL (bollard sends the changes
 /// newline-joined, so a newline would smuggle in another instruction); the user must be
 /// unprivileged (see [`check_user`]); label keys and values are double-quoted with `\`, `"`
 /// and `$` escaped, so nothing is expanded; entrypoint and command must not be empty arrays.
+#[expect(clippy::too_many_arguments, reason = "each instruction of the change list is its own argument")]
 pub fn image_changes(
     reference: &str,
     user: &str,
     entrypoint: Option<&[String]>,
     cmd: Option<&[String]>,
     workdir: Option<&str>,
+    path: Option<&str>,
     labels: &[(String, String)],
 ) -> Result<Vec<String>, ImageError> {
     let config_error = |detail: String| ImageError::Config { reference: reference.to_owned(), detail };
     check_user(user).map_err(config_error)?;
     let mut changes = Vec::new();
+    if let Some(path) = path {
+        let plain = path.split(':').all(|dir| dir.starts_with('/') && !dir.contains(['$', '\\', '"', '\'']));
+        if !plain || path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(config_error(format!(
+                "PATH {path:?} must be absolute directories separated by `:`, without spaces, quotes, `$` or `\\`"
+            )));
+        }
+        changes.push(format!("ENV PATH={path}"));
+    }
     if let Some(dir) = workdir {
         check_value(dir).map_err(|why| config_error(format!("WORKDIR {dir:?} {why}")))?;
         if !dir.starts_with('/') || dir.contains(['$', '\\', '"']) || dir.chars().any(char::is_whitespace) {
@@ -955,8 +994,15 @@ pub async fn import_rootfs_file(
     deadline: Duration,
 ) -> Result<String, ImageError> {
     let docker = &engine.docker;
-    let changes =
-        image_changes(reference, user.unwrap_or(IMAGE_USER), entrypoint.as_deref(), cmd.as_deref(), None, labels)?;
+    let changes = image_changes(
+        reference,
+        user.unwrap_or(IMAGE_USER),
+        entrypoint.as_deref(),
+        cmd.as_deref(),
+        None,
+        None,
+        labels,
+    )?;
     let io_error = |source| ImageError::Io { what: "open the rootfs tarball", path: tar_path.to_path_buf(), source };
     let file = tokio::fs::File::open(tar_path).await.map_err(io_error)?;
     if !file.metadata().await.map_err(io_error)?.is_file() {
@@ -1035,7 +1081,8 @@ async fn import_bundled(
         let entrypoint = [format!("/{}", image.entrypoint)];
         let mut labels =
             vec![(LABEL_IMAGE.to_owned(), image.name.to_owned()), (LABEL_VERSION.to_owned(), TAG.to_owned())];
-        let unlabelled = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, &labels)?;
+        let unlabelled =
+            image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, image.path, &labels)?;
         let content = content_digest(&tar, &unlabelled);
         if let Some(existing) = inspect(docker, &reference).await?
             && let Some(id) = existing.id.clone()
@@ -1059,7 +1106,8 @@ async fn import_bundled(
         let stamps = serde_json::to_string(&stamps)
             .map_err(|e| ImageError::Rootfs(format!("could not record the executables: {e}")))?;
         labels.push((LABEL_EXECUTABLES.to_owned(), stamps));
-        let changes = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, &labels)?;
+        let changes =
+            image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, image.path, &labels)?;
         let id = import(docker, tar, &reference, &changes, IMPORT_DEADLINE).await?;
         let size = inspect(docker, &id).await?.and_then(|i| i.size).unwrap_or_default();
         notify.line(&format!(
@@ -1556,7 +1604,8 @@ mod tests {
             ("org.elengtis.image".to_owned(), "custom".to_owned()),
             ("note".to_owned(), r#"a "quoted" $VAR \ value = ok"#.to_owned()),
         ];
-        let changes = image_changes("x/y:1", "65534:65534", Some(&entrypoint), Some(&cmd), None, &labels).unwrap();
+        let changes =
+            image_changes("x/y:1", "65534:65534", Some(&entrypoint), Some(&cmd), None, None, &labels).unwrap();
         assert_eq!(
             changes,
             vec![
@@ -1567,27 +1616,39 @@ mod tests {
                 r#"LABEL "note"="a \"quoted\" \$VAR \\ value = ok""#.to_owned(),
             ]
         );
-        assert_eq!(image_changes("x/y:1", "1000", None, None, None, &[]).unwrap(), vec!["USER 1000".to_owned()]);
+        assert_eq!(image_changes("x/y:1", "1000", None, None, None, None, &[]).unwrap(), vec!["USER 1000".to_owned()]);
         assert_eq!(
-            image_changes("x/y:1", "1000", None, None, Some("/work"), &[]).unwrap(),
+            image_changes("x/y:1", "1000", None, None, Some("/work"), None, &[]).unwrap(),
             vec!["WORKDIR /work".to_owned(), "USER 1000".to_owned()]
         );
+        assert_eq!(
+            image_changes("x/y:1", "1000", None, None, Some("/work"), Some("/"), &[]).unwrap(),
+            vec!["ENV PATH=/".to_owned(), "WORKDIR /work".to_owned(), "USER 1000".to_owned()]
+        );
+        for bad in ["bin", "/a b", "/$X", "/a:bin", "/a\nUSER 0", ""] {
+            assert!(image_changes("x/y:1", "1000", None, None, None, Some(bad), &[]).is_err(), "{bad:?}");
+        }
+        // The tool image runs `elengtis` by name (a Kubernetes `command: [elengtis]`).
+        let tool = BUNDLED.iter().find(|b| b.repo == TOOL_REPO).unwrap();
+        assert_eq!((tool.path, tool.workdir), (Some("/"), Some("/work")));
         for bad in ["work", "/a b", "/$HOME", "/a\nUSER 0"] {
-            assert!(image_changes("x/y:1", "1000", None, None, Some(bad), &[]).is_err(), "{bad:?}");
+            assert!(image_changes("x/y:1", "1000", None, None, Some(bad), None, &[]).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn changes_refuse_newlines_and_empty_lists() {
         let injected = ["/server\nUSER 0".to_owned()];
-        let error = image_changes("x/y:1", IMAGE_USER, Some(&injected), None, None, &[]).unwrap_err();
+        let error = image_changes("x/y:1", IMAGE_USER, Some(&injected), None, None, None, &[]).unwrap_err();
         assert!(error.to_string().starts_with("failed to configure image `x/y:1`: ENTRYPOINT argument"), "{error}");
-        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&["a\rb".to_owned()]), None, &[]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[("k\n".into(), "v".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[("k".into(), "v\nUSER 0".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[(String::new(), "v".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, Some(&[]), None, None, &[]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&[]), None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&["a\rb".to_owned()]), None, None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, None, &[("k\n".into(), "v".into())]).is_err());
+        assert!(
+            image_changes("x/y:1", IMAGE_USER, None, None, None, None, &[("k".into(), "v\nUSER 0".into())]).is_err()
+        );
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, None, &[(String::new(), "v".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, Some(&[]), None, None, None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&[]), None, None, &[]).is_err());
     }
 
     #[test]
@@ -1604,7 +1665,7 @@ mod tests {
         for user in ["65534:65534", "65534", "1000", "10", "nobody", "nobody:nogroup", "app-user", "100:1000"] {
             assert!(check_user(user).is_ok(), "{user:?}");
         }
-        let error = image_changes("x/y:1", "root", None, None, None, &[]).unwrap_err();
+        let error = image_changes("x/y:1", "root", None, None, None, None, &[]).unwrap_err();
         assert!(error.to_string().contains("must run unprivileged"), "{error}");
     }
 
