@@ -751,7 +751,6 @@ fn append_dir(builder: &mut tar::Builder<Vec<u8>>, path: &str, mode: u32, owner:
 /// newline-joined, so a newline would smuggle in another instruction); the user must be
 /// unprivileged (see [`check_user`]); label keys and values are double-quoted with `\`, `"`
 /// and `$` escaped, so nothing is expanded; entrypoint and command must not be empty arrays.
-#[expect(clippy::too_many_arguments, reason = "each instruction of the change list is its own argument")]
 pub fn image_changes(
     reference: &str,
     user: &str,
