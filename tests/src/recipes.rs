@@ -211,6 +211,11 @@ pub fn job_image() -> &'static str {
     IMAGE.get_or_init(|| {
         let busybox = Path::new("/bin/busybox");
         assert!(busybox.is_file(), "the GitLab job image's stand-in needs Debian's busybox-static (/bin/busybox)");
+        let head = std::fs::read(busybox).map(|b| b.into_iter().take(4096).collect::<Vec<u8>>()).unwrap_or_default();
+        assert!(
+            !head.windows(8).any(|w| w == b"ld-linux"),
+            "/bin/busybox is dynamically linked (Debian's busybox); the stand-in needs busybox-static"
+        );
         let dir = crate::scratch();
         let root = dir.path().join("root");
         for sub in ["bin", "tmp", "root", "etc", "builds"] {
