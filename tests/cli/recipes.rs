@@ -8,39 +8,19 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
-use elengtis_tests::recipes::{github, stand_in_release_build, yaml_docs};
-use elengtis_tests::{bin_dir, copy_example, read_json, scratch, stderr, stdout, workspace};
+use elengtis_tests::recipes::{check_merged, github, stand_in_release_build, unsharded, yaml_docs};
+use elengtis_tests::{copy_example, read_json, scratch, workspace};
 use serde_json::Value;
 
 /// A stdio campaign of `trials` trials at `dir/<relative>` (the example's files beside it).
-pub fn campaign_at(dir: &Path, relative: &str, trials: u32) -> std::path::PathBuf {
+fn campaign_at(dir: &Path, relative: &str, trials: u32) -> std::path::PathBuf {
     let path = dir.join(relative);
     let parent = path.parent().expect("parent");
     copy_example("support-note", parent);
     let text = std::fs::read_to_string(parent.join("campaign.yaml")).expect("read");
     std::fs::write(&path, text.replacen("trials: 1\n", &format!("trials: {trials}\n"), 1)).expect("write");
     path
-}
-
-/// The merged directory verifies, sealed, with every trial of the campaign, and summarises as
-/// the same campaign run unsharded (`whole`).
-pub fn check_merged(dir: &Path, trials: u64, whole: &Path) {
-    let output = Command::new(bin_dir().join("elengtis"))
-        .args(["verify", "--json", "--require-sealed"])
-        .arg(dir)
-        .output()
-        .expect("verify");
-    assert_eq!(output.status.code(), Some(0), "verify:\n{}{}", stdout(&output), stderr(&output));
-    let verdict: Value = serde_json::from_slice(&output.stdout).expect("json");
-    assert_eq!(verdict["matrix_trials"].as_u64(), Some(trials));
-    assert_eq!(verdict["rows"].as_u64(), Some(trials));
-    assert_eq!(
-        std::fs::read_to_string(dir.join("summary.txt")).expect("summary"),
-        std::fs::read_to_string(whole.join("summary.txt")).expect("summary"),
-        "the merged shards summarise as the unsharded run"
-    );
 }
 
 #[test]
@@ -102,9 +82,7 @@ fn the_github_actions_matrix_workflow_runs_step_by_step_as_a_runner_runs_it() {
     assert!(log.contains("across shards, of caps totalling $2.000000"), "{log}");
 
     let whole = dir.path().join("whole");
-    let output =
-        elengtis_tests::elengtis(&repo, &["run", "--config", &campaign, "--out", whole.to_str().expect("UTF-8")]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    unsharded(&repo.join(&campaign), &whole);
     // What the merge job uploaded: the merged directory and its analysis.
     check_merged(&artifacts.join("elengtis-merged/merged"), 12, &whole);
     assert!(artifacts.join("elengtis-merged/analysis/summary.json").is_file());

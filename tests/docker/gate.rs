@@ -6,18 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use elengtis_tests::gate::model_script;
+use elengtis_tests::gate::{copy_gate, model_script};
 use elengtis_tests::model_server::ModelServer;
-use elengtis_tests::{bundled_images, copy_tree, docker_or_skip, elengtis, scratch, stderr, stdout, workspace};
-
-/// `scenarios/gate` and `scenarios/seeds` copied into `dir/scenarios`, so a test can break
-/// them; returns the copied gate file.
-fn copy_gate(dir: &Path) -> PathBuf {
-    for sub in ["gate", "seeds"] {
-        copy_tree(&workspace().join("scenarios").join(sub), &dir.join("scenarios").join(sub));
-    }
-    dir.join("scenarios/gate/gate.yaml")
-}
+use elengtis_tests::{bundled_images, docker_or_skip, elengtis, scratch, stderr, stdout, workspace};
 
 fn gate(cwd: &Path, file: &Path, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let file = file.to_str().expect("UTF-8");
@@ -119,13 +110,7 @@ fn the_github_workflow_runs_the_gate_in_the_tool_image_and_uploads_its_sarif_whe
     let dir = scratch();
     // The tool image runs as 65534; a CI checkout is world-readable.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("test setup");
-    let checkout = |at: &Path| {
-        let file = copy_gate(at);
-        let text = std::fs::read_to_string(&file).expect("gate file");
-        let (head, findings) = text.split_once("findings:\n").expect("findings");
-        let first: Vec<&str> = findings.lines().take(2).collect();
-        std::fs::write(&file, format!("{head}findings:\n{}\n", first.join("\n"))).expect("one finding");
-    };
+    let checkout = |at: &Path| elengtis_tests::gate::one_finding_checkout(at);
     let job = github::Job {
         workflow: &workflow,
         job: "gate",

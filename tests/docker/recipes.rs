@@ -19,38 +19,16 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use elengtis_tests::recipes::{Volume, docker, docker_socket_gid, gitlab, kube, pod_docker_run, yaml_docs};
+use elengtis_tests::recipes::{
+    Volume, check_merged, docker, docker_socket_gid, gitlab, kube, pod_docker_run, unsharded, yaml_docs,
+};
 use elengtis_tests::{
-    ChildGuard, FixtureMcp, bin_dir, bundled_images, copy_example, copy_tree, docker_or_skip, elengtis, fixture_image,
+    ChildGuard, FixtureMcp, bin_dir, bundled_images, copy_example, copy_tree, docker_or_skip, fixture_image,
     fixture_target, read_json, rows, scratch, stderr, stdout, support_note_campaign, wait_until, workspace, write,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use serde_json::Value;
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
-
-/// The merged directory verifies, sealed, with every trial, and summarises as `whole`.
-fn check_merged(merged: &Path, trials: u64, whole: &Path) {
-    let output = elengtis(merged, &["verify", "--json", "--require-sealed", s(merged)]);
-    assert_eq!(output.status.code(), Some(0), "verify:\n{}{}", stdout(&output), stderr(&output));
-    let verdict: Value = serde_json::from_slice(&output.stdout).expect("json");
-    assert_eq!((verdict["matrix_trials"].as_u64(), verdict["rows"].as_u64()), (Some(trials), Some(trials)));
-    assert_eq!(
-        std::fs::read_to_string(merged.join("summary.txt")).expect("summary"),
-        std::fs::read_to_string(whole.join("summary.txt")).expect("summary"),
-        "the merged shards summarise as the unsharded run"
-    );
-}
-
-/// The same campaign, unsharded, on the host.
-fn unsharded(campaign: &Path, out: &Path) {
-    let output =
-        elengtis(out.parent().expect("parent"), &["run", "--config", s(campaign), "--out", s(out), "--jobs", "4"]);
-    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
-}
 
 #[test]
 fn the_kubernetes_indexed_job_runs_as_written_a_retried_index_resumes_and_the_merge_job_merges() {
@@ -162,21 +140,6 @@ fn the_kubernetes_indexed_job_runs_as_written_a_retried_index_resumes_and_the_me
     check_merged(&results.join("merged"), trials, &whole);
 }
 
-/// A GitLab checkout: `scenarios/` with the gate trimmed to its first finding (one shows the
-/// job works; the whole gate runs in tests/docker/gate.rs), and the build job's artifact `bin/`
-/// (this build's executables, linked).
-fn gitlab_checkout(dir: &Path, executables: &[&str]) {
-    for sub in ["gate", "seeds"] {
-        copy_tree(&workspace().join("scenarios").join(sub), &dir.join("scenarios").join(sub));
-    }
-    let file = dir.join("scenarios/gate/gate.yaml");
-    let text = std::fs::read_to_string(&file).expect("gate file");
-    let (head, findings) = text.split_once("findings:\n").expect("findings");
-    let first: Vec<&str> = findings.lines().take(2).collect();
-    std::fs::write(&file, format!("{head}findings:\n{}\n", first.join("\n"))).expect("one finding");
-    artifact_bin(dir, executables);
-}
-
 /// `bin/` as the build job's artifact leaves it: its executables (linked to this build's).
 fn artifact_bin(dir: &Path, executables: &[&str]) {
     std::fs::create_dir_all(dir.join("bin")).expect("mkdir");
@@ -215,7 +178,9 @@ fn the_gitlab_gate_job_runs_in_its_image_with_the_socket_binding_executors_paths
     let checkout = dir.path().join("checkout");
     let bundled =
         ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"];
-    gitlab_checkout(&checkout, &[&bundled[..], &["elengtis-stdio-guard"]].concat());
+    // The checkout, its gate trimmed to one finding, and the build job's artifact bin/.
+    elengtis_tests::gate::one_finding_checkout(&checkout);
+    artifact_bin(&checkout, &[&bundled[..], &["elengtis-stdio-guard"]].concat());
     let mut vars = variables(&recipe, job);
     vars.insert("ELENGTIS_ALLOW_VULNERABLE_ENGINE".into(), "1".into());
     let started = std::time::Instant::now();

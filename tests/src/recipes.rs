@@ -46,6 +46,39 @@ pub fn kube<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value) -> R
     Ok(typed)
 }
 
+/// The same campaign run unsharded on the host into `out` (`--jobs 4`), to compare a merge
+/// with.
+///
+/// # Panics
+///
+/// When the run does not complete.
+pub fn unsharded(campaign: &Path, out: &Path) {
+    let (campaign, target) = (campaign.to_str().expect("UTF-8"), out.to_str().expect("UTF-8"));
+    let output = crate::elengtis(
+        out.parent().expect("a parent"),
+        &["run", "--config", campaign, "--out", target, "--jobs", "4"],
+    );
+    assert_eq!(output.status.code(), Some(0), "the unsharded run:\n{}{}", stdout(&output), stderr(&output));
+}
+
+/// The merged directory verifies, sealed, with every one of the campaign's `trials`, and its
+/// `summary.txt` is the unsharded run's (`whole`).
+///
+/// # Panics
+///
+/// When it does not.
+pub fn check_merged(merged: &Path, trials: u64, whole: &Path) {
+    let output = crate::elengtis(merged, &["verify", "--json", "--require-sealed", merged.to_str().expect("UTF-8")]);
+    assert_eq!(output.status.code(), Some(0), "verify:\n{}{}", stdout(&output), stderr(&output));
+    let verdict: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!((verdict["matrix_trials"].as_u64(), verdict["rows"].as_u64()), (Some(trials), Some(trials)));
+    assert_eq!(
+        std::fs::read_to_string(merged.join("summary.txt")).expect("summary"),
+        std::fs::read_to_string(whole.join("summary.txt")).expect("summary"),
+        "the merged shards summarise as the unsharded run"
+    );
+}
+
 /// The group of the local engine's socket (what a node's `supplementalGroups` must hold).
 ///
 /// # Panics
