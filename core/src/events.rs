@@ -74,6 +74,17 @@ pub enum Event {
         /// Wall time, ms.
         duration_ms: Option<f64>,
     },
+    /// One target's breaker tripped: it failed the manifest's `max_consecutive_target_failures` trials, so its
+    /// remaining trials are not started (those in flight finish and are recorded); the other
+    /// targets' trials go on.
+    TargetStopped {
+        /// The run.
+        run_id: String,
+        /// The target's id.
+        target: String,
+        /// Why, with its last failed trial and that trial's evidence file.
+        reason: String,
+    },
     /// The run stops starting trials (the ones in flight finish and are recorded).
     RunStopping {
         /// The run.
@@ -273,7 +284,7 @@ mod tests {
     fn the_events_doc_describes_every_event_and_each_of_its_fields() {
         let schema = crate::jsonschema::schema_for::<EventLine<'static>>();
         let variants = schema.get("oneOf").and_then(serde_json::Value::as_array).expect("one schema per event");
-        assert_eq!(variants.len(), 7, "every event kind");
+        assert_eq!(variants.len(), 8, "every event kind");
         for variant in variants {
             let name = variant["properties"]["event"]["const"].as_str().expect("the event's name");
             let heading = format!("\n### `{name}`\n");

@@ -295,6 +295,10 @@ async fn runsc_bench(
             ..RunscBench::default()
         });
     }
+    // Registered so that it cannot run a trial (gVisor's own network stack): said, not measured.
+    if let Err(why) = crate::sandbox::docker::runtime::check_layout(RUNSC, &engine.runtimes) {
+        return Ok(RunscBench { skipped: Some(why.to_string()), ..RunscBench::default() });
+    }
     let runsc = BenchSettings {
         docker: DockerOptions { runtime: Some(RUNSC.to_owned()), ..settings.docker.clone() },
         events: settings.events.clone(),

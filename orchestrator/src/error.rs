@@ -200,7 +200,7 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::Key(_) => exit_codes::USAGE,
         RunError::Seal(_) => exit_codes::IO,
         RunError::PartitionMismatch { .. } => exit_codes::USAGE,
-        RunError::Merged(_) => exit_codes::RESULTS_DIR,
+        RunError::Merged(_) | RunError::NotThisRun { .. } => exit_codes::RESULTS_DIR,
     }
 }
 

@@ -3,7 +3,8 @@
 /// Everything asked for was done: for `run` and `example`, every trial has a complete attempt.
 pub const SUCCESS: i32 = 0;
 /// A run finished or stopped with incomplete trials (an infrastructure, verifier or provider
-/// failure, a budget exhausted, or three consecutive failures on one target), or a
+/// failure, a budget exhausted, or three consecutive failures on one target, which stop that
+/// target's trials only), or a
 /// preflight found a target that does not satisfy the campaign. Results are kept; fix the
 /// cause and `run --resume`.
 pub const RUN_INCOMPLETE: i32 = 1;

@@ -37,6 +37,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod sandbox;
+pub mod sarif;
 pub mod sink;
 pub mod toolhost;
 pub mod trial;

@@ -211,3 +211,104 @@ fn an_unlisted_runtime_is_refused_with_the_registration_recipe() {
     assert!(stderr(&out).contains("runtime"), "{}", stderr(&out));
     assert!(engine.requests().is_empty(), "{:?}", engine.requests());
 }
+
+/// gVisor registered the default way (no `--network=host`: its own network stack, under which
+/// every trial fails at start) is refused before anything is looked up or created, with the
+/// registration that works, by every command that starts trials — `run` (flag and campaign
+/// field), `prove`, `gate`, `bench`, `example --isolated` — and as the engine's default
+/// runtime too; registered with `--network=host` it passes the check (the next call is the
+/// image lookup).
+#[test]
+fn gvisor_registered_without_host_networking_is_refused_before_any_trial_with_the_fix() {
+    let info = |default: &str, runsc: serde_json::Value| {
+        serde_json::json!({"ID": "fake", "OperatingSystem": "fake engine", "DefaultRuntime": default,
+                           "Runtimes": {"runc": {"path": "runc"}, "runsc": runsc}, "SecurityOptions": []})
+    };
+    let default_registration = serde_json::json!({"path": "/usr/bin/runsc"});
+    let seed = elengtis_tests::workspace().join("scenarios/seeds/w2-note-body-direct.seed.yaml");
+    let gate_file = elengtis_tests::workspace().join("scenarios/gate/gate.yaml");
+    let seeds = elengtis_tests::workspace().join("scenarios/seeds");
+    let (seed, gate_file, seeds) = (seed.to_str().unwrap(), gate_file.to_str().unwrap(), seeds.to_str().unwrap());
+    let with_field = |dir: &Path| {
+        campaign(dir);
+        let text = std::fs::read_to_string(dir.join("campaign.yaml")).expect("campaign");
+        write(
+            dir,
+            "campaign.yaml",
+            &text.replacen("type: isolated_container", "type: isolated_container\n      runtime: runsc", 1),
+        );
+    };
+    let run = ["run", "--config", "campaign.yaml", "--out", "out"];
+    let cases: Vec<(&str, Vec<&str>, bool, &str)> = vec![
+        ("run --runtime runsc", [&run[..], &["--runtime", "runsc"]].concat(), false, "runc"),
+        ("run, runtime: runsc in the campaign", run.to_vec(), true, "runc"),
+        ("run, runsc the engine's default", run.to_vec(), false, "runsc"),
+        ("prove", vec!["prove", "--seed", seed, "--out", "out", "--runtime", "runsc"], false, "runc"),
+        (
+            "gate",
+            vec!["gate", "--file", gate_file, "--seeds-dir", seeds, "--out", "out", "--runtime", "runsc"],
+            false,
+            "runc",
+        ),
+        ("bench", vec!["bench", "--short", "--runtime", "runsc"], false, "runc"),
+        ("example --isolated", vec!["example", "--isolated", "--out", "out", "--runtime", "runsc"], false, "runc"),
+        (
+            "example --isolated, runsc the engine's default",
+            vec!["example", "--isolated", "--out", "out"],
+            false,
+            "runsc",
+        ),
+    ];
+    let handles: Vec<_> = cases
+        .into_iter()
+        .map(|(case, args, field, default)| {
+            let (engine, dir) = (
+                FakeEngine::start_with_info(
+                    Behaviour::Answer(patched_version()),
+                    info(default, default_registration.clone()),
+                ),
+                scratch(),
+            );
+            let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            std::thread::spawn(move || {
+                if field {
+                    with_field(dir.path())
+                } else {
+                    campaign(dir.path())
+                }
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let out = run_against(&engine, dir.path(), &args, None);
+                let err = stderr(&out);
+                assert_eq!(out.status.code(), Some(UNAVAILABLE), "{case}: {err}");
+                assert!(
+                    err.contains("runs the runtime `runsc` (gVisor, /usr/bin/runsc) with no runtimeArgs"),
+                    "{case}: {err}"
+                );
+                assert!(err.contains("cannot run with network enabled in root network namespace"), "{case}: {err}");
+                assert!(
+                    err.contains(r#""runtimeArgs": ["--network=host"]"#) && err.contains("kill -HUP"),
+                    "{case}: {err}"
+                );
+                assert_eq!(engine.other_requests(), Vec::<String>::new(), "{case}: nothing looked up or created");
+                assert!(!dir.path().join("out").exists(), "{case}: no results directory");
+            })
+        })
+        .collect();
+    let failed: Vec<usize> =
+        handles.into_iter().enumerate().filter_map(|(i, h)| h.join().is_err().then_some(i)).collect();
+    assert!(failed.is_empty(), "failed cases (by index): {failed:?}");
+
+    // Registered the documented way: past the check, to the image lookup.
+    let engine = FakeEngine::start_with_info(
+        Behaviour::Answer(patched_version()),
+        info("runc", serde_json::json!({"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"]})),
+    );
+    let dir = scratch();
+    campaign(dir.path());
+    // (gVisor's version cannot be read here, which the engine gate reports: accepted.)
+    let out = run_against(&engine, dir.path(), &[&run[..], &["--runtime", "runsc"]].concat(), Some("1"));
+    let err = stderr(&out);
+    assert!(!err.contains("cannot run with network enabled"), "{err}");
+    assert!(err.contains(&format!("failed to find image `{IMAGE}`")), "{err}");
+    assert_eq!(engine.other_requests(), [format!("GET /images/{IMAGE}/json")]);
+}

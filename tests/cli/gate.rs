@@ -16,7 +16,7 @@ use elengtis::sandbox::fake::FakeBackend;
 use elengtis_core::format::gate::load_gate;
 use elengtis_tests::gate::model_script;
 use elengtis_tests::model_server::ModelServer;
-use elengtis_tests::{bin, copy_tree, scratch, workspace, write};
+use elengtis_tests::{bin, copy_tree, read_json, scratch, workspace, write};
 
 const TWIN_IMAGE: &str = "elengtis/twin:0.1.0";
 
@@ -324,4 +324,158 @@ fn the_gate_proves_two_findings_at_once_and_reports_them_in_the_files_order() {
         most_findings = most_findings.max(running.values().filter(|&&n| n > 0).count());
     }
     assert_eq!(most_findings, 2, "two findings' legs at once, never more: {events:?}");
+}
+
+/// What GitHub code scanning keeps of consecutive analyses of one category: an alert is open
+/// while the latest analysis has a failing result with its rule and fingerprint, and closed
+/// ("fixed") once a later one does not.
+#[derive(Debug, Default)]
+struct CodeScanning {
+    /// (rule, fingerprint) → open.
+    alerts: BTreeMap<(String, String), bool>,
+}
+
+impl CodeScanning {
+    fn upload(&mut self, sarif: &serde_json::Value) {
+        let failing: Vec<(String, String)> = sarif["runs"][0]["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .filter(|r| r["kind"].as_str().unwrap_or("fail") == "fail")
+            .map(|r| {
+                let print =
+                    r["partialFingerprints"].as_object().and_then(|p| p.values().next()).expect("a fingerprint");
+                (r["ruleId"].as_str().expect("ruleId").to_owned(), print.as_str().expect("a string").to_owned())
+            })
+            .collect();
+        for open in self.alerts.values_mut() {
+            *open = false;
+        }
+        for key in failing {
+            self.alerts.insert(key, true);
+        }
+    }
+
+    fn open(&self) -> Vec<&(String, String)> {
+        self.alerts.iter().filter(|(_, open)| **open).map(|(k, _)| k).collect()
+    }
+}
+
+/// The line `line` (1-based) of `file`, trimmed.
+fn line_of(file: &Path, line: u64) -> String {
+    let text = std::fs::read_to_string(file).expect("read");
+    text.lines().nth(usize::try_from(line).expect("line") - 1).expect("the line exists").trim().to_owned()
+}
+
+/// Issue 38, item 1: three consecutive gate runs of one finding — your server's own controls
+/// hold, regress, are repaired — through the binary, each run's `findings.sarif` uploaded to a
+/// model of code scanning: no alert, then one alert (the guarded side's leak, with its
+/// evidence, at the gate file's entry), then none, the same finding closed. The target is a
+/// stdio server of its own (`elengtis-inbox`, `guarded: controls`) driven live by the scripted
+/// model server, so the gate needs no Docker engine.
+#[test]
+fn a_regressed_guard_opens_one_alert_and_its_repair_closes_it_across_three_gate_runs() {
+    use elengtis_tests::{elengtis_cmd, stderr, stdout};
+    let dir = scratch();
+    let repo = dir.path().join("repo");
+    for file in ["inbox-note-send.seed.yaml", "inbox-note-send.yaml"] {
+        let text = std::fs::read_to_string(workspace().join("tests/data/seeds").join(file)).expect("seed");
+        write(&repo, &format!("seeds/{file}"), &text);
+    }
+    let seed = elengtis_core::format::seed::load_seed(&repo.join("seeds/inbox-note-send.seed.yaml")).expect("seed");
+    let server = ModelServer::start(
+        dir.path(),
+        &model_script("inbox-note-send", &serde_json::to_value(&seed.seed.script).expect("script")),
+        &[],
+    );
+    let target = |allowlist: &str, taint_lock: &str| {
+        write(
+            &repo,
+            "gate/inbox.target.yaml",
+            &format!(
+                "# the inbox server we ship, with its own controls\nid: inbox\ntransport:\n  type: stdio\n  command: elengtis-inbox\n  args: [--resolve, {{template: \"attacker.example.com={{sink_url}}\"}}]\nbindings: {{}}\ncontrol_env:\n  recipient-allowlist: {{INBOX_RECIPIENT_ALLOWLIST: \"{allowlist}\"}}\n  taint-lock: {{INBOX_TAINT_LOCK: \"{taint_lock}\"}}\n"
+            ),
+        );
+    };
+    write(
+        &repo,
+        "gate/gate.yaml",
+        &format!(
+            "schema_version: 1\niterations: 2\nmodel: {{model: scripted-attacker, provider: {{type: openai_compatible, base_url: 'http://{}/v1'}}}}\nfindings:\n  # the inbox's controls stop a planted note's send\n  - seed: ../seeds/inbox-note-send.seed.yaml\n    target: inbox.target.yaml\n    guarded: controls\n",
+            server.addr
+        ),
+    );
+    let gate = |out: &str, extra: &[&str]| -> (Option<i32>, serde_json::Value) {
+        let mut args =
+            vec!["gate", "--file", "gate/gate.yaml", "--seeds-dir", "seeds", "--out", out, "--json", "--jobs", "4"];
+        args.extend_from_slice(extra);
+        let mut command = elengtis_cmd(&repo, &args);
+        command.env("ELENGTIS_LIVE_TARGET", "1").env("ELENGTIS_REQUIRE_GATE_RUN", "1");
+        for var in elengtis_tests::PROVIDER_ENV {
+            command.env_remove(var);
+        }
+        let started = std::time::Instant::now();
+        let output = command.output().expect("gate");
+        eprintln!("gate {out}: {:.1} s", started.elapsed().as_secs_f64());
+        let json: serde_json::Value = serde_json::from_str(stdout(&output).trim())
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
+        let sarif = read_json(&repo.join(out).join("findings.sarif"));
+        assert_eq!(json["sarif"].as_str().map(|s| s.ends_with("findings.sarif")), Some(true), "{json:#}");
+        (output.status.code(), sarif)
+    };
+    let mut scanning = CodeScanning::default();
+
+    // 1. The controls hold: the gate passes and the SARIF has no alert.
+    target("ops@example.org", "1");
+    let (code, pass) = gate("out-1", &[]);
+    assert_eq!(code, Some(0), "{pass:#}");
+    scanning.upload(&pass);
+    assert!(scanning.open().is_empty(), "a guard that holds is no alert: {pass:#}");
+
+    // 2. A regression of what we ship: its allowlist admits the attacker, its taint lock is off.
+    target("ops@example.org,attacker@example.com", "0");
+    let (code, regressed) = gate("out-2", &[]);
+    assert_eq!(code, Some(7), "the guarded side leaks: REJECTED\n{regressed:#}");
+    scanning.upload(&regressed);
+    let open: Vec<(String, String)> = scanning.open().into_iter().cloned().collect();
+    assert_eq!(open.len(), 1, "one alert for the one finding: {regressed:#}");
+    assert_eq!(open[0].0, "inbox-note-send");
+    let alert = &regressed["runs"][0]["results"][0];
+    assert_eq!((&alert["kind"], &alert["level"]), (&"fail".into(), &"error".into()));
+    let text = alert["message"]["text"].as_str().expect("message");
+    assert!(
+        text.starts_with("Your target `")
+            && text.contains(
+                "with its controls on (recipient-allowlist, taint-lock), which is what you ship, lets this attack through"
+            ),
+        "{text}"
+    );
+    // The guarded side's evidence, relative to the SARIF file.
+    let evidence = alert["properties"]["shipped"]["evidence"].as_array().expect("evidence");
+    assert!(!evidence.is_empty(), "{alert:#}");
+    for file in evidence {
+        assert!(repo.join("out-2").join(file.as_str().expect("a path")).is_file(), "{file}");
+    }
+    // Lines that exist, relative to the repository's root.
+    let at = |i: usize| {
+        let physical = &alert["locations"][i]["physicalLocation"];
+        assert_eq!(physical["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+        let uri = physical["artifactLocation"]["uri"].as_str().expect("uri").to_owned();
+        (uri.clone(), line_of(&repo.join(&uri), physical["region"]["startLine"].as_u64().expect("line")))
+    };
+    assert_eq!(at(0), ("gate/gate.yaml".to_owned(), "- seed: ../seeds/inbox-note-send.seed.yaml".to_owned()));
+    assert!(at(1).0 == "seeds/inbox-note-send.seed.yaml" && at(1).1.starts_with("payload: "), "{:?}", at(1));
+    assert_eq!(at(2), ("gate/inbox.target.yaml".to_owned(), "id: inbox".to_owned()));
+
+    // 3. Repaired: no alert, and code scanning closes the one it opened.
+    target("ops@example.org", "1");
+    let (code, repaired) = gate("out-3", &["--sarif-include-rejected"]);
+    assert_eq!(code, Some(0), "{repaired:#}");
+    scanning.upload(&repaired);
+    assert!(scanning.open().is_empty(), "the repair closes the alert: {repaired:#}");
+    assert_eq!(scanning.alerts.len(), 1, "one finding, one alert over the three runs");
+    // With --sarif-include-rejected the held guard is written as a pass of the same finding.
+    let pass = &repaired["runs"][0]["results"][0];
+    assert_eq!((&pass["kind"], &pass["level"]), (&"pass".into(), &"none".into()));
+    assert_eq!(pass["partialFingerprints"], alert["partialFingerprints"]);
 }

@@ -1,5 +1,6 @@
 mod analyze;
 mod bench;
+mod breaker;
 mod calibration;
 mod closed_stdout;
 mod crash;
@@ -27,6 +28,7 @@ mod recipes;
 mod report;
 mod resume;
 mod run;
+mod sarif;
 mod schema;
 mod shards;
 mod shim;

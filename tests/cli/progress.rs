@@ -188,7 +188,7 @@ fn a_failing_target_finishes_its_trials_as_incomplete_after_the_phases_that_ran(
     assert_eq!(finished["end"], "stopped", "{finished}");
     assert_eq!(finished["outcomes"]["incomplete"], 3, "{finished}");
     assert_eq!(finished["outcomes"]["not_run"], 1, "{finished}");
-    assert!(all.iter().any(|e| e["event"] == "run_stopping"), "the stop is reported before the end");
+    assert!(all.iter().any(|e| e["event"] == "target_stopped"), "the target's stop is reported before the end");
 }
 
 #[test]

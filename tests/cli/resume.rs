@@ -400,3 +400,58 @@ fn sigint_interrupts_and_resume_completes() {
     // Each finished trial took its target's whole process group down too.
     assert_no_processes_left(&needle);
 }
+
+/// `run --resume-or-start` (issue 38, item 2: a retried Kubernetes index or CI job): it starts
+/// where nothing is, resumes its own campaign's run — the same run id, nothing run twice — and
+/// starts in a directory a try left before its manifest; it refuses another campaign's run, a
+/// run with another scenario, and a directory holding anything else (exit 4), never mixing two.
+#[test]
+fn resume_or_start_resumes_its_own_run_and_refuses_any_other_directory() {
+    let dir = scratch();
+    let config = campaign(dir.path(), 3, "elengtis-fixture");
+    let out = dir.path().join("out");
+    let go = |out: &Path, config: &Path| {
+        elengtis(dir.path(), &["run", "--resume-or-start", "--config", s(config), "--out", s(out)])
+    };
+    let first = go(&out, &config);
+    assert_eq!(first.status.code(), Some(0), "{}{}", stdout(&first), stderr(&first));
+    let run_id = read_json(&out.join("manifest.json"))["run_id"].clone();
+    let again = go(&out, &config);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(stderr(&again).contains("3 of 3 trials complete, 0 to run"), "{}", stderr(&again));
+    assert_eq!(read_json(&out.join("manifest.json"))["run_id"], run_id, "the same run");
+    assert_eq!(rows(&out.join("runs.jsonl")).len(), 3, "nothing ran twice");
+
+    // Another campaign (one more trial), or another scenario: refused, nothing written.
+    let other = campaign(&dir.path().join("other"), 4, "elengtis-fixture");
+    let refused = go(&out, &other);
+    assert_eq!(refused.status.code(), Some(4), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("holds a run of another campaign"), "{}", stderr(&refused));
+    let scenario = config.with_file_name("support-note.yaml");
+    let text = std::fs::read_to_string(&scenario).expect("scenario");
+    let edited = text.replacen("title: Support note asks", "title: A support note asks", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&scenario, edited).expect("edit");
+    let refused = go(&out, &config);
+    assert_eq!(refused.status.code(), Some(4), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("holds a run with another scenario `support-note`"), "{}", stderr(&refused));
+    std::fs::write(&scenario, text).expect("restore");
+    assert_eq!(rows(&out.join("runs.jsonl")).len(), 3);
+
+    // What a try killed before its manifest leaves (an empty evidence/): a new run there.
+    let early = dir.path().join("early");
+    std::fs::create_dir_all(early.join("evidence")).expect("mkdir");
+    let started = go(&early, &config);
+    assert_eq!(started.status.code(), Some(0), "{}", stderr(&started));
+    assert_eq!(rows(&early.join("runs.jsonl")).len(), 3);
+    // A directory holding anything else is not taken for one.
+    let foreign = dir.path().join("foreign");
+    std::fs::create_dir(&foreign).expect("mkdir");
+    std::fs::write(foreign.join("notes.txt"), "mine").expect("write");
+    let refused = go(&foreign, &config);
+    assert_eq!(refused.status.code(), Some(4), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("has no manifest.json but holds notes.txt"), "{}", stderr(&refused));
+    assert!(!foreign.join("manifest.json").exists());
+    let both = elengtis(dir.path(), &["run", "--resume", "--resume-or-start", "--out", s(&out)]);
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+}

@@ -6,18 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use elengtis_tests::gate::model_script;
+use elengtis_tests::gate::{copy_gate, model_script};
 use elengtis_tests::model_server::ModelServer;
-use elengtis_tests::{bundled_images, copy_tree, docker_or_skip, elengtis, scratch, stderr, stdout, workspace};
-
-/// `scenarios/gate` and `scenarios/seeds` copied into `dir/scenarios`, so a test can break
-/// them; returns the copied gate file.
-fn copy_gate(dir: &Path) -> PathBuf {
-    for sub in ["gate", "seeds"] {
-        copy_tree(&workspace().join("scenarios").join(sub), &dir.join("scenarios").join(sub));
-    }
-    dir.join("scenarios/gate/gate.yaml")
-}
+use elengtis_tests::{bundled_images, docker_or_skip, elengtis, scratch, stderr, stdout, workspace};
 
 fn gate(cwd: &Path, file: &Path, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let file = file.to_str().expect("UTF-8");
@@ -69,7 +60,10 @@ fn the_committed_gate_passes_offline_and_fails_without_its_evidence() {
         assert_eq!(f["status"], "passed", "{f:#}");
         assert_eq!(f["kind"], "reference");
     }
-    assert!(dir.path().join("ok/findings.sarif").is_file());
+    // The committed gate holds: its SARIF has no alert (issue 38: a passing gate used to write
+    // four High alerts).
+    let sarif = elengtis_tests::read_json(&dir.path().join("ok/findings.sarif"));
+    assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]), "{sarif:#}");
 
     // Broken evidence: each is refused before any container starts.
     let broken = dir.path().join("broken");
@@ -96,96 +90,65 @@ fn the_committed_gate_passes_offline_and_fails_without_its_evidence() {
     assert!(json["findings"][0]["details"].to_string().contains("the seed file changed"), "{json:#}");
 }
 
-/// The CI recipe of docs/ci/elengtis-gate.yml, run as written: the gate inside the tool image
-/// with the Docker socket mounted, over a copy of `scenarios/`.
+/// The GitHub Actions workflow of docs/ci/elengtis-gate.yml, its steps run as a runner runs
+/// them (tests/src/recipes.rs): the build step (its cargo build stood in for by this build's
+/// executables where it leaves them) makes the images, the gate runs in the tool image with the
+/// socket mounted and the checkout at /work, its exit code goes to the step's outputs, and the
+/// SARIF is uploaded to code scanning under the job's category only because the gate decided.
+/// The checkout's gate is trimmed to one finding (the whole gate runs above).
 #[test]
-fn the_ci_recipe_runs_the_gate_in_the_tool_image_with_the_socket_mounted() {
-    if !docker_or_skip("the_ci_recipe_runs_the_gate_in_the_tool_image_with_the_socket_mounted") {
-        return;
-    }
-    let workflow = std::fs::read_to_string(workspace().join("docs/ci/elengtis-gate.yml")).expect("the workflow");
-    let step = workflow.split("- name: Run the gate inside the tool image").nth(1).expect("the gate step");
-    let script: String = step
-        .split("run: |")
-        .nth(1)
-        .expect("its run block")
-        .split("- name:")
-        .next()
-        .expect("the block")
-        .lines()
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join("\n");
-    run_recipe(&script, &[]);
-}
-
-/// The GitLab recipe of docs/ci/gitlab-ci.yml, its job's `script` run as written (after the
-/// toolchain build, which the test has done): `images build`, then the gate in the tool image
-/// with the checkout mounted read-only at the image's working directory and relative paths.
-#[test]
-fn the_gitlab_recipe_runs_the_gate_from_the_checkout_mounted_at_the_working_directory() {
-    if !docker_or_skip("the_gitlab_recipe_runs_the_gate_from_the_checkout_mounted_at_the_working_directory") {
-        return;
-    }
-    let text = std::fs::read_to_string(workspace().join("docs/ci/gitlab-ci.yml")).expect("the recipe");
-    let recipe = elengtis_core::format::yaml::parse(&text).expect("the recipe is YAML").to_json();
-    let job = &recipe["elengtis-gate"];
-    let lines: Vec<&str> = job["script"].as_array().expect("a script").iter().filter_map(|l| l.as_str()).collect();
-    assert!(lines.first().is_some_and(|l| l.starts_with("cargo build")), "{lines:?}");
-    let script = lines[1..].join("\n");
-    let variables: Vec<(String, String)> = job["variables"]
-        .as_object()
-        .expect("variables")
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().expect("a string").to_owned()))
-        .collect();
-    run_recipe(&script, &variables);
-}
-
-/// Runs a recipe's shell lines in a scratch checkout (`scenarios/` with the gate trimmed to
-/// one finding: one is enough to show the recipe works; the full gate runs above), with this
-/// build's binary for `target/x86_64-unknown-linux-gnu/release/elengtis`, and checks the gate passed and left its SARIF.
-fn run_recipe(script: &str, env: &[(String, String)]) {
+fn the_github_workflow_runs_the_gate_in_the_tool_image_and_uploads_its_sarif_when_decided() {
+    use elengtis_tests::recipes::{github, stand_in_release_build, yaml_docs};
+    use std::collections::BTreeMap;
     use std::os::unix::fs::PermissionsExt as _;
+    if !docker_or_skip("the_github_workflow_runs_the_gate_in_the_tool_image_and_uploads_its_sarif_when_decided") {
+        return;
+    }
     bundled_images();
+    let workflow = yaml_docs(&workspace().join("docs/ci/elengtis-gate.yml")).remove(0);
+    assert_eq!(workflow["permissions"]["security-events"], "write", "code scanning uploads need it");
     let dir = scratch();
     // The tool image runs as 65534; a CI checkout is world-readable.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("test setup");
-    let file = copy_gate(dir.path());
-    let text = std::fs::read_to_string(&file).expect("gate file");
-    let (head, findings) = text.split_once("findings:\n").expect("findings");
-    let first: Vec<&str> = findings.lines().take(2).collect();
-    std::fs::write(&file, format!("{head}findings:\n{}\n", first.join("\n"))).expect("one finding");
-    assert!(script.contains("-v /var/run/docker.sock:/var/run/docker.sock"), "{script}");
-    // This project's CI engine is one the engine gate refuses (docs/security.md).
-    let bin_dir = elengtis_tests::bin_dir().to_str().expect("UTF-8");
-    // A static test build imports the images from its own executables, as `bundled_images` does.
-    let images_build = if cfg!(target_feature = "crt-static") {
-        format!("images build --binaries {bin_dir}")
-    } else {
-        "images build".into()
+    let checkout = |at: &Path| elengtis_tests::gate::one_finding_checkout(at);
+    let job = github::Job {
+        workflow: &workflow,
+        job: "gate",
+        matrix: BTreeMap::new(),
+        secrets: BTreeMap::new(),
+        workspace: dir.path().join("workspace"),
+        artifacts: dir.path().join("artifacts"),
+        replace: vec![
+            ("cargo build --release --locked".into(), ":".into()),
+            // This project's CI engine is one the engine gate refuses (docs/security.md).
+            ("docker run --rm".into(), "docker run --rm -e ELENGTIS_ALLOW_VULNERABLE_ENGINE=1".into()),
+        ],
+        checkout: &checkout,
     };
-    let script = script
-        .replace("images build", &images_build)
-        .replace(
-            "target/x86_64-unknown-linux-gnu/release/elengtis",
-            elengtis_tests::bin("elengtis").to_str().expect("UTF-8"),
-        )
-        .replace("docker run --rm", "docker run --rm -e ELENGTIS_ALLOW_VULNERABLE_ENGINE=1");
-    let output = std::process::Command::new("bash")
-        .arg("-euo")
-        .arg("pipefail")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(dir.path())
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .env_remove("OPENROUTER_API_KEY")
-        .output()
-        .expect("bash");
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the recipe failed:\n{out}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(out.contains("gate: passed (exit 0)"), "{out}");
-    assert!(dir.path().join("gate-out/gate/findings.sarif").is_file());
+    std::fs::create_dir_all(&job.workspace).expect("mkdir");
+    std::fs::set_permissions(&job.workspace, std::fs::Permissions::from_mode(0o755)).expect("test setup");
+    let bundled =
+        ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"];
+    stand_in_release_build(&job.workspace, &bundled);
+    let ran = job.run();
+    let outputs = &ran.outputs["gate"];
+    assert_eq!((outputs["code"].as_str(), outputs["decided"].as_str()), ("0", "true"), "{outputs:?}");
+    let (_, log) = ran.logs.iter().find(|(n, _)| n.starts_with("Run the gate")).expect("the gate step");
+    assert!(log.contains("gate: passed (exit 0)"), "{log}");
+    let upload = workflow["jobs"]["gate"]["steps"]
+        .as_array()
+        .and_then(|steps| {
+            steps
+                .iter()
+                .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("github/codeql-action/upload-sarif")))
+        })
+        .expect("an upload-sarif step");
+    assert_eq!(upload["if"], "always() && steps.gate.outputs.decided == 'true'");
+    let (sarif, category) = ran.uploads.sarif.first().expect("the SARIF was uploaded");
+    assert_eq!(category, "elengtis-gate");
+    let log = elengtis_tests::read_json(sarif);
+    assert_eq!(log["runs"][0]["results"], serde_json::json!([]), "a gate that holds has no alert: {log:#}");
+    assert!(dir.path().join("artifacts/elengtis-gate/findings.sarif").is_file());
 }
 
 /// Re-records the committed fixtures: for each finding of `scenarios/gate/gate.yaml`, the

@@ -14,6 +14,7 @@ mod live;
 mod mounted_socket;
 mod prove;
 mod prove_shim;
+mod recipes;
 mod report;
 mod shards;
 mod startup;

@@ -21,6 +21,11 @@ pub enum Behaviour {
     AnswerThenSilent(serde_json::Value),
 }
 
+/// The `/info` answer of an engine that lists runc only, its default.
+pub fn runc_only_info() -> serde_json::Value {
+    serde_json::json!({"ID": "fake", "OperatingSystem": "fake engine", "DefaultRuntime": "runc", "Runtimes": {"runc": {"path": "runc"}}, "SecurityOptions": []})
+}
+
 /// A fake engine, stopped when dropped.
 #[derive(Debug)]
 pub struct FakeEngine {
@@ -62,8 +67,13 @@ pub fn version_answer(engine: &str, runc: (&str, &str), containerd: (&str, &str)
 }
 
 impl FakeEngine {
-    /// Start serving.
+    /// Start serving, with an engine that lists runc only ([`runc_only_info`]).
     pub fn start(behaviour: Behaviour) -> FakeEngine {
+        FakeEngine::start_with_info(behaviour, runc_only_info())
+    }
+
+    /// Start serving, answering `/info` with `info` (its runtimes, its default runtime).
+    pub fn start_with_info(behaviour: Behaviour, info: serde_json::Value) -> FakeEngine {
         let dir =
             tempfile::Builder::new().prefix("elengtis-fake-engine-").tempdir().expect("failed to make a temp dir");
         let socket = dir.path().join("docker.sock");
@@ -76,8 +86,8 @@ impl FakeEngine {
             while !stop2.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let (behaviour, requests) = (behaviour.clone(), requests2.clone());
-                        std::thread::spawn(move || serve(stream, &behaviour, &requests));
+                        let (behaviour, requests, info) = (behaviour.clone(), requests2.clone(), info.clone());
+                        std::thread::spawn(move || serve(stream, &behaviour, &info, &requests));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(10)),
                 }
@@ -112,7 +122,7 @@ impl Drop for FakeEngine {
     }
 }
 
-fn serve(stream: UnixStream, behaviour: &Behaviour, requests: &Mutex<Vec<String>>) {
+fn serve(stream: UnixStream, behaviour: &Behaviour, info: &serde_json::Value, requests: &Mutex<Vec<String>>) {
     let _ = stream.set_nonblocking(false);
     let Ok(mut writer) = stream.try_clone() else { return };
     let mut reader = BufReader::new(stream);
@@ -160,13 +170,13 @@ fn serve(stream: UnixStream, behaviour: &Behaviour, requests: &Mutex<Vec<String>
             (None, _) => None,
             (Some(_), "/_ping") => Some((200, "text/plain", "OK".to_owned())),
             (Some(v), "/version") => Some((200, "application/json", v.to_string())),
-            (Some(_), "/info") => Some((
-                200,
-                "application/json",
-                serde_json::json!({"ID": "fake", "OperatingSystem": "fake engine", "DefaultRuntime": "runc", "Runtimes": {"runc": {"path": "runc"}}, "SecurityOptions": []}).to_string(),
-            )),
+            (Some(_), "/info") => Some((200, "application/json", info.to_string())),
             (Some(_), _) if matches!(behaviour, Behaviour::AnswerThenSilent(_)) => None,
-            (Some(_), other) => Some((404, "application/json", serde_json::json!({"message": format!("fake engine: no such object ({other})")}).to_string())),
+            (Some(_), other) => Some((
+                404,
+                "application/json",
+                serde_json::json!({"message": format!("fake engine: no such object ({other})")}).to_string(),
+            )),
         };
         let Some((status, content_type, body)) = answer else {
             // The black hole: hold the connection open and never answer.

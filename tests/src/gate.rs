@@ -68,3 +68,30 @@ fn translate(value: &Value, step: usize, named: &Map<String, Value>) -> Value {
         other => other.clone(),
     }
 }
+
+/// `scenarios/gate` and `scenarios/seeds` copied into `dir/scenarios`, so a test can break or
+/// trim them; returns the copied gate file.
+///
+/// # Panics
+///
+/// On I/O errors (test setup).
+pub fn copy_gate(dir: &std::path::Path) -> std::path::PathBuf {
+    for sub in ["gate", "seeds"] {
+        crate::copy_tree(&crate::workspace().join("scenarios").join(sub), &dir.join("scenarios").join(sub));
+    }
+    dir.join("scenarios/gate/gate.yaml")
+}
+
+/// A checkout in `dir` whose committed gate is trimmed to its first finding: one shows that a
+/// CI recipe works; the whole gate runs in tests/docker/gate.rs.
+///
+/// # Panics
+///
+/// On I/O errors (test setup).
+pub fn one_finding_checkout(dir: &std::path::Path) {
+    let file = copy_gate(dir);
+    let text = std::fs::read_to_string(&file).expect("gate file");
+    let (head, findings) = text.split_once("findings:\n").expect("findings");
+    let first: Vec<&str> = findings.lines().take(2).collect();
+    std::fs::write(&file, format!("{head}findings:\n{}\n", first.join("\n"))).expect("one finding");
+}

@@ -15,6 +15,7 @@ pub mod fake_engine;
 pub mod gate;
 pub mod model_server;
 pub mod original;
+pub mod recipes;
 
 pub use browser::chromium_or_skip;
 

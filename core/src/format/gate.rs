@@ -86,6 +86,10 @@ pub enum CustomGuard {
     Shim,
     /// None: the gate shows reproduction only (at best STABLE, NOT PROVEN).
     None,
+    /// The target's own controls (its `control_env` and `control_args`, which the target file
+    /// must declare): every one off on the vulnerable side, every one on on the guarded side —
+    /// the server you ship, with its own guards, as `prove --target` with declared controls.
+    Controls,
 }
 
 /// One finding of the gate.
@@ -129,6 +133,8 @@ pub enum FindingKind {
 pub struct LoadedFinding {
     /// The seed file (resolved).
     pub seed: PathBuf,
+    /// The line of the gate file where the finding's entry starts (1-based; 0 when unknown).
+    pub line: usize,
     /// How it runs.
     pub kind: FindingKind,
 }
@@ -208,6 +214,20 @@ pub fn load_gate(path: &Path) -> Result<LoadedGate, LoadError> {
             (None, Some(target)) => {
                 let target_path = base.join(target);
                 match load_target(&target_path) {
+                    Ok(t)
+                        if finding.guarded == Some(CustomGuard::Controls)
+                            && t.control_env.is_empty()
+                            && t.control_args.is_empty() =>
+                    {
+                        push(
+                            here.key("guarded"),
+                            format!(
+                                "`controls` needs the target's own controls, and {} declares none (`control_env` or `control_args`)",
+                                target_path.display()
+                            ),
+                        );
+                        None
+                    }
                     Ok(t) => Some(FindingKind::Custom {
                         path: target_path,
                         target: Box::new(t),
@@ -233,7 +253,8 @@ pub fn load_gate(path: &Path) -> Result<LoadedGate, LoadError> {
             }
         };
         if let Some(kind) = kind {
-            findings.push(LoadedFinding { seed, kind });
+            let line = node.find(&here).map_or(0, |n| n.mark.line);
+            findings.push(LoadedFinding { seed, line, kind });
         }
     }
     if gate.model.is_none() && gate.findings.iter().any(|f| f.target.is_some()) {

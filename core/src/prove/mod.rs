@@ -25,8 +25,9 @@
 //! ```
 //! use elengtis_core::format::seed::{Delivery, Seed};
 //! use elengtis_core::prove::{
-//!     Calibration, EvidenceTier, GuardedLayer, LegContext, LegReading, LegRun, ReportInput, RewriteRun, SarifOptions,
-//!     SarifTool, Side, Targets, Thresholds, Verdict, build_report, render_panel, rewrites, sarif_log,
+//!     Calibration, EvidenceTier, GuardedLayer, LegContext, LegReading, LegRun, ReportInput, RewriteRun, SarifFinding,
+//!     SarifOptions, SarifTool, Side, SourceLine, Targets, Thresholds, Verdict, build_report, render_panel, rewrites,
+//!     sarif_log,
 //! };
 //!
 //! // A seed (normally `elengtis_core::format::seed::load_seed(path)?.seed`).
@@ -98,8 +99,11 @@
 //! let panel = render_panel(&report);
 //! assert!(panel.contains("=> KEPT"));
 //! let tool = SarifTool { name: "elengtis", version: "0.1.0", information_uri: "https://example.com/elengtis" };
-//! let sarif = sarif_log(&[report], &tool, &SarifOptions::default());
+//! // An alert means the side you ship let the attack through: the guarded twin held, so none.
+//! let lines = [SourceLine { uri: "scenarios/seeds/demo.seed.yaml".into(), line: 6, what: "the payload".into() }];
+//! let sarif = sarif_log(&[SarifFinding { report: &report, locations: &lines }], &tool, &SarifOptions::default());
 //! assert_eq!(sarif["version"], "2.1.0");
+//! assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
 //! # let _ = json;
 //! ```
 
@@ -119,5 +123,5 @@ pub use leg::{AttackCalls, EvidenceTier, LegContext, LegReading, LegRun, Side, r
 pub use metamorphic::{MetamorphicResult, RewriteRun, metamorphic};
 pub use report::{ReportInput, TargetIdentity, Targets, ValidationReport, build_report, render_panel};
 pub use rewrite::{Rewrite, RewriteKind, rewrite, rewrites};
-pub use sarif::{SarifOptions, SarifTool, sarif_log};
+pub use sarif::{SarifFinding, SarifOptions, SarifTool, SourceLine, sarif_log};
 pub use verdict::{Assessment, Decision, GuardedLayer, ServerGuard, Verdict, assess, decide};

@@ -1,28 +1,46 @@
-//! SARIF 2.1.0 of one or more validation reports: one rule per seed, one result per report.
+//! SARIF 2.1.0 of one or more validation reports: one rule per seed, one result per finding.
 //!
-//! Written for a code-scanning user who trusts what an alert says:
+//! An alert means one thing: **a build you ship lets this attack through.** Code scanning opens
+//! an alert when a result appears and closes it ("fixed") when a later analysis of the same
+//! category no longer has it, so the log is written from the point of view of the side of the
+//! differential that is shipped ([`shipped_side`]):
 //!
-//! - only a finding that was kept (KEPT, or STABLE, NOT PROVEN) is an alert with a
-//!   `security-severity`; a REJECTED or NOT TESTED finding is left out, or — with
-//!   [`SarifOptions::include_undecided`] (`--sarif-include-rejected`) — written at level `none`
-//!   with no `security-severity` on its result or its rule;
-//! - the message states the verdict first, then the claim, then the differential proof worded
-//!   for the sides that actually ran (never "vulnerable build" for a target of your own);
-//! - the partial fingerprint binds the seed, the weakness locus and the target's identity (its
-//!   image id, else its command line as written), so the same seed against two targets is two
-//!   alerts;
-//! - the seed file's location is relative to `%SRCROOT%` (a `uriBaseId`), never the
-//!   working directory;
-//! - `properties` name the target (id, image id, runtime, command) and link every leg's
-//!   evidence file (relative to the SARIF file's directory).
+//! - the **guarded side** when its safeguard is part of what is shipped: the reference twins'
+//!   guarded side (what `gate` protects), your guarded build (`--guarded-target`), your
+//!   server with its own controls on;
+//! - the **vulnerable side** — your `--target` as it is — when the guarded side is only a
+//!   stand-in that is not shipped (the control shim, the egress proxy) or there is none.
+//!
+//! A finding is an alert (level `error`, with a `security-severity`) when the shipped side
+//! fired (leaked) in at least one decided run — a repeat iteration or a rewrite; otherwise it
+//! is no result at all, so a guard that holds never shows as a problem and a repaired guard
+//! closes its alert. With [`SarifOptions::include_undecided`] (`--sarif-include-rejected`)
+//! the other findings are written too, as SARIF `kind: pass` (the shipped side decided and
+//! held) or `kind: open` (it decided nothing), at level `none` with no `security-severity`.
+//! GitHub does not document `kind`, so code-scanning uploads should leave that option off.
+//!
+//! - the partial fingerprint binds the seed, the weakness locus, which side is shipped and
+//!   that side's identity as written (the target id, its image *repository* — not the tag or
+//!   the image id, which change with every build — else its command line, and the controls
+//!   on), so the same finding keeps its alert across runs and rebuilds, and is one alert from
+//!   regression to repair;
+//! - locations are lines that exist in the repository the scan ran in, relative to
+//!   `%SRCROOT%` ([`SourceLine`]: the gate file's entry, your target file, the seed's
+//!   `payload`), given by the caller; without any, the result has a logical location only;
+//! - the message says which shipped side let the attack through and how often, then the
+//!   verdict, the claim and the differential proof worded for the sides that actually ran
+//!   (never "vulnerable build" for a target of your own);
+//! - `properties` name the targets (id, image id, runtime, command), the shipped side's tally
+//!   and every leg's evidence file (relative to the SARIF file's directory).
 //!
 //! The output is validated in the tests against the official SARIF 2.1.0 JSON Schema
 //! (`core/tests/data/sarif-schema-2.1.0.json`) and GitHub's documented upload rules.
 
 use serde_json::{Map, Value, json};
 
+use super::leg::Side;
 use super::report::{TargetIdentity, ValidationReport};
-use super::verdict::{GuardedLayer, ServerGuard, Verdict};
+use super::verdict::{GuardedLayer, ServerGuard};
 use crate::format::seed::Weakness;
 use crate::format::sha256_hex;
 
@@ -31,7 +49,7 @@ pub const SARIF_VERSION: &str = "2.1.0";
 /// The `$schema` written.
 pub const SARIF_SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 /// The partial fingerprint's key.
-pub const FINGERPRINT_KEY: &str = "elengtisSeedLocusTarget/v2";
+pub const FINGERPRINT_KEY: &str = "elengtisShippedSide/v3";
 /// The base every location is relative to (the repository the scan ran in).
 pub const SRCROOT: &str = "%SRCROOT%";
 
@@ -49,9 +67,90 @@ pub struct SarifTool<'a> {
 /// What the log holds.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SarifOptions {
-    /// Write REJECTED and NOT TESTED findings too, at level `none` without a
-    /// `security-severity` (default: left out; they are not alerts).
+    /// Also write the findings that are not alerts — `kind: pass` (the shipped side held) and
+    /// `kind: open` (it decided nothing) — at level `none` without a `security-severity`
+    /// (default: left out; they are not alerts).
     pub include_undecided: bool,
+}
+
+/// A line of a file in the repository the scan ran in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine {
+    /// The path relative to the repository's root (`%SRCROOT%`), `/`-separated, without `..`.
+    pub uri: String,
+    /// The line, 1-based.
+    pub line: u32,
+    /// What is there (`the gate's entry for this finding`, `the attack's payload`).
+    pub what: String,
+}
+
+/// One finding to write: its report and where it sits in the repository (first: the primary
+/// location code scanning shows; at most ten are written).
+#[derive(Debug, Clone, Copy)]
+pub struct SarifFinding<'a> {
+    /// The validation report.
+    pub report: &'a ValidationReport,
+    /// Its lines in the repository.
+    pub locations: &'a [SourceLine],
+}
+
+/// What the shipped side of a finding did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shipped {
+    /// It fired (leaked) in `fired` of its `decided` runs: an alert.
+    LetThrough {
+        /// Decided runs that fired.
+        fired: u32,
+        /// Decided runs (fired or resisted), repeats and rewrites.
+        decided: u32,
+    },
+    /// It resisted every one of its `decided` runs (at least one).
+    Held {
+        /// Decided runs.
+        decided: u32,
+    },
+    /// None of its runs decided anything.
+    Undecided,
+}
+
+/// The side of the differential that is shipped (see the module documentation): the
+/// vulnerable side for a target of your own whose guarded side is a stand-in (the control
+/// shim, the egress proxy) or absent; the guarded side otherwise.
+pub fn shipped_side(report: &ValidationReport) -> Side {
+    let stand_in = matches!(report.guarded_twin_layer, Some(GuardedLayer::Boundary | GuardedLayer::Network));
+    if report.targets.custom && (stand_in || report.legs.guarded.is_none()) { Side::Vulnerable } else { Side::Guarded }
+}
+
+/// What the shipped side did, over its repeat iterations and its rewrites.
+pub fn shipped(report: &ValidationReport) -> Shipped {
+    let side = shipped_side(report);
+    let repeats = match side {
+        Side::Vulnerable => Some(&report.legs.vulnerable),
+        Side::Guarded => report.legs.guarded.as_ref(),
+    };
+    let (mut fired, mut decided) = (0u32, 0u32);
+    for run in repeats.map(|l| l.runs.as_slice()).unwrap_or_default() {
+        fired += u32::from(run.reading.is_fire());
+        decided += u32::from(run.reading.is_decided());
+    }
+    for row in report.metamorphic.iter().flat_map(|m| &m.rows) {
+        let label = match side {
+            Side::Vulnerable => Some(row.vulnerable.as_str()),
+            Side::Guarded => row.guarded.as_deref(),
+        };
+        fired += u32::from(matches!(label, Some("fired" | "leak")));
+        decided += u32::from(matches!(label, Some("fired" | "leak" | "resisted")));
+    }
+    match (fired, decided) {
+        (0, 0) => Shipped::Undecided,
+        (0, decided) => Shipped::Held { decided },
+        (fired, decided) => Shipped::LetThrough { fired, decided },
+    }
+}
+
+/// Whether a finding is an alert: the side you ship let the attack through.
+pub fn is_alert(report: &ValidationReport) -> bool {
+    matches!(shipped(report), Shipped::LetThrough { .. })
 }
 
 /// The `security-severity` of a weakness class (GitHub code scanning's 0–10 scale).
@@ -65,18 +164,13 @@ pub fn security_severity(weakness: Weakness) -> &'static str {
     }
 }
 
-/// Whether a verdict is an alert: a kept finding (KEPT or STABLE, NOT PROVEN).
-pub fn is_alert(verdict: Verdict) -> bool {
-    matches!(verdict, Verdict::Kept | Verdict::StableNotProven)
-}
-
-/// The SARIF level of a verdict: KEPT `error`, STABLE, NOT PROVEN `warning`, REJECTED and
-/// NOT TESTED `none` (not a problem that was shown).
-pub fn level(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Kept => "error",
-        Verdict::StableNotProven => "warning",
-        Verdict::Rejected | Verdict::NotTested => "none",
+/// The SARIF `kind` and `level` of a finding: an alert is `fail` at `error`; a shipped side
+/// that held is `pass`, one that decided nothing `open`, both at `none`.
+pub fn kind_and_level(report: &ValidationReport) -> (&'static str, &'static str) {
+    match shipped(report) {
+        Shipped::LetThrough { .. } => ("fail", "error"),
+        Shipped::Held { .. } => ("pass", "none"),
+        Shipped::Undecided => ("open", "none"),
     }
 }
 
@@ -122,8 +216,28 @@ fn side_name(report: &ValidationReport, guarded: bool) -> String {
     }
 }
 
-/// The result message: the verdict first, the claim, then the differential proof, the
-/// rewrites and the reasons.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+/// The evidence files of the shipped side's runs that fired, relative to the SARIF file's
+/// directory (repeats first, in order).
+fn shipped_evidence(report: &ValidationReport) -> Vec<String> {
+    let runs = match shipped_side(report) {
+        Side::Vulnerable => Some(&report.legs.vulnerable),
+        Side::Guarded => report.legs.guarded.as_ref(),
+    };
+    runs.map(|l| l.runs.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.reading.is_fire())
+        .filter_map(|r| r.evidence.as_ref().map(|e| format!("{}/{e}", report.seed)))
+        .collect()
+}
+
+/// The result message: what the shipped side did first, then the verdict, the claim, the
+/// differential proof, the rewrites and the reasons.
 pub fn message(report: &ValidationReport) -> String {
     let v = &report.legs.vulnerable.counts;
     let vulnerable = side_name(report, false);
@@ -142,7 +256,20 @@ pub fn message(report: &ValidationReport) -> String {
         Some(meta) => format!("metamorphic rewrites held {}/{}", meta.held, meta.total),
         None => "metamorphic stage not run".to_owned(),
     };
-    let mut text = format!("{}: {}. {proof}; {} {rewrites}.", report.verdict_label, report.claim, report.weakness);
+    let shipped_name = capitalized(&side_name(report, shipped_side(report) == Side::Guarded));
+    let first = match shipped(report) {
+        Shipped::LetThrough { fired, decided } => {
+            let evidence = shipped_evidence(report);
+            let evidence = evidence.first().map(|e| format!(" (evidence: {e})")).unwrap_or_default();
+            format!(
+                "{shipped_name}, which is what you ship, lets this attack through: it fired in {fired} of its {decided} decided runs{evidence}."
+            )
+        }
+        Shipped::Held { decided } => format!("{shipped_name} held: it resisted all {decided} of its decided runs."),
+        Shipped::Undecided => format!("{shipped_name} decided nothing: none of its runs fired or resisted."),
+    };
+    let mut text =
+        format!("{first} {}: {}. {proof}; {} {rewrites}.", report.verdict_label, report.claim, report.weakness);
     if !report.reasons.is_empty() {
         text.push_str(" Reasons: ");
         text.push_str(&report.reasons.join("; "));
@@ -151,13 +278,13 @@ pub fn message(report: &ValidationReport) -> String {
     text
 }
 
-fn rule(report: &ValidationReport) -> Value {
+fn rule(report: &ValidationReport, alert: bool) -> Value {
     let mut properties = json!({
         "tags": tags(report),
         "weakness": report.weakness.as_str(),
         "compliance": report.compliance,
     });
-    if is_alert(report.verdict) {
+    if alert {
         properties["security-severity"] = json!(security_severity(report.weakness));
     }
     json!({
@@ -172,59 +299,115 @@ fn rule(report: &ValidationReport) -> Value {
             report.delivery.as_str(),
             report.guards.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(", ")
         )},
-        "defaultConfiguration": {"level": level(report.verdict)},
+        "defaultConfiguration": {"level": if alert { "error" } else { "none" }},
         "properties": properties,
     })
 }
 
-/// A location relative to the repository the scan ran in: a relative path with no `..`
-/// (an absolute path or one outside the working directory has none).
-fn repository_uri(file: &str) -> Option<String> {
-    let path = std::path::Path::new(file);
-    let relative = path.is_relative()
-        && path.components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
-    relative.then(|| path.components().filter_map(|c| c.as_os_str().to_str()).collect::<Vec<_>>().join("/"))
+/// The image repository of a reference: without its tag or digest, which change with every
+/// build.
+fn repository(image: &str) -> &str {
+    let image = image.split('@').next().unwrap_or(image);
+    match image.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => image,
+    }
 }
 
-/// The fingerprint of a finding: the seed, its locus and the target it was proven against.
+/// A target as written, for a fingerprint: its id, transport, image repository (else its
+/// command line, else its URL) and the controls on. Never the image id or tag.
+fn written_identity(target: &TargetIdentity) -> String {
+    let server = match (&target.image, &target.url) {
+        (Some(image), _) => repository(image).to_owned(),
+        (None, _) if !target.command.is_empty() => target.command.join(" "),
+        (None, Some(url)) => url.clone(),
+        (None, None) => String::new(),
+    };
+    format!("{}|{}|{server}|{}", target.id, target.transport, target.controls_on.join(","))
+}
+
+/// The fingerprint of a finding: the seed, its locus, which side is shipped and that side as
+/// written (see [`written_identity`]; the reference twins by their guarded layer). Stable
+/// across runs and rebuilds, so one finding is one alert from its regression to its repair.
 pub fn fingerprint(report: &ValidationReport) -> String {
-    let target = report.targets.vulnerable.as_ref().map(TargetIdentity::fingerprint).unwrap_or_default();
-    sha256_hex(format!("{}|{}|{}|{}|{target}", report.seed, report.weakness, report.tool, report.field).as_bytes())
+    let side = shipped_side(report);
+    let identity = if report.targets.custom {
+        let target = match side {
+            // Your guarded build is a target of its own; your controls are your target's.
+            Side::Guarded if report.server_guard == Some(ServerGuard::Build) => report.targets.guarded.as_ref(),
+            Side::Guarded => report.targets.guarded.as_ref().or(report.targets.vulnerable.as_ref()),
+            Side::Vulnerable => report.targets.vulnerable.as_ref(),
+        };
+        target.map(written_identity).unwrap_or_default()
+    } else {
+        format!("reference twin|{}", report.guarded_twin_layer.map(GuardedLayer::as_str).unwrap_or("none"))
+    };
+    sha256_hex(
+        format!("{}|{}|{}|{}|{}|{identity}", report.seed, report.weakness, report.tool, report.field, side.as_str())
+            .as_bytes(),
+    )
 }
 
 fn legs(report: &ValidationReport) -> Value {
-    let side = |runs: &[super::leg::LegRun]| -> Vec<Value> {
+    let side = |runs: &[super::leg::LegRun], which: Side| -> Vec<Value> {
         runs.iter()
             .map(|r| {
                 json!({
-                    "reading": r.reading.label(super::leg::Side::Vulnerable),
+                    "reading": r.reading.label(which),
                     "evidence": r.evidence.as_ref().map(|e| format!("{}/{e}", report.seed)),
                 })
             })
             .collect()
     };
     json!({
-        "vulnerable": side(&report.legs.vulnerable.runs),
-        "guarded": report.legs.guarded.as_ref().map(|g| side(&g.runs)),
+        "vulnerable": side(&report.legs.vulnerable.runs, Side::Vulnerable),
+        "guarded": report.legs.guarded.as_ref().map(|g| side(&g.runs, Side::Guarded)),
     })
 }
 
-fn result(report: &ValidationReport, rule_index: usize) -> Value {
-    let mut location = Map::new();
-    if let Some(uri) = report.seed_file.as_deref().and_then(repository_uri) {
-        location.insert(
-            "physicalLocation".into(),
-            json!({"artifactLocation": {"uri": uri, "uriBaseId": SRCROOT}, "region": {"startLine": 1}}),
-        );
+fn shipped_properties(report: &ValidationReport) -> Value {
+    let (outcome, fired, decided) = match shipped(report) {
+        Shipped::LetThrough { fired, decided } => ("let_through", fired, decided),
+        Shipped::Held { decided } => ("held", 0, decided),
+        Shipped::Undecided => ("undecided", 0, 0),
+    };
+    json!({
+        "side": shipped_side(report).as_str(),
+        "name": side_name(report, shipped_side(report) == Side::Guarded),
+        "outcome": outcome,
+        "fired": fired,
+        "decided": decided,
+        "evidence": shipped_evidence(report),
+    })
+}
+
+fn result(finding: &SarifFinding<'_>, rule_index: usize) -> Value {
+    let report = finding.report;
+    let logical = json!([{
+        "name": report.tool,
+        "fullyQualifiedName": format!("{}.{}", report.tool, report.field),
+        "kind": "function",
+    }]);
+    let mut locations: Vec<Value> = finding
+        .locations
+        .iter()
+        .take(10)
+        .map(|l| {
+            let mut location = Map::new();
+            location.insert(
+                "physicalLocation".into(),
+                json!({"artifactLocation": {"uri": l.uri, "uriBaseId": SRCROOT}, "region": {"startLine": l.line.max(1)}}),
+            );
+            location.insert("message".into(), json!({"text": l.what}));
+            location.insert("logicalLocations".into(), logical.clone());
+            Value::Object(location)
+        })
+        .collect();
+    if locations.is_empty() {
+        locations.push(json!({"logicalLocations": logical}));
     }
-    location.insert(
-        "logicalLocations".into(),
-        json!([{
-            "name": report.tool,
-            "fullyQualifiedName": format!("{}.{}", report.tool, report.field),
-            "kind": "function",
-        }]),
-    );
+    let (kind, level) = kind_and_level(report);
+    let alert = kind == "fail";
     let mut properties = json!({
         "verdict": report.verdict_label,
         "weakness": report.weakness.as_str(),
@@ -235,41 +418,51 @@ fn result(report: &ValidationReport, rule_index: usize) -> Value {
         "claim": report.claim,
         "model": report.model,
         "tags": tags(report),
+        "shipped": shipped_properties(report),
         "targets": report.targets,
         "legs": legs(report),
     });
-    if is_alert(report.verdict) {
+    if alert {
         properties["security-severity"] = json!(security_severity(report.weakness));
     }
     json!({
         "ruleId": report.seed,
         "ruleIndex": rule_index,
-        "level": level(report.verdict),
+        "kind": kind,
+        "level": level,
         "message": {"text": message(report)},
-        "locations": [Value::Object(location)],
+        "locations": locations,
         "partialFingerprints": {FINGERPRINT_KEY: fingerprint(report)},
         "properties": properties,
     })
 }
 
-/// The SARIF 2.1.0 log of `reports`: one run, one rule per distinct seed (first written
-/// report wins), one result per written report; REJECTED and NOT TESTED findings only with
-/// [`SarifOptions::include_undecided`].
-pub fn sarif_log(reports: &[ValidationReport], tool: &SarifTool<'_>, options: &SarifOptions) -> Value {
-    let mut rules: Vec<Value> = Vec::new();
+/// The SARIF 2.1.0 log of `findings`: one run, one rule per distinct seed written (the first
+/// written finding's text; `security-severity` when any of its results is an alert), one
+/// result per alert — and per other finding with [`SarifOptions::include_undecided`].
+pub fn sarif_log(findings: &[SarifFinding<'_>], tool: &SarifTool<'_>, options: &SarifOptions) -> Value {
+    let written: Vec<&SarifFinding<'_>> =
+        findings.iter().filter(|f| options.include_undecided || is_alert(f.report)).collect();
     let mut ids: Vec<&str> = Vec::new();
     let mut results = Vec::new();
-    for report in reports.iter().filter(|r| options.include_undecided || is_alert(r.verdict)) {
-        let index = match ids.iter().position(|id| *id == report.seed) {
+    for finding in &written {
+        let index = match ids.iter().position(|id| *id == finding.report.seed) {
             Some(index) => index,
             None => {
-                ids.push(&report.seed);
-                rules.push(rule(report));
+                ids.push(&finding.report.seed);
                 ids.len() - 1
             }
         };
-        results.push(result(report, index));
+        results.push(result(finding, index));
     }
+    let rules: Vec<Value> = ids
+        .iter()
+        .filter_map(|id| {
+            let first = written.iter().find(|f| f.report.seed == *id)?;
+            let alert = written.iter().any(|f| f.report.seed == *id && is_alert(f.report));
+            Some(rule(first.report, alert))
+        })
+        .collect();
     json!({
         "$schema": SARIF_SCHEMA_URI,
         "version": SARIF_VERSION,
@@ -291,6 +484,7 @@ mod tests {
     use crate::prove::leg::{EvidenceTier, LegReading};
     use crate::prove::report::Targets;
     use crate::prove::report::tests::{kept, report};
+    use crate::prove::verdict::Verdict;
 
     /// The official SARIF 2.1.0 JSON Schema (see `core/tests/data/README.md`).
     const SARIF_SCHEMA: &str = include_str!("../../tests/data/sarif-schema-2.1.0.json");
@@ -299,6 +493,8 @@ mod tests {
         SarifTool { name: "elengtis", version: "0.1.0", information_uri: "https://example.com/elengtis" };
 
     const ALL: SarifOptions = SarifOptions { include_undecided: true };
+
+    const FIRED: LegReading = LegReading::Fired { tier: EvidenceTier::State };
 
     fn errors(log: &Value) -> Vec<String> {
         let schema: Value = serde_json::from_str(SARIF_SCHEMA).expect("the schema is JSON");
@@ -312,26 +508,68 @@ mod tests {
         r
     }
 
-    /// KEPT, STABLE, NOT PROVEN, REJECTED (decided resists) and NOT TESTED (nothing decided),
-    /// each its own seed.
+    /// Each run's evidence file, as prove records it (relative to the report's directory).
+    fn with_evidence(mut r: ValidationReport) -> ValidationReport {
+        for (side, legs) in [("vulnerable", Some(&mut r.legs.vulnerable)), ("guarded", r.legs.guarded.as_mut())] {
+            for (i, run) in legs.into_iter().flat_map(|l| l.runs.iter_mut()).enumerate() {
+                run.evidence = Some(format!("repeat/results/evidence/{side}--{i}.json"));
+            }
+        }
+        r
+    }
+
+    /// The guarded reference twin leaked in two of five runs: a regression.
+    fn regressed() -> ValidationReport {
+        with_evidence(report(
+            vec![FIRED; 5],
+            Some(vec![LegReading::Resisted, FIRED, LegReading::Resisted, FIRED, LegReading::Resisted]),
+        ))
+    }
+
+    fn lines() -> Vec<SourceLine> {
+        vec![
+            SourceLine {
+                uri: "scenarios/gate/gate.yaml".into(),
+                line: 24,
+                what: "the gate's entry for this finding".into(),
+            },
+            SourceLine {
+                uri: "scenarios/seeds/note-forward-direct.seed.yaml".into(),
+                line: 7,
+                what: "the attack's payload".into(),
+            },
+        ]
+    }
+
+    fn log_of(reports: &[ValidationReport], options: &SarifOptions) -> Value {
+        let lines = lines();
+        let findings: Vec<SarifFinding<'_>> =
+            reports.iter().map(|r| SarifFinding { report: r, locations: &lines }).collect();
+        sarif_log(&findings, &TOOL, options)
+    }
+
+    fn results(log: &Value) -> Vec<Value> {
+        log["runs"][0]["results"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// A held guard, a regression, a finding whose sides never fired (REJECTED: the attack
+    /// stopped landing) and one that decided nothing, each its own seed.
     fn four() -> Vec<ValidationReport> {
-        let stable = renamed(report(vec![LegReading::Fired { tier: EvidenceTier::Trace }; 5], None), "stable");
         let rejected = renamed(report(vec![LegReading::Resisted; 5], Some(vec![LegReading::Resisted; 5])), "rejected");
         let nt = LegReading::NotTested { why: "never read".into() };
-        let untested = renamed(report(vec![nt.clone(); 5], Some(vec![nt; 5])), "untested");
-        assert_eq!(
-            [stable.verdict, rejected.verdict, untested.verdict],
-            [Verdict::StableNotProven, Verdict::Rejected, Verdict::NotTested]
-        );
-        vec![kept(), stable, rejected, untested]
+        let mut untested = renamed(report(vec![nt.clone(); 5], Some(vec![nt; 5])), "untested");
+        untested.metamorphic = None;
+        assert_eq!([rejected.verdict, untested.verdict], [Verdict::Rejected, Verdict::NotTested]);
+        vec![kept(), renamed(regressed(), "regressed"), rejected, untested]
     }
 
     fn logs() -> Vec<Value> {
         vec![
-            sarif_log(&[kept()], &TOOL, &SarifOptions::default()),
-            sarif_log(&four(), &TOOL, &SarifOptions::default()),
-            sarif_log(&four(), &TOOL, &ALL),
-            sarif_log(&[], &TOOL, &ALL),
+            log_of(&[regressed()], &SarifOptions::default()),
+            log_of(&four(), &SarifOptions::default()),
+            log_of(&four(), &ALL),
+            sarif_log(&[SarifFinding { report: &regressed(), locations: &[] }], &TOOL, &ALL),
+            log_of(&[], &ALL),
         ]
     }
 
@@ -347,7 +585,8 @@ mod tests {
     /// result's `ruleId` names a rule of the run and its `message.text` is set; at most ten
     /// locations, each a path relative to the repository (`uriBaseId` `%SRCROOT%`) with a
     /// `region.startLine`; `security-severity` a number from 0.0 to 10.0 given as a string,
-    /// only with the `security` tag; partial fingerprints are strings; levels are SARIF's four.
+    /// only with the `security` tag; partial fingerprints are strings; levels are SARIF's four
+    /// (and `none` whenever `kind` is not `fail`, as SARIF §3.27.9 requires).
     #[test]
     fn the_log_follows_githubs_upload_rules() {
         for log in logs() {
@@ -368,11 +607,13 @@ mod tests {
             for result in run["results"].as_array().expect("results") {
                 assert!(ids.contains(&result["ruleId"].as_str().unwrap_or_default()), "{result}");
                 assert!(result["message"]["text"].as_str().is_some_and(|t| !t.is_empty()));
-                assert!(["none", "note", "warning", "error"].contains(&result["level"].as_str().unwrap_or_default()));
+                let level = result["level"].as_str().unwrap_or_default();
+                assert!(["none", "note", "warning", "error"].contains(&level));
+                assert!(result["kind"] == "fail" || level == "none", "{result}");
                 assert!(severity_ok(result), "{result}");
                 let locations = result["locations"].as_array().expect("locations");
                 assert!(!locations.is_empty() && locations.len() <= 10);
-                for l in locations {
+                for l in locations.iter().filter(|l| l.get("physicalLocation").is_some()) {
                     let physical = &l["physicalLocation"];
                     let uri = physical["artifactLocation"]["uri"].as_str().expect("a uri");
                     assert!(
@@ -391,7 +632,7 @@ mod tests {
 
     #[test]
     fn the_schema_check_fails_when_a_required_property_is_removed() {
-        let log = sarif_log(&[kept()], &TOOL, &SarifOptions::default());
+        let log = log_of(&[regressed()], &SarifOptions::default());
         assert!(errors(&log).is_empty());
         // The driver's name, a result's message and the log's version are required.
         for pointer in ["/runs/0/tool/driver", "/runs/0/results/0", ""] {
@@ -412,101 +653,214 @@ mod tests {
         assert!(!errors(&broken).is_empty());
     }
 
+    /// The issue's case: a gate that passes (every guard holds) is no alert at all, and a
+    /// guard that regresses is one — the other way round from code scanning's "fixed".
     #[test]
-    fn a_kept_result_states_its_verdict_and_claim_first_then_its_proof() {
-        let log = sarif_log(&[kept()], &TOOL, &SarifOptions::default());
-        let driver = &log["runs"][0]["tool"]["driver"];
-        assert_eq!(driver["name"], "elengtis");
-        assert_eq!(driver["informationUri"], "https://example.com/elengtis");
-        let rule = &driver["rules"][0];
+    fn a_guard_that_holds_is_no_alert_and_a_regressed_guard_is_one_with_its_evidence() {
+        let held = log_of(&[kept()], &SarifOptions::default());
+        assert!(results(&held).is_empty(), "{held:#}");
+        assert!(held["runs"][0]["tool"]["driver"]["rules"].as_array().is_some_and(Vec::is_empty));
+
+        let log = log_of(&[regressed()], &SarifOptions::default());
+        let rule = &log["runs"][0]["tool"]["driver"]["rules"][0];
         assert_eq!(rule["id"], "note-forward-direct");
         assert_eq!(rule["properties"]["security-severity"], "8.0");
+        assert_eq!(rule["defaultConfiguration"]["level"], "error");
         let tags: Vec<&str> = rule["properties"]["tags"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
         assert_eq!(tags, ["security", "W2", "indirect-injection-via-untrusted-content", "LLM01", "ASI01", "AML.T0051"]);
-        let result = &log["runs"][0]["results"][0];
-        assert_eq!(result["ruleId"], "note-forward-direct");
-        assert_eq!(result["level"], "error");
+        let result = &results(&log)[0];
+        assert_eq!((&result["kind"], &result["level"]), (&json!("fail"), &json!("error")));
+        assert_eq!(result["properties"]["verdict"], "REJECTED");
         let text = result["message"]["text"].as_str().unwrap();
         assert!(
             text.starts_with(
-                "KEPT: the guarded build's own safeguard — not the model — stopped the attack. Differential proof: \
-                 fired 5/5 on the vulnerable reference twin, resisted 5/5 on the guarded reference twin; W2 \
-                 metamorphic rewrites held 7/7."
+                "The guarded reference twin, which is what you ship, lets this attack through: it fired in 2 of its \
+                 12 decided runs (evidence: note-forward-direct/repeat/results/evidence/guarded--1.json). REJECTED:"
             ),
             "{text}"
         );
-        assert_eq!(result["locations"][0]["logicalLocations"][0]["name"], "read_note");
-        let artifact = &result["locations"][0]["physicalLocation"]["artifactLocation"];
-        assert_eq!(artifact["uri"], "scenarios/seeds/note-forward-direct.seed.yaml");
-        assert_eq!(artifact["uriBaseId"], "%SRCROOT%");
-        assert_eq!(result["partialFingerprints"][FINGERPRINT_KEY].as_str().map(str::len), Some(64));
-        let p = &result["properties"];
+        assert!(text.contains("Differential proof: fired 5/5 on the vulnerable reference twin, resisted 3/5 on the guarded reference twin"), "{text}");
+        let shipped = &result["properties"]["shipped"];
         assert_eq!(
-            (&p["verdict"], &p["weakness"], &p["evidenceTier"], &p["kept"], &p["guardedTwinLayer"]),
-            (&json!("KEPT"), &json!("W2"), &json!("state"), &json!(true), &json!("server"))
+            (&shipped["side"], &shipped["outcome"], &shipped["fired"]),
+            (&json!("guarded"), &json!("let_through"), &json!(2))
         );
-        assert_eq!(p["security-severity"], "8.0");
+        assert_eq!(
+            shipped["evidence"],
+            json!([
+                "note-forward-direct/repeat/results/evidence/guarded--1.json",
+                "note-forward-direct/repeat/results/evidence/guarded--3.json"
+            ])
+        );
+        // The lines given, in order, each relative to %SRCROOT% with what is there.
+        let locations = result["locations"].as_array().unwrap();
+        assert_eq!(locations.len(), 2);
+        let artifact = &locations[0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(
+            (&artifact["uri"], &artifact["uriBaseId"]),
+            (&json!("scenarios/gate/gate.yaml"), &json!("%SRCROOT%"))
+        );
+        assert_eq!(locations[0]["physicalLocation"]["region"]["startLine"], 24);
+        assert_eq!(locations[1]["message"]["text"], "the attack's payload");
+        assert_eq!(locations[1]["logicalLocations"][0]["name"], "read_note");
+        assert_eq!(result["partialFingerprints"][FINGERPRINT_KEY].as_str().map(str::len), Some(64));
+        assert_eq!(result["properties"]["security-severity"], "8.0");
     }
 
     #[test]
-    fn rejected_and_not_tested_findings_are_left_out_or_carry_no_severity() {
-        // By default only alerts: the kept and the stable finding.
-        let log = sarif_log(&four(), &TOOL, &SarifOptions::default());
-        let results = log["runs"][0]["results"].as_array().unwrap();
-        let levels: Vec<&str> = results.iter().filter_map(|r| r["level"].as_str()).collect();
-        assert_eq!(levels, ["error", "warning"]);
+    fn findings_that_are_not_alerts_are_left_out_or_written_as_pass_and_open_without_severity() {
+        let log = log_of(&four(), &SarifOptions::default());
+        let ids: Vec<Value> = results(&log).iter().map(|r| r["ruleId"].clone()).collect();
+        assert_eq!(ids, [json!("regressed")], "only the regression: {log:#}");
+        let log = log_of(&four(), &ALL);
+        let kinds: Vec<(String, String)> = results(&log)
+            .iter()
+            .map(|r| (r["kind"].as_str().unwrap().to_owned(), r["level"].as_str().unwrap().to_owned()))
+            .collect();
+        let expected = [("pass", "none"), ("fail", "error"), ("pass", "none"), ("open", "none")];
+        assert_eq!(kinds, expected.map(|(k, l)| (k.to_owned(), l.to_owned())));
         let rules = log["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
-        assert_eq!(rules.len(), 2);
-        // With --sarif-include-rejected: written at level none, no security-severity anywhere.
-        let log = sarif_log(&four(), &TOOL, &ALL);
-        let results = log["runs"][0]["results"].as_array().unwrap();
-        let levels: Vec<&str> = results.iter().filter_map(|r| r["level"].as_str()).collect();
-        assert_eq!(levels, ["error", "warning", "none", "none"]);
-        let rules = log["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
-        for i in [2, 3] {
-            assert!(results[i]["properties"].get("security-severity").is_none(), "{}", results[i]);
+        for i in [0, 2, 3] {
+            assert!(results(&log)[i]["properties"].get("security-severity").is_none());
             assert!(rules[i]["properties"].get("security-severity").is_none(), "{}", rules[i]);
             assert_eq!(rules[i]["defaultConfiguration"]["level"], "none");
         }
-        let rejected = results[2]["message"]["text"].as_str().unwrap();
-        assert!(rejected.starts_with("REJECTED: no claim"), "{rejected}");
-        assert!(rejected.contains("the vulnerable side never fired (0/5 runs)"), "{rejected}");
-        assert!(results[3]["message"]["text"].as_str().unwrap().starts_with("NOT TESTED: no claim"));
-        assert_eq!(results[2]["properties"]["evidenceTier"], Value::Null);
+        let held = results(&log)[0]["message"]["text"].as_str().unwrap().to_owned();
+        assert!(
+            held.starts_with("The guarded reference twin held: it resisted all 12 of its decided runs. KEPT:"),
+            "{held}"
+        );
+        let open = results(&log)[3]["message"]["text"].as_str().unwrap().to_owned();
+        assert!(open.starts_with("The guarded reference twin decided nothing"), "{open}");
+        assert!(open.contains("NOT TESTED: no claim"), "{open}");
     }
 
-    fn custom(image_id: Option<&str>, command: &[&str]) -> ValidationReport {
-        let mut r = kept();
-        r.server_guard = Some(ServerGuard::Controls { controls: vec!["allowlist".into()] });
-        r.targets = Targets {
-            custom: true,
-            vulnerable: Some(TargetIdentity {
-                id: "inbox".into(),
-                transport: "stdio".into(),
+    fn custom(
+        layer: Option<GuardedLayer>,
+        guard: Option<ServerGuard>,
+        vulnerable: Vec<LegReading>,
+        guarded: Option<Vec<LegReading>>,
+    ) -> ValidationReport {
+        let mut r = report(vulnerable, guarded);
+        r.guarded_twin_layer = layer.filter(|_| r.legs.guarded.is_some());
+        r.server_guard = guard;
+        let target = |id: &str, image: Option<&str>, image_id: Option<&str>, command: &[&str], controls: &[&str]| {
+            TargetIdentity {
+                id: id.into(),
+                transport: if image.is_some() { "isolated_container".into() } else { "stdio".into() },
+                image: image.map(str::to_owned),
                 image_id: image_id.map(str::to_owned),
                 command: command.iter().map(|s| (*s).to_owned()).collect(),
+                controls_on: controls.iter().map(|s| (*s).to_owned()).collect(),
                 ..TargetIdentity::default()
-            }),
-            guarded: None,
+            }
         };
-        r
+        r.targets = Targets {
+            custom: true,
+            vulnerable: Some(target("inbox", None, None, &["elengtis-inbox"], &[])),
+            guarded: match &r.server_guard {
+                Some(ServerGuard::Build) => Some(target("inbox-v2", Some("me/inbox:2.1"), Some("sha256:aa"), &[], &[])),
+                Some(ServerGuard::Controls { .. }) => {
+                    Some(target("inbox", None, None, &["elengtis-inbox"], &["allowlist"]))
+                }
+                _ => None,
+            },
+        };
+        with_evidence(r)
+    }
+
+    /// `prove` alerts on the side you ship: your `--target` when its guard is the shim or
+    /// none and the attack lands; never on a guarded build or controls that resisted.
+    #[test]
+    fn your_target_is_the_shipped_side_behind_a_stand_in_and_a_guarded_build_that_resisted_is_never_an_alert() {
+        let controls = Some(ServerGuard::Controls { controls: vec!["allowlist".into()] });
+        let shim = custom(Some(GuardedLayer::Boundary), None, vec![FIRED; 5], Some(vec![LegReading::Resisted; 5]));
+        assert_eq!(shipped_side(&shim), Side::Vulnerable);
+        let text = message(&shim);
+        assert!(
+            text.starts_with("Your target `inbox`, which is what you ship, lets this attack through: it fired in 12 of its 12 decided runs"),
+            "{text}"
+        );
+        assert!(text.contains("resisted 5/5 on your target `inbox` behind the boundary control shim"), "{text}");
+        assert!(!text.contains("vulnerable build") && !text.contains("reference twin"), "{text}");
+        let none = custom(None, None, vec![FIRED; 5], None);
+        assert_eq!((shipped_side(&none), is_alert(&none)), (Side::Vulnerable, true));
+        let mut resisting = custom(
+            Some(GuardedLayer::Boundary),
+            None,
+            vec![LegReading::Resisted; 5],
+            Some(vec![LegReading::Resisted; 5]),
+        );
+        resisting.metamorphic = None;
+        assert!(!is_alert(&resisting), "your target resisted: nothing to alert");
+        assert_eq!(shipped(&resisting), Shipped::Held { decided: 5 });
+
+        for guard in [Some(ServerGuard::Build), controls.clone()] {
+            let held =
+                custom(Some(GuardedLayer::Server), guard.clone(), vec![FIRED; 5], Some(vec![LegReading::Resisted; 5]));
+            assert_eq!(shipped_side(&held), Side::Guarded);
+            assert!(!is_alert(&held), "{guard:?}: a guarded side that resisted is never an alert");
+            let leaked = custom(
+                Some(GuardedLayer::Server),
+                guard.clone(),
+                vec![FIRED; 5],
+                Some(vec![
+                    FIRED,
+                    LegReading::Resisted,
+                    LegReading::Resisted,
+                    LegReading::Resisted,
+                    LegReading::Resisted,
+                ]),
+            );
+            assert!(is_alert(&leaked), "{guard:?}");
+            let text = message(&leaked);
+            let named = if guard == Some(ServerGuard::Build) {
+                "Your guarded build `inbox-v2`"
+            } else {
+                "Your target `inbox` with its controls on (allowlist)"
+            };
+            assert!(
+                text.starts_with(&format!(
+                    "{named}, which is what you ship, lets this attack through: it fired in 1 of"
+                )),
+                "{text}"
+            );
+        }
     }
 
     #[test]
-    fn a_custom_target_is_named_as_yours_and_fingerprints_differ_across_targets() {
-        let r = custom(None, &["elengtis-inbox"]);
-        let text = message(&r);
-        assert!(!text.contains("vulnerable build") && !text.contains("reference twin"), "{text}");
-        assert!(text.contains("fired 5/5 on your target `inbox` with its controls off"), "{text}");
-        assert!(text.contains("resisted 5/5 on your target `inbox` with its controls on (allowlist)"), "{text}");
-        let log = sarif_log(std::slice::from_ref(&r), &TOOL, &SarifOptions::default());
-        assert_eq!(log["runs"][0]["results"][0]["properties"]["targets"]["vulnerable"]["id"], "inbox");
-        // The same seed against another command, another image, or the twins: another alert.
+    fn one_finding_keeps_its_fingerprint_from_regression_to_repair_and_across_rebuilds() {
+        // Reference twins: held and regressed are the same finding.
+        assert_eq!(fingerprint(&kept()), fingerprint(&regressed()));
+        let build = Some(ServerGuard::Build);
+        let held =
+            custom(Some(GuardedLayer::Server), build.clone(), vec![FIRED; 5], Some(vec![LegReading::Resisted; 5]));
+        let leaked = custom(Some(GuardedLayer::Server), build.clone(), vec![FIRED; 5], Some(vec![FIRED; 5]));
+        assert_eq!(fingerprint(&held), fingerprint(&leaked));
+        // A rebuild: another image id and tag of the same repository.
+        let mut rebuilt = leaked.clone();
+        if let Some(g) = rebuilt.targets.guarded.as_mut() {
+            g.image = Some("me/inbox:2.2".into());
+            g.image_id = Some("sha256:bb".into());
+        }
+        assert_eq!(fingerprint(&rebuilt), fingerprint(&leaked));
+        // Another seed, another guarded build, another shipped side, another control set: other alerts.
+        let mut other_repo = leaked.clone();
+        if let Some(g) = other_repo.targets.guarded.as_mut() {
+            g.image = Some("me/other:2.1".into());
+        }
+        let controls = Some(ServerGuard::Controls { controls: vec!["allowlist".into()] });
         let prints = [
-            fingerprint(&r),
-            fingerprint(&custom(None, &["other-server"])),
-            fingerprint(&custom(Some("sha256:1"), &[])),
-            fingerprint(&custom(Some("sha256:2"), &[])),
+            fingerprint(&leaked),
+            fingerprint(&renamed(leaked.clone(), "other-seed")),
+            fingerprint(&other_repo),
+            fingerprint(&custom(Some(GuardedLayer::Server), controls, vec![FIRED; 5], Some(vec![FIRED; 5]))),
+            fingerprint(&custom(
+                Some(GuardedLayer::Boundary),
+                None,
+                vec![FIRED; 5],
+                Some(vec![LegReading::Resisted; 5]),
+            )),
             fingerprint(&kept()),
         ];
         for (i, a) in prints.iter().enumerate() {
@@ -514,19 +868,17 @@ mod tests {
                 assert_ne!(a, b);
             }
         }
-        // The same target again: the same alert.
-        assert_eq!(fingerprint(&r), fingerprint(&custom(None, &["elengtis-inbox"])));
+        assert_eq!(repository("me/inbox:2.1"), "me/inbox");
+        assert_eq!(repository("localhost:5000/me/inbox"), "localhost:5000/me/inbox");
+        assert_eq!(repository("me/inbox@sha256:00"), "me/inbox");
     }
 
     #[test]
-    fn a_seed_outside_the_repository_gets_no_physical_location() {
-        for file in ["/tmp/x.seed.yaml", "../elsewhere/x.seed.yaml"] {
-            let mut r = kept();
-            r.seed_file = Some(file.into());
-            let log = sarif_log(&[r], &TOOL, &SarifOptions::default());
-            let location = &log["runs"][0]["results"][0]["locations"][0];
-            assert!(location.get("physicalLocation").is_none(), "{location}");
-            assert_eq!(location["logicalLocations"][0]["name"], "read_note");
-        }
+    fn without_lines_in_the_repository_a_result_has_a_logical_location_only() {
+        let r = regressed();
+        let log = sarif_log(&[SarifFinding { report: &r, locations: &[] }], &TOOL, &SarifOptions::default());
+        let location = &log["runs"][0]["results"][0]["locations"][0];
+        assert!(location.get("physicalLocation").is_none(), "{location}");
+        assert_eq!(location["logicalLocations"][0]["name"], "read_note");
     }
 }

@@ -35,7 +35,8 @@ pub struct Manifest {
     pub experiment: Experiment,
     /// The runner that started the run.
     pub environment: Environment,
-    /// Consecutive incomplete attempts on one target that stop the run.
+    /// Consecutive incomplete attempts on one target that stop that target's trials (the other
+    /// targets' go on).
     pub max_consecutive_target_failures: u32,
     /// Every resume of the run, in order.
     pub resumes: Vec<ResumeRecord>,

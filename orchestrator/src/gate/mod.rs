@@ -248,6 +248,21 @@ pub fn select<'a>(
     Ok((selected, record))
 }
 
+/// Whether re-proving `finding` needs the Docker engine (and the bundled images): a reference
+/// finding (the twins run in containers), or a target of your own in a container. A stdio
+/// target of your own runs as a local process; a custom finding that is skipped (no
+/// `ELENGTIS_LIVE_TARGET=1`) or recorded runs nothing.
+pub fn needs_engine(finding: &LoadedFinding, options: &GateOptions) -> bool {
+    match &finding.kind {
+        FindingKind::Reference { .. } => true,
+        FindingKind::Custom { target, .. } => {
+            options.live_target
+                && !options.record
+                && matches!(target.transport, elengtis_core::format::campaign::Transport::IsolatedContainer(_))
+        }
+    }
+}
+
 /// Run (or record) the gate.
 ///
 /// # Errors
@@ -518,6 +533,7 @@ async fn custom(
     prove_options.guarded_side = match guarded {
         CustomGuard::Shim => GuardedSide::Shim,
         CustomGuard::None => GuardedSide::None,
+        CustomGuard::Controls => GuardedSide::Controls,
     };
     let proven = prove::prove_seed(&finding.seed, catalogue, &prove_options).await?;
     Ok(judged(id, "custom", proven))

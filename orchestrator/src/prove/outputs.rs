@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use elengtis_core::prove::{SarifOptions, SarifTool, ValidationReport, sarif_log};
+use elengtis_core::prove::{SarifFinding, SarifOptions, SarifTool, ValidationReport, sarif_log};
 
 use super::ProveError;
 use crate::results::store;
@@ -28,8 +28,9 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Prov
     store::write_json_atomic(path, value).map_err(io(path))
 }
 
-/// Write the SARIF 2.1.0 log of `reports` (REJECTED and NOT TESTED findings only with
-/// `options.include_undecided`).
-pub fn write_sarif(path: &Path, reports: &[ValidationReport], options: &SarifOptions) -> Result<(), ProveError> {
-    store::write_json_atomic(path, &sarif_log(reports, &TOOL, options)).map_err(io(path))
+/// Write the SARIF 2.1.0 log of `findings`: an alert where the side you ship let the attack
+/// through; the other findings only with `options.include_undecided` (`crate::sarif` finds
+/// their lines in the repository).
+pub fn write_sarif(path: &Path, findings: &[SarifFinding<'_>], options: &SarifOptions) -> Result<(), ProveError> {
+    store::write_json_atomic(path, &sarif_log(findings, &TOOL, options)).map_err(io(path))
 }

@@ -33,7 +33,8 @@ use crate::sandbox::{SandboxBackend, SweepReport};
 use crate::toolhost::mcp::Limits;
 use crate::trial::{self, Attempt, AttemptResult, launch};
 
-/// Consecutive incomplete attempts on one target that stop a run.
+/// Consecutive incomplete attempts on one target that stop that target's trials (its breaker):
+/// the other targets' trials go on.
 pub const MAX_CONSECUTIVE_TARGET_FAILURES: u32 = 3;
 
 /// Why a run could not start or continue.
@@ -148,6 +149,15 @@ pub enum RunError {
         recorded: String,
         /// What was asked for.
         asked: String,
+    },
+    /// `run --resume-or-start` found a results directory of another campaign, or one that is
+    /// not a run at all.
+    #[error("failed to resume or start the run in {}: {detail}", .dir.display())]
+    NotThisRun {
+        /// The results directory.
+        dir: PathBuf,
+        /// What differs, and what to do.
+        detail: String,
     },
     /// A merged directory is not resumed.
     #[error(
@@ -424,6 +434,83 @@ fn create_error(out: &Path, path: &Path, source: std::io::Error) -> RunError {
     RunError::Unusable { path: out.to_owned(), detail }
 }
 
+/// What `run --resume-or-start` does with its results directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeOrStart {
+    /// Nothing is there: a new run.
+    Start,
+    /// A try that died before it wrote its manifest left the directory (empty, or only an
+    /// empty `evidence/` and temporary files): a new run in it.
+    StartInPlace,
+    /// A run of this very campaign (and scenarios) is there: resume it.
+    Resume,
+}
+
+/// Decide what `run --resume-or-start --config CAMPAIGN --out OUT` does: the convention for a
+/// retried job (a Kubernetes Indexed Job's `backoffLimitPerIndex`, a CI retry) whose earlier
+/// try left `out` behind. A run of another campaign or scenarios, or a directory holding
+/// anything else, is refused (exit 4): a retry never mixes two runs.
+///
+/// # Errors
+///
+/// [`RunError::NotADirectory`], [`RunError::NotThisRun`], or an error reading the manifest.
+pub fn resume_or_start(bundle: &Bundle, out: &Path) -> Result<ResumeOrStart, RunError> {
+    match std::fs::metadata(out) {
+        Err(_) => return Ok(ResumeOrStart::Start),
+        Ok(meta) if !meta.is_dir() => return Err(RunError::NotADirectory(out.to_owned())),
+        Ok(_) => {}
+    }
+    let not_this = |detail: String| RunError::NotThisRun { dir: out.to_owned(), detail };
+    if out.join("manifest.json").exists() {
+        let manifest_path = out.join("manifest.json");
+        let bytes = store::read_beneath(out, Path::new("manifest.json"))
+            .map_err(|e| RunError::Manifest { path: manifest_path.clone(), detail: e.to_string() })?;
+        let manifest: Value = serde_json::from_slice(&bytes).map_err(|e| RunError::Manifest {
+            path: manifest_path.clone(),
+            detail: format!("it is not valid JSON: {e}; restore it from a copy, or start a new run in another --out"),
+        })?;
+        let recorded = &manifest["configuration"];
+        let campaign = recorded_campaign_sha256(&bundle.campaign.value);
+        if recorded["recorded_campaign_sha256"].as_str() != Some(campaign.as_str()) {
+            return Err(not_this(format!(
+                "it holds a run of another campaign (its manifest's configuration.recorded_campaign_sha256 is {}, {} gives {campaign}); choose another --out",
+                recorded["recorded_campaign_sha256"],
+                bundle.campaign.path.display()
+            )));
+        }
+        for scenario in &bundle.scenarios {
+            let was = recorded["scenario_sha256"][&scenario.value.id].as_str();
+            if was != Some(scenario.sha256.as_str()) {
+                return Err(not_this(format!(
+                    "it holds a run with another scenario `{}` (configuration.scenario_sha256 records {}, {} is {}); choose another --out",
+                    scenario.value.id,
+                    was.unwrap_or("none"),
+                    scenario.path.display(),
+                    scenario.sha256
+                )));
+            }
+        }
+        return Ok(ResumeOrStart::Resume);
+    }
+    // No manifest: only what a start writes before it (an empty `evidence/`), and temporary
+    // files of a killed writer. The lock proves no runner is in there now.
+    let _lock = DirLock::acquire(out)?;
+    store::remove_stale_temps(out);
+    let entries = std::fs::read_dir(out).map_err(|e| not_this(format!("it cannot be listed: {e}")))?;
+    for entry in entries.flatten() {
+        let empty_evidence = entry.file_name() == "evidence"
+            && entry.file_type().is_ok_and(|t| t.is_dir())
+            && std::fs::read_dir(entry.path()).is_ok_and(|mut d| d.next().is_none());
+        if !empty_evidence {
+            return Err(not_this(format!(
+                "it has no manifest.json but holds {}: it is not a run an earlier try of this command left; choose another --out",
+                entry.file_name().to_string_lossy()
+            )));
+        }
+    }
+    Ok(ResumeOrStart::StartInPlace)
+}
+
 /// Continue a run.
 pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunError> {
     let manifest_path = out.join("manifest.json");
@@ -595,6 +682,8 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
     let jobs = options.jobs.max(1);
     events.emit(&Event::RunStarted { run_id: run_id.clone(), total: trials.len(), todo: todo.len(), jobs });
     let mut consecutive: BTreeMap<usize, u32> = BTreeMap::new();
+    // Targets whose breaker tripped, with why: their trials not yet started are skipped.
+    let mut tripped: BTreeMap<usize, String> = BTreeMap::new();
     let mut end = RunEnd::Complete;
     let mut attempts_now = 0;
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -617,7 +706,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
     let mut committing: Option<(Vec<Finished>, tokio::task::JoinHandle<Committed>)> = None;
     loop {
         while !stopping && in_flight.len() < jobs + options.prepare_ahead && pending.len() < MAX_PENDING {
-            let Some(spec) = queue.next() else { break };
+            let Some(spec) = queue.by_ref().find(|t| !tripped.contains_key(&t.target)) else { break };
             let evidence_name = evidence_name(out, &spec.trial_id, attempts.get(&spec.trial_id).copied().unwrap_or(0));
             let attempt_id = uuid::Uuid::new_v4().to_string();
             let started = Event::TrialStarted {
@@ -713,6 +802,9 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                         duration_ms: row.duration_ms,
                     });
                     rows.push(row);
+                    if let Some((target, reason)) = done.target_stop {
+                        events.emit(&Event::TargetStopped { run_id: run_id.clone(), target, reason });
+                    }
                     if let Some(reason) = done.stop {
                         events.emit(&Event::RunStopping { run_id: run_id.clone(), reason });
                     }
@@ -738,22 +830,27 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 // Whether the run stops is decided now, in the order trials finish, so no
                 // further trial starts; the stop is reported after this trial's record.
                 let mut stop = None;
+                let mut target_stop = None;
+                // The target's breaker: consecutive failures stop its trials only.
+                let count = consecutive.entry(spec.target).or_default();
+                *count = if row.is_complete() { 0 } else { *count + 1 };
+                if *count >= MAX_CONSECUTIVE_TARGET_FAILURES && !tripped.contains_key(&spec.target) {
+                    let target = &bundle.campaign.value.targets[spec.target].id;
+                    let reason = format!(
+                        "target {target} failed {MAX_CONSECUTIVE_TARGET_FAILURES} consecutive trials (last: {}); see {}",
+                        spec.trial_id,
+                        out.join(&evidence_name).display()
+                    );
+                    tripped.insert(spec.target, reason.clone());
+                    target_stop = Some((target.clone(), reason));
+                }
                 if !stopping {
-                    let count = consecutive.entry(spec.target).or_default();
-                    *count = if row.is_complete() { 0 } else { *count + 1 };
                     stop = if let Some(budget) = model.budget.as_ref().filter(|b| b.tripped().is_some()) {
                         Some(format!(
                             "the spend cap of ${:.6} is reached (${:.6} committed); every finished trial is kept. Raise the cap and continue with `elengtis run --resume --out {} --budget-usd USD`",
                             budget.limit(),
                             budget.committed(),
                             out.display()
-                        ))
-                    } else if *count >= MAX_CONSECUTIVE_TARGET_FAILURES {
-                        let target = &bundle.campaign.value.targets[spec.target].id;
-                        Some(format!(
-                            "target {target} failed {MAX_CONSECUTIVE_TARGET_FAILURES} consecutive trials (last: {}); see {}",
-                            spec.trial_id,
-                            out.join(&evidence_name).display()
                         ))
                     } else if row.termination == elengtis_core::agent::Termination::BudgetExhausted {
                         Some(format!(
@@ -773,7 +870,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                 }
                 let AttemptResult { row, evidence, .. } = result;
                 pending.push((
-                    Finished { trial_id: spec.trial_id.clone(), stop },
+                    Finished { trial_id: spec.trial_id.clone(), stop, target_stop },
                     Committable { path: out.join(&evidence_name), evidence, row },
                 ));
             }
@@ -791,6 +888,22 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         // what a killed earlier runner of it had asked the engine for just before it died (a
         // create the engine completed after the resume's first sweep).
         let _ = sandbox.sweep(&run_id).await;
+    }
+    if !tripped.is_empty() && end == RunEnd::Complete {
+        let not_run = trials
+            .iter()
+            .filter(|t| tripped.contains_key(&t.target) && !rows.iter().any(|r| r.trial_id == t.trial_id))
+            .count();
+        let reasons: Vec<&str> = tripped.values().map(String::as_str).collect();
+        let others =
+            if tripped.len() < bundle.campaign.value.targets.len() { "; the other targets' trials ran" } else { "" };
+        end = RunEnd::Stopped(format!(
+            "{}; {not_run} trial{} of {} not started{others}. Fix the target and resume with `elengtis run --resume --out {}`",
+            reasons.join("; "),
+            if not_run == 1 { "" } else { "s" },
+            if tripped.len() == 1 { "that target" } else { "those targets" },
+            out.display()
+        ));
     }
     let mut summary = summarize(bundle, &trials, &rows);
     if bundle.campaign.value.model.is_some() {
@@ -849,6 +962,9 @@ struct Finished {
     trial_id: String,
     /// The run stops after this attempt (reported once it is recorded).
     stop: Option<String>,
+    /// Its target's breaker tripped with this attempt: (target id, why), reported once it is
+    /// recorded.
+    target_stop: Option<(String, String)>,
 }
 
 /// A finished attempt's records, to commit.

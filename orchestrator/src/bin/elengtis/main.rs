@@ -342,8 +342,14 @@ struct RunArgs {
     #[arg(long)]
     out: PathBuf,
     /// Continue the run in --out: skip complete trials, retry the rest.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume_or_start")]
     resume: bool,
+    /// With --config: resume the run in --out when it holds one of this campaign (and its
+    /// scenarios), else start it there — what a retried job runs (a Kubernetes Indexed Job's
+    /// index run again, a CI retry). A directory of another campaign, or holding anything but
+    /// an earlier try's start, is refused (exit 4).
+    #[arg(long)]
+    resume_or_start: bool,
     /// Override `trials`.
     #[arg(long)]
     trials: Option<u32>,
@@ -476,8 +482,10 @@ struct ProveArgs {
     /// build): FILE holds one campaign target, as --target's. Implies --guarded-side build.
     #[arg(long, value_name = "FILE", requires = "target")]
     guarded_target: Option<PathBuf>,
-    /// Also write REJECTED and NOT TESTED findings into findings.sarif (at level `none`,
-    /// without a security-severity); by default only kept findings are alerts.
+    /// Also write the findings that are not alerts into findings.sarif: `kind: pass` (the
+    /// side you ship held) or `kind: open` (it decided nothing), at level `none` without a
+    /// security-severity. By default only alerts are written: a side you ship that let the
+    /// attack through (docs/prove.md, "SARIF").
     #[arg(long)]
     sarif_include_rejected: bool,
     /// Drive the legs with a live model instead of the seed's script: FILE holds the
@@ -566,8 +574,10 @@ struct GateArgs {
     /// Where the seed catalogue lives (for the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
     seeds_dir: PathBuf,
-    /// Also write REJECTED and NOT TESTED findings into findings.sarif (at level `none`,
-    /// without a security-severity); by default only kept findings are alerts.
+    /// Also write the findings that are not alerts into findings.sarif: `kind: pass` (the
+    /// side you ship held) or `kind: open` (it decided nothing), at level `none` without a
+    /// security-severity. By default only alerts are written: a side you ship that let the
+    /// attack through (docs/prove.md, "SARIF").
     #[arg(long)]
     sarif_include_rejected: bool,
     /// Legs run at once (each leg in its own fresh container).
@@ -754,7 +764,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             print_bench(&terminal, json, report, elengtis::bench::render_stdio)
         }
         Command::Bench { json, allow_vulnerable_engine, runtime, prove_only: true, output, .. } => {
-            ensure_images(allow_vulnerable_engine).await?;
+            ensure_images(&docker_options(allow_vulnerable_engine, &runtime)).await?;
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
             let settings = elengtis::bench::BenchSettings {
                 docker: docker_options(allow_vulnerable_engine, &runtime),
@@ -783,6 +793,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
                 _ => None,
             };
             let engine = docker::api::connect().await?;
+            docker::check_runtime(&engine, runtime.runtime.as_deref())?;
             if let Some(warning) = docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?.warning() {
                 errln!("WARNING: {warning}");
             }
@@ -939,28 +950,43 @@ async fn run_command(args: RunArgs) -> Result<i32, Error> {
         model: args.model.clone(),
         provider: args.provider,
     };
+    if args.resume && (args.config.is_some() || !overrides.is_empty()) {
+        return Err(Error::Usage(
+            "--resume continues the run exactly as it was started; it takes no --config or overrides".into(),
+        ));
+    }
+    let bundle = match &args.config {
+        None if args.resume => None,
+        None => {
+            let flag = if args.resume_or_start { "--resume-or-start" } else { "a new run" };
+            return Err(Error::Usage(format!("{flag} needs --config CAMPAIGN (or --resume to continue --out)")));
+        }
+        Some(config) => {
+            let mut bundle = load::load_campaign(config, &LoadOptions::default())?;
+            print_warnings(&bundle.warnings);
+            load::apply_overrides(&mut bundle, &overrides)?;
+            Some(bundle)
+        }
+    };
+    let plan = match &bundle {
+        Some(bundle) if args.resume_or_start => run::resume_or_start(bundle, &args.out)?,
+        Some(_) => run::ResumeOrStart::Start,
+        None => run::ResumeOrStart::Resume,
+    };
     let terminal = Terminal::for_command(&args.output, args.json)?;
-    let terminal = Arc::new(if args.resume { terminal.with_resume_plan() } else { terminal });
+    let resuming = plan == run::ResumeOrStart::Resume;
+    let terminal = Arc::new(if resuming { terminal.with_resume_plan() } else { terminal });
     let mut options =
         run_options(args.jobs, docker_options(args.allow_vulnerable_engine, &args.runtime), terminal.clone());
     options.prepare_ahead = args.prepare_ahead.into();
     options.model = model_options(&args)?;
     options.partition = partition_arg(args.partition.as_deref())?;
-    let result = if args.resume {
-        if args.config.is_some() || !overrides.is_empty() {
-            return Err(Error::Usage(
-                "--resume continues the run exactly as it was started; it takes no --config or overrides".into(),
-            ));
+    let result = match (plan, &bundle) {
+        (run::ResumeOrStart::Resume, _) => run::resume(&args.out, &options).await,
+        (start, Some(bundle)) => {
+            run::start(bundle, &args.out, start == run::ResumeOrStart::StartInPlace, &options).await
         }
-        run::resume(&args.out, &options).await
-    } else {
-        let Some(config) = args.config else {
-            return Err(Error::Usage("a new run needs --config CAMPAIGN (or --resume to continue --out)".into()));
-        };
-        let mut bundle = load::load_campaign(&config, &LoadOptions::default())?;
-        print_warnings(&bundle.warnings);
-        load::apply_overrides(&mut bundle, &overrides)?;
-        run::start(&bundle, &args.out, false, &options).await
+        (_, None) => return Err(Error::Usage("a new run needs --config CAMPAIGN".into())),
     };
     terminal.finish();
     Ok(report(&result?, args.json, args.verbose, terminal.quiet()))
@@ -1135,7 +1161,7 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
         |t: &Option<serde_json::Value>| t.as_ref().is_some_and(|t| t["transport"]["type"] == "isolated_container");
     let merging = !args.merge_legs.is_empty();
     if !merging && (target.is_none() || in_container(&target) || in_container(&guarded_target)) {
-        ensure_images(args.allow_vulnerable_engine).await?;
+        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
     }
     let catalogue = prove::catalogue(&args.seeds_dir);
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
@@ -1204,7 +1230,16 @@ async fn prove_command(args: ProveArgs) -> Result<i32, Error> {
     let reports: Vec<_> = proven.iter().map(|p| p.report.clone()).collect();
     let sarif = out.join("findings.sarif");
     let sarif_options = elengtis_core::prove::SarifOptions { include_undecided: args.sarif_include_rejected };
-    prove::outputs::write_sarif(&sarif, &reports, &sarif_options)?;
+    let lines: Vec<_> = reports
+        .iter()
+        .map(|r| elengtis::sarif::prove_lines(r, args.target.as_deref(), args.guarded_target.as_deref()))
+        .collect();
+    let findings: Vec<_> = reports
+        .iter()
+        .zip(&lines)
+        .map(|(report, locations)| elengtis_core::prove::SarifFinding { report, locations })
+        .collect();
+    prove::outputs::write_sarif(&sarif, &findings, &sarif_options)?;
     let verdict = prove::overall(&reports);
     let code = prove::exit_code(&reports);
     if args.json {
@@ -1250,7 +1285,7 @@ async fn ablate_command(args: AblateArgs) -> Result<i32, Error> {
         PathBuf::from(format!("ablate-{stamp}"))
     });
     if target.as_ref().is_none_or(|t| t["transport"]["type"] == "isolated_container") {
-        ensure_images(args.allow_vulnerable_engine).await?;
+        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
     }
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
     let options = ProveOptions {
@@ -1383,18 +1418,29 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         ..GateOptions::default()
     }
     .from_env();
-    // A shard with no finding to re-prove contacts no engine (gate::run then passes it).
-    if !gate::select(&loaded, &options)?.0.is_empty() {
-        ensure_images(args.allow_vulnerable_engine).await?;
+    // Only the reference twins and container targets need the engine and the bundled images:
+    // a shard with no finding to re-prove, or only stdio targets of your own, contacts none.
+    let selected = gate::select(&loaded, &options)?.0;
+    if selected.iter().any(|f| gate::needs_engine(f, &options)) {
+        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
     }
     let outcome = gate::run(&loaded, &catalogue, &options).await;
     terminal.finish();
     let outcome = outcome?;
-    let reports: Vec<_> = outcome.findings.iter().filter_map(|f| f.report.clone()).collect();
+    // Outcomes are in the selection's order (the file's).
+    let proven: Vec<_> = selected
+        .iter()
+        .zip(&outcome.findings)
+        .filter_map(|(finding, outcome)| {
+            outcome.report.as_ref().map(|r| (r, elengtis::sarif::gate_lines(&loaded, finding)))
+        })
+        .collect();
     let sarif = out.join("findings.sarif");
-    if !reports.is_empty() {
+    if !proven.is_empty() {
         let sarif_options = elengtis_core::prove::SarifOptions { include_undecided: args.sarif_include_rejected };
-        elengtis::prove::outputs::write_sarif(&sarif, &reports, &sarif_options)?;
+        let findings: Vec<_> =
+            proven.iter().map(|(report, locations)| elengtis_core::prove::SarifFinding { report, locations }).collect();
+        elengtis::prove::outputs::write_sarif(&sarif, &findings, &sarif_options)?;
     }
     let code = match outcome.status {
         Status::Passed | Status::Skipped => exit_codes::SUCCESS,
@@ -1406,7 +1452,7 @@ async fn gate_command(args: GateArgs) -> Result<i32, Error> {
         outln!(
             "{}",
             json!({"status": outcome.status, "exit_code": code, "recorded": outcome.recorded, "out": out,
-                   "sarif": (!reports.is_empty()).then_some(&sarif), "partition": outcome.partition,
+                   "sarif": (!proven.is_empty()).then_some(&sarif), "partition": outcome.partition,
                    "findings": outcome.findings})
         );
     } else {
@@ -1550,7 +1596,7 @@ async fn example(
         Err(_) => {}
     }
     if example.isolated {
-        ensure_images(allow_vulnerable_engine).await?;
+        ensure_images(&docker_options(allow_vulnerable_engine, &runtime)).await?;
     }
     run::create_results_dir(&out)?;
     // Until the run has started, the directory holds only what this command wrote: a
@@ -1591,13 +1637,17 @@ async fn example(
     Ok(report(&result?, json, verbose, false))
 }
 
-/// Pass the engine gate, then make sure the bundled images exist, making them when they do
-/// not: imported from the static executables beside this one (seconds), else compiled from the
-/// source tree (minutes, announced with progress), else an error saying what is needed.
-async fn ensure_images(allow_vulnerable_engine: bool) -> Result<(), Error> {
+/// Check the runtime the command's containers run under (`--runtime`, else the engine's
+/// default: listed, and registered so that it runs the trial layout), pass the engine gate,
+/// then make sure the bundled images exist and are made from the executables beside this one,
+/// (re)making them when they are not: imported from those executables (seconds), else compiled
+/// from the source tree (minutes, announced with progress), else an error saying what is
+/// needed. A campaign's own `runtime:` is checked by the run, also before any trial.
+async fn ensure_images(options: &DockerOptions) -> Result<(), Error> {
     let engine = docker::api::connect().await?;
+    docker::check_runtime(&engine, options.runtime.as_deref())?;
     // An engine accepted despite findings is reported by the run that follows.
-    docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?;
+    docker::engine_gate::check(&engine, options.allow_vulnerable_engine, &[]).await?;
     docker::images::ensure_bundled(&engine, &docker::images::Notify::stderr(interactive())).await?;
     Ok(())
 }

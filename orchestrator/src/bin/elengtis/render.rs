@@ -283,6 +283,7 @@ impl EventSink for Terminal {
             | Event::TrialFinished { .. }
             | Event::TrialPhase { .. }
             | Event::RunStopping { .. }
+            | Event::TargetStopped { .. }
             | Event::RunFinished { .. } => {}
         }
     }

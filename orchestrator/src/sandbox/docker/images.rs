@@ -61,6 +61,15 @@ pub const LABEL_VERSION: &str = "org.elengtis.version";
 /// rebuild of identical content keeps the existing image (and containers already resolved to
 /// its id) instead of importing a copy.
 pub const LABEL_CONTENT: &str = "org.elengtis.content-sha256";
+/// Label on bundled images: the executables they were made from, as JSON `{name: {sha256,
+/// size, mtime_ns}}` — the content hash of each, and the size and modification time of the file
+/// it was read from. Every command that uses the bundled images compares it with the
+/// executables beside the running `elengtis` ([`ensure_bundled`], [`ensure_current`]) and
+/// re-imports them when they differ.
+pub const LABEL_EXECUTABLES: &str = "org.elengtis.executables";
+/// How long a command waits for another that is making the bundled images on this host (a
+/// compile from cold takes minutes; an import seconds).
+pub const LOCK_DEADLINE: Duration = Duration::from_secs(30 * 60);
 /// The unprivileged user and group every image runs as unless told otherwise (`nobody`).
 pub const IMAGE_USER: &str = "65534:65534";
 /// The fixture executable's name, in `target/` and in the image.
@@ -86,6 +95,8 @@ pub const TOOL_BIN: &str = "elengtis";
 /// The tool image's working directory (empty, owned by the image user; CI mounts the checkout
 /// there).
 pub const TOOL_WORKDIR: &str = "/work";
+/// The tool image's `PATH`: its root, where the executables are.
+pub const TOOL_PATH: &str = "/";
 /// Target triple of the static build. It must be explicit, because with `crt-static` and no
 /// `--target`, cargo also applies the flag to proc-macros, which then fail to build.
 pub const IMAGE_TARGET: &str = "x86_64-unknown-linux-gnu";
@@ -166,6 +177,18 @@ pub enum ImageError {
         /// The deadline.
         limit: Duration,
     },
+    /// Another command on this host held the bundled images' lock for too long.
+    #[error(
+        "failed to make sure of the bundled images: another elengtis on this host held their lock `{}` for more than {} min; when none is running, remove that file and retry",
+        .path.display(),
+        .limit.as_secs() / 60
+    )]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// How long was waited.
+        limit: Duration,
+    },
     /// The engine refused or failed the call.
     #[error("failed to {what} `{reference}`: {detail}")]
     Engine {
@@ -210,26 +233,51 @@ struct Bundled {
     entrypoint: &'static str,
     /// The image's working directory (`WORKDIR`), if it has one.
     workdir: Option<&'static str>,
+    /// The image's `PATH`, if it sets one.
+    path: Option<&'static str>,
 }
 
 const BUNDLED: [Bundled; 6] = [
-    Bundled { name: "fixture", repo: FIXTURE_REPO, binaries: &[FIXTURE_BIN], entrypoint: FIXTURE_BIN, workdir: None },
-    Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN, workdir: None },
-    Bundled { name: "notes", repo: NOTES_REPO, binaries: &[NOTES_BIN], entrypoint: NOTES_BIN, workdir: None },
+    Bundled {
+        name: "fixture",
+        repo: FIXTURE_REPO,
+        binaries: &[FIXTURE_BIN],
+        entrypoint: FIXTURE_BIN,
+        workdir: None,
+        path: None,
+    },
+    Bundled { name: "sink", repo: SINK_REPO, binaries: &[SINK_BIN], entrypoint: SINK_BIN, workdir: None, path: None },
+    Bundled {
+        name: "notes",
+        repo: NOTES_REPO,
+        binaries: &[NOTES_BIN],
+        entrypoint: NOTES_BIN,
+        workdir: None,
+        path: None,
+    },
     // The mail database goes to `/data` (`--mail-db`, a volume in the sandbox).
-    Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN, workdir: None },
+    Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN, workdir: None, path: None },
     // Used only by the Docker tests (egress battery, resource abuse).
-    Bundled { name: "hostile", repo: HOSTILE_REPO, binaries: &[HOSTILE_BIN], entrypoint: HOSTILE_BIN, workdir: None },
+    Bundled {
+        name: "hostile",
+        repo: HOSTILE_REPO,
+        binaries: &[HOSTILE_BIN],
+        entrypoint: HOSTILE_BIN,
+        workdir: None,
+        path: None,
+    },
     // The tool carries every bundled executable: `elengtis example` finds bare `elengtis-*`
     // beside itself, and `images build` inside the image imports the other images from them
     // (there is no source tree in the image). It starts in `/work`, where CI mounts the
-    // checkout, so relative paths in commands and campaign files resolve.
+    // checkout, so relative paths in commands and campaign files resolve. `PATH` is `/`, so
+    // `elengtis` runs by name: a Kubernetes `command: [elengtis]`, a CI job's `elengtis …`.
     Bundled {
         name: "elengtis",
         repo: TOOL_REPO,
         binaries: &[TOOL_BIN, FIXTURE_BIN, SINK_BIN, NOTES_BIN, TWIN_BIN, HOSTILE_BIN],
         entrypoint: TOOL_BIN,
         workdir: Some(TOOL_WORKDIR),
+        path: Some(TOOL_PATH),
     },
 ];
 
@@ -695,8 +743,9 @@ fn append_dir(builder: &mut tar::Builder<Vec<u8>>, path: &str, mode: u32, owner:
     builder.append_data(&mut header, path, io::empty())
 }
 
-/// The `changes` (Dockerfile instructions applied at import) for an image: `ENTRYPOINT` and
-/// `CMD` as JSON arrays (exec form, no shell), `USER`, and one `LABEL` per pair.
+/// The `changes` (Dockerfile instructions applied at import) for an image: `ENV PATH` (when
+/// given), `WORKDIR`, `ENTRYPOINT` and `CMD` as JSON arrays (exec form, no shell), `USER`, and
+/// one `LABEL` per pair.
 ///
 /// Validation: no value may contain a newline or NUL (bollard sends the changes
 /// newline-joined, so a newline would smuggle in another instruction); the user must be
@@ -708,11 +757,21 @@ pub fn image_changes(
     entrypoint: Option<&[String]>,
     cmd: Option<&[String]>,
     workdir: Option<&str>,
+    path: Option<&str>,
     labels: &[(String, String)],
 ) -> Result<Vec<String>, ImageError> {
     let config_error = |detail: String| ImageError::Config { reference: reference.to_owned(), detail };
     check_user(user).map_err(config_error)?;
     let mut changes = Vec::new();
+    if let Some(path) = path {
+        let plain = path.split(':').all(|dir| dir.starts_with('/') && !dir.contains(['$', '\\', '"', '\'']));
+        if !plain || path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(config_error(format!(
+                "PATH {path:?} must be absolute directories separated by `:`, without spaces, quotes, `$` or `\\`"
+            )));
+        }
+        changes.push(format!("ENV PATH={path}"));
+    }
     if let Some(dir) = workdir {
         check_value(dir).map_err(|why| config_error(format!("WORKDIR {dir:?} {why}")))?;
         if !dir.starts_with('/') || dir.contains(['$', '\\', '"']) || dir.chars().any(char::is_whitespace) {
@@ -934,8 +993,15 @@ pub async fn import_rootfs_file(
     deadline: Duration,
 ) -> Result<String, ImageError> {
     let docker = &engine.docker;
-    let changes =
-        image_changes(reference, user.unwrap_or(IMAGE_USER), entrypoint.as_deref(), cmd.as_deref(), None, labels)?;
+    let changes = image_changes(
+        reference,
+        user.unwrap_or(IMAGE_USER),
+        entrypoint.as_deref(),
+        cmd.as_deref(),
+        None,
+        None,
+        labels,
+    )?;
     let io_error = |source| ImageError::Io { what: "open the rootfs tarball", path: tar_path.to_path_buf(), source };
     let file = tokio::fs::File::open(tar_path).await.map_err(io_error)?;
     if !file.metadata().await.map_err(io_error)?.is_file() {
@@ -977,9 +1043,20 @@ fn describe(e: &bollard::errors::Error) -> String {
 
 /// Import the bundled images from the static executables in `binaries_dir` (as returned by
 /// [`static_build`], or [`default_source`]), tagged with this version. The tags move to the new
-/// images; an image whose content (root filesystem and configuration) is unchanged is kept.
-/// `notify` gets a line per image (reference, size, time).
+/// images; an image whose content (root filesystem and configuration) is unchanged, and that
+/// records the executables it was made from, is kept. `notify` gets a line per image
+/// (reference, size, time). Holds the host's images lock ([`ImagesLock`]) meanwhile.
 pub async fn build_bundled(
+    engine: &DockerEngine,
+    binaries_dir: &Path,
+    notify: &Notify,
+) -> Result<Vec<BuiltImage>, ImageError> {
+    let _lock = ImagesLock::acquire(notify).await?;
+    import_bundled(engine, binaries_dir, notify).await
+}
+
+/// [`build_bundled`] under a lock the caller holds.
+async fn import_bundled(
     engine: &DockerEngine,
     binaries_dir: &Path,
     notify: &Notify,
@@ -1003,11 +1080,13 @@ pub async fn build_bundled(
         let entrypoint = [format!("/{}", image.entrypoint)];
         let mut labels =
             vec![(LABEL_IMAGE.to_owned(), image.name.to_owned()), (LABEL_VERSION.to_owned(), TAG.to_owned())];
-        let unlabelled = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, &labels)?;
+        let unlabelled =
+            image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, image.path, &labels)?;
         let content = content_digest(&tar, &unlabelled);
         if let Some(existing) = inspect(docker, &reference).await?
             && let Some(id) = existing.id.clone()
             && label(&existing, LABEL_CONTENT) == Some(content.as_str())
+            && recorded_executables(&existing).is_some()
         {
             built.push(BuiltImage {
                 name: image.name,
@@ -1019,7 +1098,15 @@ pub async fn build_bundled(
             continue;
         }
         labels.push((LABEL_CONTENT.to_owned(), content));
-        let changes = image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, &labels)?;
+        let mut stamps = std::collections::BTreeMap::new();
+        for (name, path) in &paths {
+            stamps.insert((*name).to_owned(), stamp(path)?);
+        }
+        let stamps = serde_json::to_string(&stamps)
+            .map_err(|e| ImageError::Rootfs(format!("could not record the executables: {e}")))?;
+        labels.push((LABEL_EXECUTABLES.to_owned(), stamps));
+        let changes =
+            image_changes(&reference, IMAGE_USER, Some(&entrypoint), None, image.workdir, image.path, &labels)?;
         let id = import(docker, tar, &reference, &changes, IMPORT_DEADLINE).await?;
         let size = inspect(docker, &id).await?.and_then(|i| i.size).unwrap_or_default();
         notify.line(&format!(
@@ -1176,21 +1263,152 @@ fn label<'a>(image: &'a ImageInspect, key: &str) -> Option<&'a str> {
     image.config.as_ref()?.labels.as_ref()?.get(key).map(String::as_str)
 }
 
-/// The bundled images of this version: the existing ones when all are present (and carry
-/// our label), otherwise imported from [`default_source`] ([`build_bundled`]), saying so up
-/// front through `notify`: which images are missing, what they are made from, and (for a
-/// compile) why and how long it took last time. Never pulls.
-///
-/// Existing images are trusted by tag: after changing the code without changing the
-/// version, call [`build_bundled`] (`elengtis images build`) to refresh them.
+/// What one executable an image was made from looked like: its content hash, and the size and
+/// modification time of the file it was read from (so an unchanged file is recognised without
+/// reading it again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stamp {
+    /// SHA-256 of the executable (hex).
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its modification time, ns since the epoch.
+    pub mtime_ns: u64,
+}
+
+/// The size and modification time of `path`.
+fn file_stat(path: &Path) -> Result<(u64, u64), ImageError> {
+    let io_error = |source| ImageError::Io { what: "inspect the executable", path: path.to_path_buf(), source };
+    let meta = std::fs::metadata(path).map_err(io_error)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    Ok((meta.len(), mtime))
+}
+
+/// The SHA-256 of the file at `path`, read once per process for a given size and modification
+/// time (the tool image carries every executable the other images do).
+fn file_sha256(path: &Path, size: u64, mtime_ns: u64) -> Result<String, ImageError> {
+    use sha2::{Digest as _, Sha256};
+    type Cache = std::sync::Mutex<std::collections::HashMap<(PathBuf, u64, u64), String>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let key = (path.to_path_buf(), size, mtime_ns);
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Some(hash) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(hash);
+    }
+    let io_error = |source| ImageError::Io { what: "read the executable", path: path.to_path_buf(), source };
+    let mut file = File::open(path).map_err(io_error)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer).map_err(io_error)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    let hash: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, hash.clone());
+    }
+    Ok(hash)
+}
+
+/// The [`Stamp`] of the executable at `path`.
+pub fn stamp(path: &Path) -> Result<Stamp, ImageError> {
+    let (size, mtime_ns) = file_stat(path)?;
+    Ok(Stamp { sha256: file_sha256(path, size, mtime_ns)?, size, mtime_ns })
+}
+
+/// The executables an image records it was made from ([`LABEL_EXECUTABLES`]), if it does.
+fn recorded_executables(image: &ImageInspect) -> Option<std::collections::BTreeMap<String, Stamp>> {
+    serde_json::from_str(label(image, LABEL_EXECUTABLES)?).ok()
+}
+
+/// Why the bundled image `image` (its inspect answer `found`) is not made from the executables
+/// in `dir`: the executables that differ, or that it records none; `None` when it is. A file of
+/// the recorded size and modification time is taken as unchanged; any other is hashed.
+fn made_from_others(image: &Bundled, found: &ImageInspect, dir: &Path) -> Result<Option<String>, ImageError> {
+    let Some(recorded) = recorded_executables(found) else {
+        return Ok(Some("it records no executables it was made from (an import of an older elengtis)".into()));
+    };
+    let mut differ = Vec::new();
+    for name in image.binaries {
+        let path = dir.join(name);
+        let same = match recorded.get(*name) {
+            None => false,
+            Some(stamp) => {
+                let (size, mtime_ns) = file_stat(&path)?;
+                (size, mtime_ns) == (stamp.size, stamp.mtime_ns)
+                    || (size == stamp.size && file_sha256(&path, size, mtime_ns)? == stamp.sha256)
+            }
+        };
+        if !same {
+            differ.push(format!("`{name}`"));
+        }
+    }
+    Ok((!differ.is_empty())
+        .then(|| format!("{} differ{}", differ.join(", "), if differ.len() == 1 { "s" } else { "" })))
+}
+
+/// What making sure of the bundled images did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ensured {
+    /// The bundled images, as the engine now holds them.
+    pub images: Vec<BuiltImage>,
+    /// What was (re)imported and why, in one sentence; `None` when nothing was.
+    pub imported: Option<String>,
+}
+
+/// The bundled images of this version, made from the executables beside this `elengtis`: the
+/// existing ones when every one is present, carries our label and records that it was made from
+/// those very executables (their content hashes, [`LABEL_EXECUTABLES`]); otherwise (re)imported
+/// from [`default_source`] ([`build_bundled`]: an image whose content did not change is kept),
+/// saying so up front through `notify`: which images are missing or made from other
+/// executables (which ones), what they are made from, and (for a compile) why and how long it
+/// took last time. Never pulls. When the executables beside this one cannot make the images (a
+/// dynamic build), present images are used as they are: only missing ones are made.
 pub async fn ensure_bundled(engine: &DockerEngine, notify: &Notify) -> Result<Vec<BuiltImage>, ImageError> {
+    Ok(ensure(engine, None, notify).await?.images)
+}
+
+/// [`ensure_bundled`] for a run that uses `references`: nothing happens unless one of them is a
+/// bundled image of this version (the fixture, the sink, the twins, the relay's tool image) and
+/// the executables beside this one can make the images (an import of seconds, never a compile
+/// in the middle of a run: a missing image is then reported as missing); otherwise those images
+/// are made sure of, and what was (re)imported is returned for the run to report.
+pub async fn ensure_current(engine: &DockerEngine, references: &[String]) -> Result<Ensured, ImageError> {
+    let bundled = BUNDLED.iter().any(|b| references.contains(&format!("{}:{TAG}", b.repo)));
+    if !bundled || !matches!(default_source(), Ok(BinarySource::Prebuilt(_))) {
+        return Ok(Ensured::default());
+    }
+    ensure(engine, Some(references), &Notify::silent()).await
+}
+
+async fn ensure(engine: &DockerEngine, wanted: Option<&[String]>, notify: &Notify) -> Result<Ensured, ImageError> {
     let docker = &engine.docker;
+    let _lock = ImagesLock::acquire(notify).await?;
+    // What the images must be made from; an error only matters when something must be made.
+    let source = default_source();
     let mut present = Vec::with_capacity(BUNDLED.len());
     let mut missing = Vec::new();
+    let mut stale = Vec::new();
     for image in &BUNDLED {
         let reference = format!("{}:{TAG}", image.repo);
+        if wanted.is_some_and(|w| !w.contains(&reference)) {
+            continue;
+        }
         match inspect(docker, &reference).await? {
             Some(found) if label(&found, LABEL_IMAGE) == Some(image.name) && found.id.is_some() => {
+                if let Ok(BinarySource::Prebuilt(dir)) = &source
+                    && let Some(why) = made_from_others(image, &found, dir)?
+                {
+                    stale.push(format!("{reference}: {why}"));
+                }
                 present.push(BuiltImage {
                     name: image.name,
                     reference,
@@ -1202,10 +1420,10 @@ pub async fn ensure_bundled(engine: &DockerEngine, notify: &Notify) -> Result<Ve
             _ => missing.push(reference),
         }
     }
-    if missing.is_empty() {
-        return Ok(present);
+    if missing.is_empty() && stale.is_empty() {
+        return Ok(Ensured { images: present, imported: None });
     }
-    let from = default_source()?;
+    let from = source?;
     let started = Instant::now();
     let what = match &from {
         BinarySource::Prebuilt(dir) => {
@@ -1213,17 +1431,92 @@ pub async fn ensure_bundled(engine: &DockerEngine, notify: &Notify) -> Result<Ve
         }
         BinarySource::Build { .. } => "making them".to_owned(),
     };
-    notify.line(&format!(
-        "elengtis: the bundled images of this version are not in the Docker engine yet ({}); {what}:",
-        missing.join(", ")
-    ));
+    let mut why = Vec::new();
+    if !missing.is_empty() {
+        why.push(format!(
+            "the bundled images of this version are not in the Docker engine yet ({})",
+            missing.join(", ")
+        ));
+    }
+    if !stale.is_empty() {
+        why.push(format!(
+            "the bundled images in the Docker engine were made from other executables than those beside this elengtis ({})",
+            stale.join("; ")
+        ));
+    }
+    let why = why.join("; ");
+    notify.line(&format!("elengtis: {why}; {what}:"));
     let dir = from.binaries(notify).await?;
-    let built = build_bundled(engine, &dir, notify).await?;
-    notify.line(&format!(
-        "elengtis: the bundled images are ready ({} in all)",
-        duration_text(started.elapsed().as_secs_f64())
-    ));
-    Ok(built)
+    let built = import_bundled(engine, &dir, notify).await?;
+    let took = duration_text(started.elapsed().as_secs_f64());
+    notify.line(&format!("elengtis: the bundled images are ready ({took} in all)"));
+    let imported: Vec<&str> = built.iter().filter(|b| !b.unchanged).map(|b| b.reference.as_str()).collect();
+    let summary = format!(
+        "{why}; imported {} from {} in {took}",
+        if imported.is_empty() { "nothing new".to_owned() } else { imported.join(", ") },
+        dir.display()
+    );
+    Ok(Ensured { images: built, imported: Some(summary) })
+}
+
+/// An exclusive lock, on this host, over making the bundled images: two commands that find them
+/// missing or stale at once (parallel CI jobs, a test suite) import one after the other, and the
+/// second finds them current. A file lock on `elengtis-bundled-images.lock` in the temporary
+/// directory (`flock`, released when the process ends, also when it is killed); it cannot order
+/// commands on other hosts of a shared engine. A lock file that cannot be opened (a read-only
+/// temporary directory) is logged and not waited for.
+#[derive(Debug)]
+pub struct ImagesLock {
+    _file: Option<File>,
+}
+
+impl ImagesLock {
+    /// The lock file.
+    pub fn path() -> PathBuf {
+        std::env::temp_dir().join("elengtis-bundled-images.lock")
+    }
+
+    /// Take the lock, waiting at most [`LOCK_DEADLINE`] for another holder (said once through
+    /// `notify`).
+    pub async fn acquire(notify: &Notify) -> Result<ImagesLock, ImageError> {
+        let path = Self::path();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .or_else(|_| File::open(&path));
+        let file = match file {
+            Ok(file) => file,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot open the bundled images' lock; not waiting for other commands");
+                return Ok(ImagesLock { _file: None });
+            }
+        };
+        let started = Instant::now();
+        let mut said = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(ImagesLock { _file: Some(file) }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(source)) => {
+                    return Err(ImageError::Io { what: "lock", path, source });
+                }
+            }
+            if !said {
+                notify.line(&format!(
+                    "elengtis: waiting for another elengtis on this host that is making the bundled images (lock {})",
+                    path.display()
+                ));
+                said = true;
+            }
+            if started.elapsed() > LOCK_DEADLINE {
+                return Err(ImageError::Locked { path, limit: LOCK_DEADLINE });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1310,7 +1603,8 @@ mod tests {
             ("org.elengtis.image".to_owned(), "custom".to_owned()),
             ("note".to_owned(), r#"a "quoted" $VAR \ value = ok"#.to_owned()),
         ];
-        let changes = image_changes("x/y:1", "65534:65534", Some(&entrypoint), Some(&cmd), None, &labels).unwrap();
+        let changes =
+            image_changes("x/y:1", "65534:65534", Some(&entrypoint), Some(&cmd), None, None, &labels).unwrap();
         assert_eq!(
             changes,
             vec![
@@ -1321,27 +1615,39 @@ mod tests {
                 r#"LABEL "note"="a \"quoted\" \$VAR \\ value = ok""#.to_owned(),
             ]
         );
-        assert_eq!(image_changes("x/y:1", "1000", None, None, None, &[]).unwrap(), vec!["USER 1000".to_owned()]);
+        assert_eq!(image_changes("x/y:1", "1000", None, None, None, None, &[]).unwrap(), vec!["USER 1000".to_owned()]);
         assert_eq!(
-            image_changes("x/y:1", "1000", None, None, Some("/work"), &[]).unwrap(),
+            image_changes("x/y:1", "1000", None, None, Some("/work"), None, &[]).unwrap(),
             vec!["WORKDIR /work".to_owned(), "USER 1000".to_owned()]
         );
+        assert_eq!(
+            image_changes("x/y:1", "1000", None, None, Some("/work"), Some("/"), &[]).unwrap(),
+            vec!["ENV PATH=/".to_owned(), "WORKDIR /work".to_owned(), "USER 1000".to_owned()]
+        );
+        for bad in ["bin", "/a b", "/$X", "/a:bin", "/a\nUSER 0", ""] {
+            assert!(image_changes("x/y:1", "1000", None, None, None, Some(bad), &[]).is_err(), "{bad:?}");
+        }
+        // The tool image runs `elengtis` by name (a Kubernetes `command: [elengtis]`).
+        let tool = BUNDLED.iter().find(|b| b.repo == TOOL_REPO).unwrap();
+        assert_eq!((tool.path, tool.workdir), (Some("/"), Some("/work")));
         for bad in ["work", "/a b", "/$HOME", "/a\nUSER 0"] {
-            assert!(image_changes("x/y:1", "1000", None, None, Some(bad), &[]).is_err(), "{bad:?}");
+            assert!(image_changes("x/y:1", "1000", None, None, Some(bad), None, &[]).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn changes_refuse_newlines_and_empty_lists() {
         let injected = ["/server\nUSER 0".to_owned()];
-        let error = image_changes("x/y:1", IMAGE_USER, Some(&injected), None, None, &[]).unwrap_err();
+        let error = image_changes("x/y:1", IMAGE_USER, Some(&injected), None, None, None, &[]).unwrap_err();
         assert!(error.to_string().starts_with("failed to configure image `x/y:1`: ENTRYPOINT argument"), "{error}");
-        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&["a\rb".to_owned()]), None, &[]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[("k\n".into(), "v".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[("k".into(), "v\nUSER 0".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, &[(String::new(), "v".into())]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, Some(&[]), None, None, &[]).is_err());
-        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&[]), None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&["a\rb".to_owned()]), None, None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, None, &[("k\n".into(), "v".into())]).is_err());
+        assert!(
+            image_changes("x/y:1", IMAGE_USER, None, None, None, None, &[("k".into(), "v\nUSER 0".into())]).is_err()
+        );
+        assert!(image_changes("x/y:1", IMAGE_USER, None, None, None, None, &[(String::new(), "v".into())]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, Some(&[]), None, None, None, &[]).is_err());
+        assert!(image_changes("x/y:1", IMAGE_USER, None, Some(&[]), None, None, &[]).is_err());
     }
 
     #[test]
@@ -1358,7 +1664,7 @@ mod tests {
         for user in ["65534:65534", "65534", "1000", "10", "nobody", "nobody:nogroup", "app-user", "100:1000"] {
             assert!(check_user(user).is_ok(), "{user:?}");
         }
-        let error = image_changes("x/y:1", "root", None, None, None, &[]).unwrap_err();
+        let error = image_changes("x/y:1", "root", None, None, None, None, &[]).unwrap_err();
         assert!(error.to_string().contains("must run unprivileged"), "{error}");
     }
 

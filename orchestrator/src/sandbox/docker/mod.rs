@@ -90,6 +90,19 @@ fn runtime_warnings(runtimes: &BTreeMap<String, runtime::RuntimeFacts>) -> Vec<S
         .collect()
 }
 
+/// Check that the runtime `requested` names (`None`: the engine's default) is listed by the
+/// engine and registered so that it can run the trial layout ([`runtime::check_registered`],
+/// [`runtime::check_layout`]); its name. Only the engine's `/info` answer is read: a refusal
+/// comes before anything is looked up or created.
+pub fn check_runtime(engine: &DockerEngine, requested: Option<&str>) -> Result<String, SandboxError> {
+    if let Some(name) = requested {
+        runtime::check_registered(name, &engine.facts.runtimes)?;
+    }
+    let name = runtime::expected_name(requested, &engine.facts);
+    runtime::check_layout(&name, &engine.facts.runtimes)?;
+    Ok(name)
+}
+
 /// The Docker engine prepared for one run: connected, past the engine gate, every image the
 /// run needs resolved to an immutable id.
 #[derive(Debug, Clone)]
@@ -135,10 +148,7 @@ impl DockerBackend {
         let mut used = std::collections::BTreeSet::new();
         for need in &needs.images {
             let requested = runtime::effective(options.runtime.as_deref(), need.runtime.as_deref());
-            if let Some(name) = &requested {
-                runtime::check_registered(name, &engine.facts.runtimes)?;
-            }
-            let name = runtime::expected_name(requested.as_deref(), &engine.facts);
+            let name = check_runtime(&engine, requested.as_deref())?;
             if let Some(why) = runtime::refusal(&name, need.egress_proxy) {
                 return Err(SandboxError::Unusable(why));
             }
@@ -157,10 +167,22 @@ impl DockerBackend {
         for message in runtime_warnings(&runtimes) {
             events.emit(&Event::Warning { message });
         }
+        let wanted: Vec<String> = needs
+            .images
+            .iter()
+            .flat_map(|n| {
+                std::iter::once(n.image.clone()).chain(relay::relay_image(relay, n.http, n.relay_image.as_deref()))
+            })
+            .collect();
+        // The bundled images a run uses are made from the executables beside this elengtis:
+        // missing or made from others, they are (re)imported now, and the run says so.
+        let used: Vec<String> = wanted.iter().cloned().chain(needs.sink.then(images::sink_ref)).collect();
+        let ensured =
+            images::ensure_current(&engine, &used).await.map_err(|e| SandboxError::Unusable(e.to_string()))?;
+        if let Some(message) = ensured.imported {
+            events.emit(&Event::Warning { message });
+        }
         let mut images = BTreeMap::new();
-        let wanted = needs.images.iter().flat_map(|n| {
-            std::iter::once(n.image.clone()).chain(relay::relay_image(relay, n.http, n.relay_image.as_deref()))
-        });
         for reference in wanted {
             if let std::collections::btree_map::Entry::Vacant(slot) = images.entry(reference) {
                 let image = api::resolve_image(&engine.docker, slot.key()).await?;

@@ -119,19 +119,82 @@ pub fn expected_name(requested: Option<&str>, facts: &EngineFacts) -> String {
 /// How to register `name` with a Docker engine: the refusal's advice.
 pub fn recipe(name: &str) -> String {
     if name == RUNSC {
-        format!(
-            "register gVisor with the engine: install it (Debian: `apt-get install runsc`), add to /etc/docker/daemon.json \
-             `\"runtimes\": {{\"{RUNSC}\": {{\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=host\"]}}}}` \
-             (gVisor then uses the container's own network namespace, which Docker sets up: an internal bridge or \
-             loopback only), and reload the engine's configuration with `kill -HUP $(pidof dockerd)`; runc stays the \
-             default. docs/security.md, \"Runtimes\", has the details"
-        )
+        gvisor_recipe(name, "/usr/bin/runsc")
     } else {
         format!(
             "register `{name}` with the engine: a `\"runtimes\": {{\"{name}\": {{\"path\": \"…\"}}}}` entry in \
              /etc/docker/daemon.json, then `kill -HUP $(pidof dockerd)` to reload the configuration"
         )
     }
+}
+
+/// How to register gVisor as `name` (its executable at `path`) so that it runs the trial
+/// layout.
+fn gvisor_recipe(name: &str, path: &str) -> String {
+    format!(
+        "register gVisor with the engine: install it (Debian: `apt-get install runsc`), add to /etc/docker/daemon.json \
+         `\"runtimes\": {{\"{name}\": {{\"path\": \"{path}\", \"runtimeArgs\": [\"--network=host\"]}}}}` \
+         (gVisor then uses the container's own network namespace, which Docker sets up: an internal bridge or \
+         loopback only), and reload the engine's configuration with `kill -HUP $(pidof dockerd)`; runc stays the \
+         default. docs/security.md, \"Runtimes\", has the details"
+    )
+}
+
+/// Whether a registered runtime is gVisor: named `runsc`, or run from an executable of that name.
+fn is_gvisor(name: &str, registered: &Registered) -> bool {
+    name == RUNSC
+        || registered.path.as_deref().and_then(|p| std::path::Path::new(p).file_name()).is_some_and(|f| f == RUNSC)
+}
+
+/// The network mode gVisor runs with under these engine arguments: the last `--network`
+/// (`--network=MODE`, `--network MODE`, one or two dashes), else gVisor's default, `sandbox`.
+pub fn gvisor_network(args: &[String]) -> String {
+    let mut mode = "sandbox".to_owned();
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].trim_start_matches('-');
+        if args[i].starts_with('-') {
+            if let Some(value) = flag.strip_prefix("network=") {
+                value.clone_into(&mut mode);
+            } else if flag == "network"
+                && let Some(value) = args.get(i + 1)
+            {
+                value.clone_into(&mut mode);
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    mode
+}
+
+/// Check that the runtime `name`, as the engine registered it, can run the trial layout (a
+/// container in a network namespace Docker sets up: an internal bridge, or loopback only).
+/// gVisor registered the default way (its own network stack, `--network=sandbox`) fails every
+/// trial at start ("cannot run with network enabled in root network namespace"); it is
+/// refused here, before any trial, with the registration that works. A runtime the engine does
+/// not list is left to [`check_registered`].
+pub fn check_layout(name: &str, listed: &BTreeMap<String, Registered>) -> Result<(), SandboxError> {
+    let Some(registered) = listed.get(name) else { return Ok(()) };
+    if !is_gvisor(name, registered) {
+        return Ok(());
+    }
+    let mode = gvisor_network(&registered.args);
+    if mode == "host" {
+        return Ok(());
+    }
+    let args = if registered.args.is_empty() {
+        "no runtimeArgs".to_owned()
+    } else {
+        format!("runtimeArgs {:?}", registered.args)
+    };
+    Err(SandboxError::Unusable(format!(
+        "the Docker engine runs the runtime `{name}` (gVisor, {}) with {args}: gVisor's own network stack \
+         (`--network={mode}`), under which every trial fails at start (\"cannot run with network enabled in root \
+         network namespace\"); nothing was started. {}",
+        registered.path.as_deref().unwrap_or("no path reported"),
+        gvisor_recipe(name, registered.path.as_deref().unwrap_or("/usr/bin/runsc"))
+    )))
 }
 
 /// Check that the engine lists `name`: the error names the runtimes it does list and the
@@ -263,6 +326,30 @@ mod tests {
         assert!(e.contains("daemon.json") && e.contains("--network=host") && e.contains("HUP"), "{e}");
         let e = check_registered("kata", &BTreeMap::new()).expect_err("nothing listed").to_string();
         assert!(e.contains("it lists none") && e.contains("\"kata\""), "{e}");
+    }
+
+    #[test]
+    fn gvisor_registered_with_its_own_network_stack_is_refused_with_the_registration_that_works() {
+        let listed = registered(&json!({
+            "runc": {"path": "runc"},
+            "runsc": {"path": "/usr/bin/runsc"},
+            "gvisor": {"path": "/usr/local/bin/runsc", "runtimeArgs": ["--debug", "--network", "sandbox"]},
+            "runsc-host": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"]},
+            "runsc-last": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "-network=host"]},
+            "kata": {"path": "/usr/bin/kata-runtime"},
+        }));
+        for ok in ["runc", "runsc-host", "runsc-last", "kata", "not-listed"] {
+            assert!(check_layout(ok, &listed).is_ok(), "{ok}");
+        }
+        let e = check_layout("runsc", &listed).expect_err("the default registration").to_string();
+        assert!(e.contains("`runsc` (gVisor, /usr/bin/runsc) with no runtimeArgs"), "{e}");
+        assert!(e.contains("cannot run with network enabled in root network namespace"), "{e}");
+        assert!(e.contains(r#""runtimeArgs": ["--network=host"]"#) && e.contains("HUP"), "{e}");
+        // Any name, found by its executable; the recipe keeps the name and the path.
+        let e = check_layout("gvisor", &listed).expect_err("gVisor under another name").to_string();
+        assert!(e.contains("(`--network=sandbox`)"), "{e}");
+        assert!(e.contains(r#""gvisor": {"path": "/usr/local/bin/runsc", "runtimeArgs": ["--network=host"]}"#), "{e}");
+        assert_eq!(gvisor_network(&["--network".into()]), "sandbox");
     }
 
     #[test]
