@@ -401,7 +401,7 @@ fn a_regressed_guard_opens_one_alert_and_its_repair_closes_it_across_three_gate_
         &repo,
         "gate/gate.yaml",
         &format!(
-            "schema_version: 1\niterations: 2\nmodel: {{model: scripted-attacker, provider: {{type: openai_compatible, base_url: 'http://{}/v1'}}}}\nfindings:\n  # the inbox's controls stop a planted note's send\n  - seed: ../seeds/inbox-note-send.seed.yaml\n    target: inbox.target.yaml\n    guarded: controls\n",
+            "schema_version: 1\niterations: 3\nmodel: {{model: scripted-attacker, provider: {{type: openai_compatible, base_url: 'http://{}/v1'}}}}\nfindings:\n  # the inbox's controls stop a planted note's send\n  - seed: ../seeds/inbox-note-send.seed.yaml\n    target: inbox.target.yaml\n    guarded: controls\n",
             server.addr
         ),
     );
