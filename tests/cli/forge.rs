@@ -13,14 +13,14 @@ use elengtis_tests::{copy_tree, elengtis_cmd, read_json, scratch, stderr, stdout
 use serde_json::Value;
 
 /// The HMAC secret the signed cases use (never written into the results).
-const KEY: &str = "0f3c9a8e7d6b5a4938271605f4e3d2c1b0a9f8e7d6c5b4a3";
+pub(crate) const KEY: &str = "0f3c9a8e7d6b5a4938271605f4e3d2c1b0a9f8e7d6c5b4a3";
 
-fn s(p: &Path) -> &str {
+pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
 /// `elengtis ARGS` with the environment's signing key set (`key`) or unset.
-fn cmd(cwd: &Path, args: &[&str], key: Option<&str>) -> Output {
+pub(crate) fn cmd(cwd: &Path, args: &[&str], key: Option<&str>) -> Output {
     let mut command = elengtis_cmd(cwd, args);
     command.env_remove("ELENGTIS_SIGNING_KEY").env_remove("ELENGTIS_SIGNING_KEY_FILE");
     if let Some(key) = key {
@@ -30,20 +30,20 @@ fn cmd(cwd: &Path, args: &[&str], key: Option<&str>) -> Output {
 }
 
 /// A finished support-note run of `trials` trials, signed with [`KEY`] when `signed`.
-fn base(dir: &Path, trials: u32, signed: bool) -> PathBuf {
+pub(crate) fn base(dir: &Path, trials: u32, signed: bool) -> PathBuf {
     let out = dir.join(if signed { "signed" } else { "base" });
     let output = cmd(dir, &["example", "--trials", &trials.to_string(), "--out", s(&out)], signed.then_some(KEY));
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     out
 }
 
-fn copy(dir: &Path, from: &Path, name: &str) -> PathBuf {
+pub(crate) fn copy(dir: &Path, from: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
     copy_tree(from, &to);
     to
 }
 
-fn lines(out: &Path) -> Vec<Value> {
+pub(crate) fn lines(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("runs.jsonl"))
         .expect("read log")
         .lines()
@@ -52,7 +52,7 @@ fn lines(out: &Path) -> Vec<Value> {
 }
 
 /// Writes rows with their chain recomputed, as a forger who knows the format would.
-fn write_rechained(out: &Path, rows: &[Value]) {
+pub(crate) fn write_rechained(out: &Path, rows: &[Value]) {
     let mut text = String::new();
     let mut previous = String::new();
     for row in rows {
@@ -67,12 +67,12 @@ fn write_rechained(out: &Path, rows: &[Value]) {
     std::fs::write(out.join("runs.jsonl"), text).expect("write log");
 }
 
-fn write_json(path: &Path, value: &Value) {
+pub(crate) fn write_json(path: &Path, value: &Value) {
     std::fs::write(path, serde_json::to_string_pretty(value).expect("json") + "\n").expect("write");
 }
 
 /// Rewrites evidence and re-pins it in its row (the row's `evidence_sha256`).
-fn edit_evidence(out: &Path, rows: &mut [Value], index: usize, edit: impl FnOnce(&mut Value)) {
+pub(crate) fn edit_evidence(out: &Path, rows: &mut [Value], index: usize, edit: impl FnOnce(&mut Value)) {
     let path = out.join(rows[index]["evidence"].as_str().expect("evidence"));
     let mut evidence = read_json(&path);
     edit(&mut evidence);

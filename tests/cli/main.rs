@@ -9,6 +9,7 @@ mod example;
 mod experiment;
 mod fake_backend;
 mod forge;
+mod forge_keyed;
 mod gate;
 mod http;
 mod images;
