@@ -102,7 +102,8 @@ fn reseal(out: &Path) {
     seal["rows"] = text.lines().count().into();
     seal["prev_row_sha256"] = sha256_hex(last.as_bytes()).into();
     seal["recorded_campaign_sha256"] = manifest["configuration"]["recorded_campaign_sha256"].clone();
-    seal["manifest_sha256"] = elengtis_core::records::seal::manifest_sha256(&manifest).into();
+    let resumes = seal["resumes"].as_u64().unwrap_or(0);
+    seal["manifest_sha256"] = elengtis_core::records::seal::manifest_sha256(&manifest, resumes).into();
     seal.as_object_mut().expect("object").remove("signatures");
     write_json(&path, &seal);
 }

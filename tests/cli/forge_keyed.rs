@@ -78,7 +78,10 @@ fn readers(dir: &Path, name: &str, case: &Path, env: &[(&str, &str)], codes: Cod
     if codes.resume != 0 {
         let after: Vec<Option<Vec<u8>>> =
             ["runs.jsonl", "manifest.json", "seal.json"].iter().map(|f| std::fs::read(case.join(f)).ok()).collect();
-        check(before == after, "a refused resume must leave runs.jsonl, manifest.json and seal.json as they were".into());
+        check(
+            before == after,
+            "a refused resume must leave runs.jsonl, manifest.json and seal.json as they were".into(),
+        );
     }
     failures
 }
@@ -96,13 +99,17 @@ fn fail_check(evidence: &mut Value) {
 }
 
 /// Every row's outcome flipped in the row and its evidence, the evidence re-pinned and the
-/// chain recomputed: what a forger who knows the format writes.
-fn rewrite_every_row(out: &Path) {
+/// chain recomputed: what a forger who knows the format writes. The rows keep the runner's
+/// signatures (which no longer match them), or lose them (`strip`).
+fn rewrite_every_row(out: &Path, strip: bool) {
     let mut rows = lines(out);
     for index in 0..rows.len() {
         edit_evidence(out, &mut rows, index, fail_check);
         rows[index]["completed"] = false.into();
         rows[index]["proposed_not_completed"] = true.into();
+        if let (true, Some(row)) = (strip, rows[index].as_object_mut()) {
+            row.remove("signatures");
+        }
     }
     write_rechained(out, &rows);
 }
@@ -177,19 +184,25 @@ fn resume_never_signs_a_forged_history() {
 
     // Every row rewritten and the seal deleted: rows no key holder's runner wrote.
     let rewritten = copy(d, &signed, "rewritten-unsealed");
-    rewrite_every_row(&rewritten);
+    rewrite_every_row(&rewritten, false);
     std::fs::remove_file(rewritten.join("seal.json")).expect("delete the seal");
-    let says = "is not signed by the hmac-sha256 key";
+    let says = "the row was changed after it was signed";
     failures.extend(readers(d, "rewritten-unsealed", &rewritten, key, Codes { says, ..REFUSED }));
 
     // The same with an Ed25519 pair: the private key signs, the public key checks.
     let (pem, public) = ed25519_pem(d);
     let ed = signed_run(d, "ed25519", 3, &pem);
     let forged = copy(d, &ed, "ed25519-rewritten");
-    rewrite_every_row(&forged);
+    rewrite_every_row(&forged, true);
     std::fs::remove_file(forged.join("seal.json")).expect("delete the seal");
-    let says = "is not signed by the ed25519 key";
-    failures.extend(readers(d, "ed25519-rewritten", &forged, &[("ELENGTIS_SIGNING_KEY", &pem)], Codes { says, ..REFUSED }));
+    let says = "not signed by the ed25519 key";
+    failures.extend(readers(
+        d,
+        "ed25519-rewritten",
+        &forged,
+        &[("ELENGTIS_SIGNING_KEY", &pem)],
+        Codes { says, ..REFUSED },
+    ));
     let checked = cmd(d, &["verify", "--public-key", s(&public), s(&forged)], None);
     if checked.status.code() != Some(4) {
         failures.push(format!("ed25519-rewritten: verify --public-key must exit 4: {}", shown(&checked)));
@@ -197,6 +210,7 @@ fn resume_never_signs_a_forged_history() {
 
     // An unsigned directory (a run killed before its seal) resumed with a key, and a signed
     // one resumed without: refused, nothing written.
+    std::fs::create_dir(d.join("unsigned")).expect("mkdir");
     let unsigned = base(&d.join("unsigned"), 3, false);
     std::fs::remove_file(unsigned.join("seal.json")).expect("delete the seal");
     let resumed = cmd(d, &["run", "--resume", "--out", s(&unsigned)], Some(KEY));
@@ -249,7 +263,10 @@ fn an_empty_or_blank_key_is_an_error() {
             let output = command.output().expect("run");
             let named = stderr(&output).contains(variable) && stderr(&output).contains("empty");
             if output.status.code() != Some(2) || !named {
-                failures.push(format!("{variable}={value:?} {args:?}: must exit 2 naming the variable as empty: {}", shown(&output)));
+                failures.push(format!(
+                    "{variable}={value:?} {args:?}: must exit 2 naming the variable as empty: {}",
+                    shown(&output)
+                ));
             }
         }
     }
@@ -279,9 +296,15 @@ fn a_key_in_the_environment_requires_a_sealed_signed_directory() {
     }
     // Every row forged and the seal deleted: refused.
     let forged = copy(d, &signed, "forged-unsealed");
-    rewrite_every_row(&forged);
+    rewrite_every_row(&forged, true);
     std::fs::remove_file(forged.join("seal.json")).expect("delete the seal");
-    failures.extend(readers(d, "forged-unsealed", &forged, key, Codes { says: "not signed by", ..REFUSED }));
+    failures.extend(readers(
+        d,
+        "forged-unsealed",
+        &forged,
+        key,
+        Codes { says: "not signed by the hmac-sha256 key", ..REFUSED },
+    ));
     assert_none(&failures);
 }
 
@@ -336,7 +359,11 @@ fn overlapping_inputs_are_refused_unless_deduplicated() {
             let output = cmd(d, &args, None);
             let names_both = inputs.iter().all(|input| stderr(&output).contains(s(input)));
             if output.status.code() != Some(2) || !names_both || !stderr(&output).contains("--dedupe") {
-                failures.push(format!("{name}: {} must exit 2 naming both inputs and --dedupe: {}", args[0], shown(&output)));
+                failures.push(format!(
+                    "{name}: {} must exit 2 naming both inputs and --dedupe: {}",
+                    args[0],
+                    shown(&output)
+                ));
             }
         }
         if out.join("summary.json").exists() {
@@ -347,7 +374,20 @@ fn overlapping_inputs_are_refused_unless_deduplicated() {
     let out = d.join("deduplicated");
     let output = cmd(
         d,
-        &["analyze", "--dedupe", "--input", s(&m1), "--input", s(&s1), "--input", s(&s2), "--input", s(&m2), "--out", s(&out)],
+        &[
+            "analyze",
+            "--dedupe",
+            "--input",
+            s(&m1),
+            "--input",
+            s(&s1),
+            "--input",
+            s(&s2),
+            "--input",
+            s(&m2),
+            "--out",
+            s(&out),
+        ],
         None,
     );
     if output.status.code() == Some(0) {
@@ -418,7 +458,13 @@ fn duplicate_keys_and_other_number_forms_are_refused_by_every_reader() {
     assert!(text.contains("\"trials\": 3,"));
     let text = text.replacen("\"trials\": 3,", "\"trials\": 8,\n    \"trials\": 3,", 1);
     std::fs::write(manifest.join("manifest.json"), text).expect("write");
-    failures.extend(readers(d, "manifest-trials-twice", &manifest, key, Codes { says: "`trials` appears twice", ..MALFORMED }));
+    failures.extend(readers(
+        d,
+        "manifest-trials-twice",
+        &manifest,
+        key,
+        Codes { says: "`trials` appears twice", ..MALFORMED },
+    ));
     // In the seal.
     let sealed = copy(d, &signed, "seal-rows-twice");
     let text = std::fs::read_to_string(sealed.join("seal.json")).expect("seal");
@@ -430,12 +476,20 @@ fn duplicate_keys_and_other_number_forms_are_refused_by_every_reader() {
     // row, and so what its signature covers, unchanged).
     type Respell = fn(&str) -> String;
     let respellings: [(&str, Respell, &str); 2] = [
-        ("row-completed-twice", |row| row.replacen("\"completed\":true", "\"completed\":false,\"completed\":true", 1), "`completed` appears twice"),
-        ("row-duration-respelled", |row| {
-            let value: Value = serde_json::from_str(row).expect("row");
-            let written = serde_json::to_string(&value["duration_ms"]).expect("json");
-            row.replacen(&format!("\"duration_ms\":{written}"), &format!("\"duration_ms\":{written}0"), 1)
-        }, "not in the form elengtis writes"),
+        (
+            "row-completed-twice",
+            |row| row.replacen("\"completed\":true", "\"completed\":false,\"completed\":true", 1),
+            "`completed` appears twice",
+        ),
+        (
+            "row-duration-respelled",
+            |row| {
+                let value: Value = serde_json::from_str(row).expect("row");
+                let written = serde_json::to_string(&value["duration_ms"]).expect("json");
+                row.replacen(&format!("\"duration_ms\":{written}"), &format!("\"duration_ms\":{written}0"), 1)
+            },
+            "not in the form elengtis writes",
+        ),
     ];
     for (name, respell, says) in respellings {
         let case = copy(d, &signed, name);
@@ -534,7 +588,10 @@ fn oversized_results_files_are_refused_at_once_in_little_memory() {
             let (output, elapsed, rss) = measured(d, &args);
             let what = format!("{file}: {}", args[0]);
             if output.status.code() != Some(code) || !shown(&output).contains("larger than") {
-                failures.push(format!("{what}: must exit {code} saying the file is larger than its bound: {}", shown(&output)));
+                failures.push(format!(
+                    "{what}: must exit {code} saying the file is larger than its bound: {}",
+                    shown(&output)
+                ));
             }
             if elapsed > Duration::from_secs(1) {
                 failures.push(format!("{what}: took {elapsed:?}, more than a second"));
@@ -573,14 +630,22 @@ fn readers_say_what_they_read() {
         let html = std::fs::read_to_string(&page).unwrap_or_default();
         let banner = html.split("<div class=\"integrity").nth(1).unwrap_or_default();
         if output.status.code() != Some(0) || !banner.contains(status) || !banner.contains(detail) {
-            failures.push(format!("{name}: the report's banner must say {status:?} and {detail:?}: {}", shown(&output)));
+            failures
+                .push(format!("{name}: the report's banner must say {status:?} and {detail:?}: {}", shown(&output)));
         }
         let out = d.join(format!("{name}-analysis"));
         let output = cmd(d, &["analyze", "--input", s(input), "--out", s(&out)], key);
         let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap_or_default();
         let summary = std::fs::read_to_string(out.join("summary.json")).unwrap_or_default();
-        if output.status.code() != Some(0) || !markdown.contains(status) || !summary.contains(status) || !summary.contains(detail) {
-            failures.push(format!("{name}: summary.md and summary.json must say {status:?}: {}\n{markdown}", shown(&output)));
+        if output.status.code() != Some(0)
+            || !markdown.contains(status)
+            || !summary.contains(status)
+            || !summary.contains(detail)
+        {
+            failures.push(format!(
+                "{name}: summary.md and summary.json must say {status:?}: {}\n{markdown}",
+                shown(&output)
+            ));
         }
     }
     // A refused directory: the page says so, and shows nothing of it.
@@ -592,7 +657,10 @@ fn readers_say_what_they_read() {
     let output = cmd(d, &["report", "--input", s(&forged), "--out", s(&page)], None);
     let html = std::fs::read_to_string(&page).unwrap_or_default();
     if output.status.code() != Some(4) || !html.contains("refused") || html.contains("trial-index") {
-        failures.push(format!("forged: the report must exit 4 with a page that says refused and shows no trial: {}", shown(&output)));
+        failures.push(format!(
+            "forged: the report must exit 4 with a page that says refused and shows no trial: {}",
+            shown(&output)
+        ));
     }
     assert_none(&failures);
 }
