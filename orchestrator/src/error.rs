@@ -76,18 +76,9 @@ pub enum CommandError {
         /// Some problem is input that cannot be read as records (exit 3, else 4).
         malformed: bool,
     },
-    /// A key asks for a sealed, signed directory and this one is not (unsealed, or of a format
-    /// without a seal): nothing wrong was found, but it is not read.
-    #[error(
-        "failed to use {}: {why}; with a key (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`) only a sealed directory signed by it is read: finish it with `elengtis run --resume --out {}` (with the key), or read it without the key",
-        .dir.display(), .dir.display()
-    )]
-    NotVerifiable {
-        /// The results directory.
-        dir: PathBuf,
-        /// What it is, in words.
-        why: String,
-    },
+    /// A key asks for a sealed, signed directory and this one is not.
+    #[error(transparent)]
+    NotVerifiable(#[from] crate::results::verify::NotSealedForKey),
     /// A results directory could not be checked (not one, or unreadable).
     #[error(transparent)]
     Verify(#[from] crate::results::verify::VerifyError),
@@ -136,7 +127,7 @@ impl CommandError {
             | CommandError::Unavailable(_) => exit_codes::UNAVAILABLE,
             CommandError::Store(_) | CommandError::Io { .. } | CommandError::Parse { .. } => exit_codes::IO,
             CommandError::Analyze(e) => analyze_error_code(e),
-            CommandError::NotVerifiable { .. } => exit_codes::UNVERIFIED,
+            CommandError::NotVerifiable(_) => exit_codes::UNVERIFIED,
             CommandError::Unverified { malformed: true, .. } => exit_codes::INVALID_CONFIG,
             CommandError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
             CommandError::Verify(e) => verify_error_code(e),
@@ -231,7 +222,7 @@ fn report_error_code(e: &crate::report::ReportError) -> i32 {
         ReportError::NoInputs => exit_codes::USAGE,
         ReportError::Input { .. } | ReportError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
         ReportError::Analyze(e) => analyze_error_code(e),
-        ReportError::NotVerifiable { .. } => exit_codes::UNVERIFIED,
+        ReportError::NotVerifiable(_) => exit_codes::UNVERIFIED,
         ReportError::Parse { .. }
         | ReportError::Strict { .. }
         | ReportError::Record { .. }

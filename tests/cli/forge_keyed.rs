@@ -10,81 +10,12 @@ use std::time::{Duration, Instant};
 
 use elengtis_core::format::sha256_hex;
 use elengtis_tests::{copy_example, elengtis_cmd, read_json, scratch, stderr, stdout};
-use serde_json::{Value, json};
-
-use crate::forge::{KEY, base, cmd, copy, edit_evidence, lines, s, write_json, write_rechained};
-
-/// What each reader must do with a case: exit codes, and a phrase `verify` says.
-#[derive(Debug, Clone, Copy)]
-struct Codes {
-    verify: i32,
-    analyze: i32,
-    report: i32,
-    resume: i32,
-    says: &'static str,
-}
 
 const REFUSED: Codes = Codes { verify: 4, analyze: 4, report: 4, resume: 4, says: "" };
 const MALFORMED: Codes = Codes { verify: 3, analyze: 3, report: 3, resume: 4, says: "" };
+use serde_json::{Value, json};
 
-fn shown(output: &Output) -> String {
-    format!("exit {:?}: {}{}", output.status.code(), stdout(output), stderr(output))
-}
-
-/// Runs `verify`, `analyze`, `report` and `run --resume` (last: it may write) on `case` with
-/// `env` (a signing key, or none), and returns each mismatch with `codes` in words. A refused
-/// resume must leave the log, the manifest and the seal as they were.
-fn readers(dir: &Path, name: &str, case: &Path, env: &[(&str, &str)], codes: Codes) -> Vec<String> {
-    let run = |args: &[&str]| {
-        let mut command = elengtis_cmd(dir, args);
-        command.env_remove("ELENGTIS_SIGNING_KEY").env_remove("ELENGTIS_SIGNING_KEY_FILE");
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        command.output().expect("run elengtis")
-    };
-    let mut failures = Vec::new();
-    let mut check = |ok: bool, what: String| {
-        if !ok {
-            failures.push(format!("{name}: {what}"));
-        }
-    };
-    let verify = run(&["verify", s(case)]);
-    check(verify.status.code() == Some(codes.verify), format!("verify must exit {}: {}", codes.verify, shown(&verify)));
-    check(shown(&verify).contains(codes.says), format!("verify must say {:?}: {}", codes.says, shown(&verify)));
-    let analysis = dir.join(format!("{name}-analysis"));
-    let analyzed = run(&["analyze", "--input", s(case), "--out", s(&analysis)]);
-    check(
-        analyzed.status.code() == Some(codes.analyze),
-        format!("analyze must exit {}: {}", codes.analyze, shown(&analyzed)),
-    );
-    check(
-        analysis.join("summary.json").exists() == (codes.analyze == 0),
-        "analyze wrote a summary of what it refused, or none of what it read".into(),
-    );
-    let page = dir.join(format!("{name}-report.html"));
-    let reported = run(&["report", "--input", s(case), "--out", s(&page)]);
-    check(
-        reported.status.code() == Some(codes.report),
-        format!("report must exit {}: {}", codes.report, shown(&reported)),
-    );
-    let before: Vec<Option<Vec<u8>>> =
-        ["runs.jsonl", "manifest.json", "seal.json"].iter().map(|f| std::fs::read(case.join(f)).ok()).collect();
-    let resumed = run(&["run", "--resume", "--out", s(case)]);
-    check(
-        resumed.status.code() == Some(codes.resume),
-        format!("resume must exit {}: {}", codes.resume, shown(&resumed)),
-    );
-    if codes.resume != 0 {
-        let after: Vec<Option<Vec<u8>>> =
-            ["runs.jsonl", "manifest.json", "seal.json"].iter().map(|f| std::fs::read(case.join(f)).ok()).collect();
-        check(
-            before == after,
-            "a refused resume must leave runs.jsonl, manifest.json and seal.json as they were".into(),
-        );
-    }
-    failures
-}
+use crate::forge::{Codes, KEY, base, cmd, copy, edit_evidence, lines, readers, s, shown, write_json, write_rechained};
 
 fn assert_none(failures: &[String]) {
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
@@ -661,6 +592,59 @@ fn readers_say_what_they_read() {
             "forged: the report must exit 4 with a page that says refused and shows no trial: {}",
             shown(&output)
         ));
+    }
+    assert_none(&failures);
+}
+
+/// `merge` reads each shard as every reader does: with the key it requires them sealed and
+/// signed, and the strict reader, the bounds and the empty-key refusal hold for it too.
+#[test]
+fn merge_reads_its_shards_as_every_reader_does() {
+    let dir = scratch();
+    let d = dir.path();
+    let config = copy_example("support-note", &d.join("campaign"));
+    let text = std::fs::read_to_string(&config).expect("campaign");
+    std::fs::write(&config, text.replacen("trials: 1\n", "trials: 4\n", 1)).expect("write");
+    let mut shards = Vec::new();
+    for k in ["1/2", "2/2"] {
+        let out = d.join(format!("shard-{}", &k[..1]));
+        let output = cmd(d, &["run", "--config", s(&config), "--partition", k, "--out", s(&out)], Some(KEY));
+        assert_eq!(output.status.code(), Some(0), "{}", shown(&output));
+        shards.push(out);
+    }
+    let merge = |first: &Path, name: &str, key: Option<&str>| {
+        cmd(d, &["merge", "--input", s(first), "--input", s(&shards[1]), "--out", s(&d.join(name))], key)
+    };
+    let mut failures = Vec::new();
+    let mut expect = |name: &str, output: Output, code: i32, says: &str| {
+        if output.status.code() != Some(code) || !shown(&output).contains(says) {
+            failures.push(format!("{name}: merge must exit {code} saying {says:?}: {}", shown(&output)));
+        }
+    };
+    expect("signed", merge(&shards[0], "merged", Some(KEY)), 0, "");
+    let checked = cmd(d, &["verify", s(&d.join("merged"))], Some(KEY));
+    expect("the merged directory, verified with the key", checked, 0, "verified, signed by hmac-sha256 key");
+    let unsealed = copy(d, &shards[0], "shard-1-unsealed");
+    std::fs::remove_file(unsealed.join("seal.json")).expect("delete the seal");
+    expect("unsealed", merge(&unsealed, "m-unsealed", Some(KEY)), 10, "is not sealed");
+    let twice = copy(d, &shards[0], "shard-1-twice");
+    let seal = std::fs::read_to_string(twice.join("seal.json")).expect("seal");
+    assert!(seal.contains("\"rows\":"));
+    std::fs::write(twice.join("seal.json"), seal.replacen("\"rows\":", "\"rows\": 9,\n  \"rows\":", 1)).expect("write");
+    expect("a key twice", merge(&twice, "m-twice", Some(KEY)), 3, "`rows` appears twice");
+    let large = copy(d, &shards[0], "shard-1-large");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(large.join("seal.json"))
+        .expect("open")
+        .set_len(3 << 30)
+        .expect("sparse");
+    expect("3 GiB", merge(&large, "m-large", None), 3, "larger than");
+    expect("an empty key", merge(&shards[0], "m-empty", Some("")), 2, "empty");
+    for name in ["m-unsealed", "m-twice", "m-large", "m-empty"] {
+        if d.join(name).exists() {
+            failures.push(format!("{name}: written"));
+        }
     }
     assert_none(&failures);
 }

@@ -103,45 +103,23 @@ pub fn parse(bytes: &[u8]) -> Result<Value, StrictError> {
 ///
 /// [`StrictError::DuplicateKey`] or [`StrictError::NumberForm`].
 pub fn check(bytes: &[u8]) -> Result<(), StrictError> {
-    Scanner { bytes, pos: 0, line: 1, frames: Vec::new() }.run()
+    Scanner { bytes, pos: 0, line: 1, frames: Vec::new(), keys: Vec::new() }.run()
 }
 
-/// Keys of one object seen so far: a short list searched in order, a set once it grows.
-#[derive(Default)]
-struct Keys<'a> {
-    list: Vec<Cow<'a, [u8]>>,
-    set: Option<HashSet<Cow<'a, [u8]>>>,
-}
-
-/// Keys kept in the list before a set is built.
+/// Keys kept in the shared list before an object gets a set of its own.
 const LIST_KEYS: usize = 16;
 
-impl<'a> Keys<'a> {
-    /// Adds `key`; false when it was there already.
-    fn insert(&mut self, key: Cow<'a, [u8]>) -> bool {
-        if let Some(set) = &mut self.set {
-            if !set.insert(key.clone()) {
-                return false;
-            }
-        } else if self.list.contains(&key) {
-            return false;
-        } else if self.list.len() == LIST_KEYS {
-            let mut set: HashSet<Cow<'a, [u8]>> = self.list.iter().cloned().collect();
-            set.insert(key.clone());
-            self.set = Some(set);
-        }
-        self.list.push(key);
-        true
-    }
-
-    fn last(&self) -> Option<&[u8]> {
-        self.list.last().map(AsRef::as_ref)
-    }
-}
-
 enum Frame<'a> {
-    Object { keys: Keys<'a>, expect_key: bool },
-    Array { index: usize },
+    /// An object: its keys so far are `keys[from..]` of the scanner's shared list (and, once
+    /// it has more than [`LIST_KEYS`], `set` too); `expect_key` until its next `:`.
+    Object {
+        from: usize,
+        set: Option<HashSet<Cow<'a, [u8]>>>,
+        expect_key: bool,
+    },
+    Array {
+        index: usize,
+    },
 }
 
 struct Scanner<'a> {
@@ -149,6 +127,9 @@ struct Scanner<'a> {
     pos: usize,
     line: usize,
     frames: Vec<Frame<'a>>,
+    /// The keys of every open object, innermost last (one list, reused: no allocation per
+    /// object).
+    keys: Vec<Cow<'a, [u8]>>,
 }
 
 impl<'a> Scanner<'a> {
@@ -157,10 +138,12 @@ impl<'a> Scanner<'a> {
         while let Some(&byte) = bytes.get(self.pos) {
             match byte {
                 b'\n' => self.line += 1,
-                b'{' => self.frames.push(Frame::Object { keys: Keys::default(), expect_key: true }),
+                b'{' => self.frames.push(Frame::Object { from: self.keys.len(), set: None, expect_key: true }),
                 b'[' => self.frames.push(Frame::Array { index: 0 }),
                 b'}' | b']' => {
-                    self.frames.pop();
+                    if let Some(Frame::Object { from, .. }) = self.frames.pop() {
+                        self.keys.truncate(from);
+                    }
                 }
                 b':' => {
                     if let Some(Frame::Object { expect_key, .. }) = self.frames.last_mut() {
@@ -191,15 +174,17 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
-    /// The index of the quote that closes the string opening at `self.pos`.
+    /// The index of the quote that closes the string opening at `self.pos`: the next quote
+    /// not escaped (preceded by an even number of backslashes).
     fn string_end(&self) -> usize {
-        let mut at = self.pos + 1;
-        while let Some(&byte) = self.bytes.get(at) {
-            match byte {
-                b'"' => return at,
-                b'\\' => at += 2,
-                _ => at += 1,
+        let mut from = self.pos + 1;
+        while let Some(offset) = self.bytes.get(from..).and_then(|rest| rest.iter().position(|&b| b == b'"')) {
+            let at = from + offset;
+            let escapes = self.bytes[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+            if escapes % 2 == 0 {
+                return at;
             }
+            from = at + 1;
         }
         self.bytes.len()
     }
@@ -207,7 +192,7 @@ impl<'a> Scanner<'a> {
     /// A string from `start` (its opening quote) to `end` (its closing one): a key is checked
     /// against the object's other keys.
     fn string(&mut self, start: usize, end: usize) -> Result<(), StrictError> {
-        let Some(Frame::Object { keys, expect_key: true }) = self.frames.last_mut() else { return Ok(()) };
+        let Some(Frame::Object { from, set, expect_key: true }) = self.frames.last_mut() else { return Ok(()) };
         let raw = self.bytes.get(start + 1..end).unwrap_or_default();
         let key: Cow<'a, [u8]> = if raw.contains(&b'\\') {
             let quoted = self.bytes.get(start..=end).unwrap_or_default();
@@ -217,24 +202,47 @@ impl<'a> Scanner<'a> {
         } else {
             Cow::Borrowed(raw)
         };
-        let shown = String::from_utf8_lossy(&key).into_owned();
-        if keys.insert(key) {
+        let seen = match set {
+            Some(set) => !set.insert(key.clone()),
+            None => {
+                let seen = self.keys[*from..].contains(&key);
+                if !seen && self.keys.len() - *from == LIST_KEYS {
+                    let mut all: HashSet<Cow<'a, [u8]>> = self.keys[*from..].iter().cloned().collect();
+                    all.insert(key.clone());
+                    *set = Some(all);
+                }
+                seen
+            }
+        };
+        if !seen {
+            self.keys.push(key);
             return Ok(());
         }
         let depth = self.frames.len() - 1;
-        Err(StrictError::DuplicateKey { key: shown, at: self.path(depth), line: self.line })
+        Err(StrictError::DuplicateKey {
+            key: String::from_utf8_lossy(&key).into_owned(),
+            at: self.path(depth),
+            line: self.line,
+        })
     }
 
     /// The object or array at `depth` as a path from the document's root.
     fn path(&self, depth: usize) -> String {
         let mut path = String::new();
-        for frame in &self.frames[..depth] {
+        for (level, frame) in self.frames[..depth].iter().enumerate() {
             match frame {
-                Frame::Object { keys, .. } => {
+                Frame::Object { .. } => {
+                    // The key this object is in the middle of: its last one, just before where
+                    // the next open object's keys begin.
+                    let next = self.frames.get(level + 1..).into_iter().flatten().find_map(|f| match f {
+                        Frame::Object { from, .. } => Some(*from),
+                        Frame::Array { .. } => None,
+                    });
+                    let last = next.unwrap_or(self.keys.len()).checked_sub(1).and_then(|i| self.keys.get(i));
                     if !path.is_empty() {
                         path.push('.');
                     }
-                    path.push_str(&String::from_utf8_lossy(keys.last().unwrap_or_default()));
+                    path.push_str(&String::from_utf8_lossy(last.map_or(&b""[..], AsRef::as_ref)));
                 }
                 Frame::Array { index } => {
                     let _ = write!(path, "[{index}]");
@@ -310,6 +318,10 @@ mod tests {
         // The same key in sibling objects, or as a value, is not a duplicate.
         assert!(parse(b"{\"a\": {\"k\": 1}, \"b\": {\"k\": 1}, \"c\": \"k\", \"d\": [\"a\", \"a\"]}").is_ok());
         assert!(parse(b"{\"a\": \"\\\"a\\\": 1\", \"b\": 1}").is_ok());
+        assert!(parse(br#"{"a": {"x": 1, "y": {"x": 2}}, "x": 3, "y": 4}"#).is_ok());
+        // Escaped backslashes before a closing quote end the string; an escaped quote does not.
+        assert!(parse(br#"{"k": "x\\", "k2": "y\"z", "k3": "\\\""}"#).is_ok());
+        assert!(matches!(error(r#"{"k": "x\\", "k": 1}"#), StrictError::DuplicateKey { .. }));
         // Many keys (the set, past the list).
         let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
         assert!(parse(format!("{{{}}}", many.join(",")).as_bytes()).is_ok());

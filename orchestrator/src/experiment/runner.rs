@@ -209,7 +209,8 @@ fn cell_state(dir: &Path) -> Result<CellState, ExperimentError> {
     if !dir.exists() {
         return Ok(CellState::default());
     }
-    let text = match std::fs::read_to_string(&path) {
+    let read = crate::results::store::read_file_bounded(&path, elengtis_core::records::bounds::LOG);
+    let text = match read.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(error) => return Err(ExperimentError::Io { what: "read", path, source: error }),
@@ -237,7 +238,9 @@ fn smoke_check(results: &Path, runs: &[&plan::PlannedRun]) -> (String, Vec<Strin
     for run in runs {
         let dir = results.join(&run.result);
         let path = dir.join("runs.jsonl");
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = crate::results::store::read_file_bounded(&path, elengtis_core::records::bounds::LOG)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
         let rows: Vec<Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
         let Some(row) = rows.iter().rev().find(|row| row["evidence_status"] == "complete") else {
             failures.push(format!("{} (no completed result)", run.result));
@@ -246,7 +249,9 @@ fn smoke_check(results: &Path, runs: &[&plan::PlannedRun]) -> (String, Vec<Strin
         };
         let evidence_path = dir.join(row["evidence"].as_str().unwrap_or_default());
         let Some(evidence) =
-            std::fs::read_to_string(&evidence_path).ok().and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            crate::results::store::read_file_bounded(&evidence_path, elengtis_core::records::bounds::EVIDENCE)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
         else {
             failures.push(format!("{} (its evidence {} cannot be read)", run.result, evidence_path.display()));
             let _ = writeln!(report, "  {}: evidence unreadable", run.result);

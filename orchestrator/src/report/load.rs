@@ -154,7 +154,7 @@ fn read_run(dir: &Path) -> Result<Run, ReportError> {
             integrity,
         }),
         _ if verification.verdict() == verify::Verdict::Unverifiable => {
-            Err(ReportError::NotVerifiable { dir: dir.to_owned(), why: integrity.says })
+            Err(verify::NotSealedForKey { dir: dir.to_owned(), why: integrity.says }.into())
         }
         _ => Err(ReportError::Unverified {
             dir: dir.to_owned(),
@@ -171,25 +171,20 @@ const MAX_VALIDATION_REPORT_BYTES: u64 = 64 << 20;
 /// Reads a JSON file (a validation report): at most [`MAX_VALIDATION_REPORT_BYTES`], through
 /// the strict reader.
 pub(super) fn read_json(path: &Path) -> Result<Value, ReportError> {
-    use std::io::Read as _;
+    use crate::results::store::{TooLarge, read_within};
     let read = |source| ReportError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(read)?;
     let size = file.metadata().map_err(read)?.len();
-    let too_large = |size: u64| ReportError::Input {
-        path: path.to_owned(),
-        why: format!(
-            "it is {size} bytes, larger than the {} a validation report may have (refused without reading it)",
-            elengtis_core::records::bounds::describe(MAX_VALIDATION_REPORT_BYTES)
-        ),
-    };
-    if size > MAX_VALIDATION_REPORT_BYTES {
-        return Err(too_large(size));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_VALIDATION_REPORT_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;
-    if bytes.len() as u64 > MAX_VALIDATION_REPORT_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
+    let bytes = read_within(file, size, MAX_VALIDATION_REPORT_BYTES).map_err(|e| match e {
+        TooLarge::Size(size) => ReportError::Input {
+            path: path.to_owned(),
+            why: format!(
+                "it is {size} bytes, larger than the {} a validation report may have (refused without reading it)",
+                elengtis_core::records::bounds::describe(MAX_VALIDATION_REPORT_BYTES)
+            ),
+        },
+        TooLarge::Io(source) => read(source),
+    })?;
     elengtis_core::records::strict::parse(&bytes)
         .map_err(|source| ReportError::Strict { path: path.to_owned(), source })
 }

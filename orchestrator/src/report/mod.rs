@@ -92,16 +92,8 @@ pub enum ReportError {
         malformed: bool,
     },
     /// A key asks for a sealed, signed directory and this one is not.
-    #[error(
-        "failed to use {}: {why}; with a key (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`) only a sealed directory signed by it is read: finish it with `elengtis run --resume --out {}` (with the key), or read it without the key",
-        .dir.display(), .dir.display()
-    )]
-    NotVerifiable {
-        /// The results directory.
-        dir: PathBuf,
-        /// What it is, in words.
-        why: String,
-    },
+    #[error(transparent)]
+    NotVerifiable(#[from] crate::results::verify::NotSealedForKey),
     /// The results could not be analysed.
     #[error(transparent)]
     Analyze(#[from] AnalyzeError),
@@ -185,7 +177,7 @@ pub fn refusal_page(error: &ReportError) -> Option<String> {
             ),
             problems.as_str(),
         ),
-        ReportError::NotVerifiable { dir, why } => (dir, format!("refused: {why}"), ""),
+        ReportError::NotVerifiable(refused) => (&refused.dir, format!("refused: {}", refused.why), ""),
         _ => return None,
     };
     Some(html::refusal(dir, &says, problems))

@@ -208,21 +208,19 @@ impl Key {
 
 /// A key file's bytes, at most [`MAX_KEY_FILE_BYTES`] of them.
 fn read_key_file(path: &Path) -> Result<Vec<u8>, KeyError> {
-    use std::io::Read as _;
+    use super::store::{TooLarge, read_within};
     let read = |source| KeyError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(read)?;
     let size = file.metadata().map_err(read)?.len();
-    if size > MAX_KEY_FILE_BYTES {
-        return Err(KeyError::Invalid {
+    read_within(file, size, MAX_KEY_FILE_BYTES).map_err(|e| match e {
+        TooLarge::Size(size) => KeyError::Invalid {
             from: path.display().to_string(),
             why: format!(
                 "it is {size} bytes, larger than the {MAX_KEY_FILE_BYTES} bytes a key file may have: it is not a key"
             ),
-        });
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_KEY_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;
-    Ok(bytes)
+        },
+        TooLarge::Io(source) => read(source),
+    })
 }
 
 impl Checker {

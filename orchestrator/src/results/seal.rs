@@ -77,20 +77,25 @@ pub fn write(dir: &Path, log: LogState<'_>, status: SealStatus, keys: &[&Key]) -
 /// each key's over [`seal::row_message`]. Without keys it is left unsigned.
 pub fn sign_row(row: &mut Row, keys: &[std::sync::Arc<Key>]) {
     row.signatures.clear();
-    if keys.is_empty() {
-        return;
-    }
-    let message = seal::row_message(&serde_json::to_value(&*row).unwrap_or(Value::Null));
-    row.signatures = keys.iter().map(|key| key.sign_message(&message)).collect();
+    row.signatures = signatures(&*row, seal::row_message, keys);
 }
 
 /// Signs `manifest` with `keys`: its `signatures` replaced by each key's over
 /// [`seal::manifest_message`]. Without keys it is left unsigned.
 pub fn sign_manifest(manifest: &mut Manifest, keys: &[std::sync::Arc<Key>]) {
     manifest.signatures.clear();
+    manifest.signatures = signatures(&*manifest, seal::manifest_message, keys);
+}
+
+/// Each key's signature over `message` of `document` (whose own signatures are empty).
+fn signatures<T: serde::Serialize>(
+    document: &T,
+    message: fn(&Value) -> Vec<u8>,
+    keys: &[std::sync::Arc<Key>],
+) -> Vec<seal::SealSignature> {
     if keys.is_empty() {
-        return;
+        return Vec::new();
     }
-    let message = seal::manifest_message(&serde_json::to_value(&*manifest).unwrap_or(Value::Null));
-    manifest.signatures = keys.iter().map(|key| key.sign_message(&message)).collect();
+    let message = message(&serde_json::to_value(document).unwrap_or(Value::Null));
+    keys.iter().map(|key| key.sign_message(&message)).collect()
 }

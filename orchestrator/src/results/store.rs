@@ -564,15 +564,53 @@ pub fn read_bounded(dir: &Path, relative: &Path, bound: u64) -> Result<ReadFile,
     use std::os::unix::fs::MetadataExt as _;
     let file = open_beneath(dir, relative)?;
     let meta = file.metadata().map_err(BeneathError::Io)?;
-    if meta.len() > bound {
-        return Err(BeneathError::TooLarge { size: meta.len(), bound });
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(bound + 1).read_to_end(&mut bytes).map_err(BeneathError::Io)?;
-    if bytes.len() as u64 > bound {
-        return Err(BeneathError::TooLarge { size: bytes.len() as u64, bound });
-    }
+    let bytes = read_within(file, meta.len(), bound).map_err(|e| match e {
+        TooLarge::Size(size) => BeneathError::TooLarge { size, bound },
+        TooLarge::Io(e) => BeneathError::Io(e),
+    })?;
     Ok(ReadFile { bytes, links: meta.nlink() })
+}
+
+/// Why [`read_within`] read nothing.
+#[derive(Debug)]
+pub enum TooLarge {
+    /// The file has (at least) this many bytes, more than its bound.
+    Size(u64),
+    /// Reading failed.
+    Io(io::Error),
+}
+
+/// All of `file` (of `size` bytes on disk), when it is at most `bound` bytes: a larger file
+/// is refused from its size before a byte is read, and one that grows while it is read once
+/// it passes the bound. The one bounded read every results file (and key file) goes through.
+pub fn read_within(file: File, size: u64, bound: u64) -> Result<Vec<u8>, TooLarge> {
+    if size > bound {
+        return Err(TooLarge::Size(size));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(bound + 1).read_to_end(&mut bytes).map_err(TooLarge::Io)?;
+    if bytes.len() as u64 > bound {
+        return Err(TooLarge::Size(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// A file's bytes (following links: for the runner's own bookkeeping of directories it
+/// writes, not for verifying), when it is at most `bound` bytes; a larger one is an
+/// `InvalidData` error, unread.
+pub fn read_file_bounded(path: &Path, bound: u64) -> io::Result<Vec<u8>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    read_within(file, size, bound).map_err(|e| match e {
+        TooLarge::Size(size) => io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "it is {size} bytes, larger than the {} a file of its kind may have (refused without reading it)",
+                bounds::describe(bound)
+            ),
+        ),
+        TooLarge::Io(e) => e,
+    })
 }
 
 /// [`read_bounded`]'s bytes.
@@ -690,25 +728,18 @@ fn scan(bytes: &[u8]) -> Result<Scan, StoreErrorKind> {
 /// A log's bytes, when it is at most [`bounds::LOG`] of them.
 fn read_all(file: &mut File, path: &Path) -> Result<Vec<u8>, StoreError> {
     let size = file.metadata().map_err(|err| StoreError::io("read", path, err))?.len();
-    let too_large = |size: u64| {
-        StoreError::new(
+    let handle = file.try_clone().map_err(|err| StoreError::io("read", path, err))?;
+    read_within(handle, size, bounds::LOG).map_err(|e| match e {
+        TooLarge::Size(size) => StoreError::new(
             "read",
             path,
             StoreErrorKind::TooLarge(format!(
                 "it is {size} bytes, larger than the {} a log may have (refused without reading it)",
                 bounds::describe(bounds::LOG)
             )),
-        )
-    };
-    if size > bounds::LOG {
-        return Err(too_large(size));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(bounds::LOG + 1).read_to_end(&mut bytes).map_err(|err| StoreError::io("read", path, err))?;
-    if bytes.len() as u64 > bounds::LOG {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
+        ),
+        TooLarge::Io(err) => StoreError::io("read", path, err),
+    })
 }
 
 impl AppendLog {

@@ -1,6 +1,7 @@
 //! `elengtis verify`: checks a results directory end to end and says what is wrong, where
-//! and how to repair it. `run --resume`, `analyze` and `report` read a results directory only
-//! through [`read_verified`], so the four agree by construction.
+//! and how to repair it. `analyze` and `report` read a results directory only through
+//! [`read_verified`], `run --resume` and `merge` through [`verify_with`] with the environment's
+//! keys, so they agree by construction.
 //!
 //! A directory is read in exactly one format ([`elengtis_core::records::shape`]), decided from
 //! the manifest's whole shape, never from a version field alone. For this tool's chained
@@ -88,6 +89,21 @@ pub enum VerifyError {
     /// A key to check the seal with could not be used.
     #[error(transparent)]
     Key(#[from] KeyError),
+}
+
+/// A directory that a key asks to be sealed and signed by it and that is not (unsealed, or of
+/// a format without a seal): nothing wrong was found, but `analyze`, `report` and `merge` do
+/// not read it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "failed to use {}: {why}; with a key (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`) only a sealed directory signed by it is read: finish it with `elengtis run --resume --out {}` (with the key), or read it without the key",
+    .dir.display(), .dir.display()
+)]
+pub struct NotSealedForKey {
+    /// The results directory.
+    pub dir: PathBuf,
+    /// What it is, in words.
+    pub why: String,
 }
 
 /// Whether a problem is input that cannot be read as records, or records that do not hold
@@ -282,7 +298,7 @@ impl Verification {
             (_, Verdict::Refused) => (
                 "refused",
                 format!(
-                    "refused: {} problem{} (`elengtis verify {}`); nothing of it is shown",
+                    "refused: {} problem{}: it does not verify (`elengtis verify {}`)",
                     self.problems.len(),
                     if self.problems.len() == 1 { "" } else { "s" },
                     self.dir.display()
@@ -326,6 +342,14 @@ impl Verification {
             (SealState::Unsealed { why }, _) => {
                 ("refused", format!("refused: unsealed ({why}) while a key asks for a sealed, signed directory"), None)
             }
+            (SealState::NotApplicable, Verdict::Unverifiable) if self.require_sealed => (
+                "refused",
+                format!(
+                    "refused: {}, without a seal, while a key asks for a sealed, signed directory",
+                    self.format.map_or("no format this build reads", ResultsFormat::describe)
+                ),
+                None,
+            ),
             (SealState::NotApplicable, Verdict::Unverifiable) if self.format.is_some_and(|f| !f.is_chained()) => (
                 "legacy_unverified",
                 format!(
@@ -338,7 +362,6 @@ impl Verification {
                 ("refused", "refused: its integrity cannot be established".to_owned(), None)
             }
         };
-        let status = if status == "legacy_unverified" && self.require_sealed { "refused" } else { status };
         Integrity { status, says, seal_sha256, signed_by }
     }
 
@@ -376,8 +399,9 @@ const RESTORE: &str = "restore the file from a copy taken before the change; if 
 
 const LINK_REPAIR: &str = "replace the link with the file itself (copied from where it points, if that is this run's), or restore the directory from a copy";
 
-/// A directory as a reader (`run --resume`, `analyze`, `report`) may use it: verified with the
-/// keys the environment gives. A directory [`Verdict::Refused`] is an error to every reader.
+/// A directory as a reader (`analyze`, `report`) may use it: verified with the keys the
+/// environment gives, a seal required when it gives any ([`VerifyOptions::from_env`]). A
+/// directory [`Verification::is_readable`] refuses is an error to every reader.
 ///
 /// # Errors
 ///

@@ -468,10 +468,13 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         .map_err(|e| manifest_error(e.to_string()))?;
     let raw: Value = strict::parse(&bytes).map_err(|e| {
         let what = match &e {
-            strict::StrictError::Syntax { truncated: true, .. } => "it is truncated (malformed",
-            _ => "it is malformed (",
+            strict::StrictError::Syntax { truncated: true, detail, .. } => {
+                format!("it is truncated (malformed: not valid JSON: {detail}")
+            }
+            strict::StrictError::Syntax { detail, .. } => format!("it is malformed (not valid JSON: {detail}"),
+            other => format!("it is malformed ({other}"),
         };
-        manifest_error(format!("{what}: {e} at line {}); restore it from a copy, or start a new run", e.line()))
+        manifest_error(format!("{what} at line {}); restore it from a copy, or start a new run", e.line()))
     })?;
     for (key, expected) in [("schema_version", RESULTS_SCHEMA_VERSION), ("metrics_version", METRICS_VERSION)] {
         if raw[key].as_u64() != Some(expected) {

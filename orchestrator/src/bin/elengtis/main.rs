@@ -1858,7 +1858,8 @@ fn analyze(
         let manifest = match (verification.is_readable(), verification.manifest.clone()) {
             (true, Some(manifest)) => manifest,
             _ if verification.verdict() == Verdict::Unverifiable => {
-                return Err(Error::NotVerifiable { dir: dir.clone(), why: verification.integrity().says });
+                let why = verification.integrity().says;
+                return Err(elengtis::results::verify::NotSealedForKey { dir: dir.clone(), why }.into());
             }
             _ => {
                 return Err(Error::Unverified {
