@@ -31,6 +31,7 @@ use elengtis_core::experiment::plan::{self, RUN_ORDER_SCHEMA_VERSION, RunOrder};
 use elengtis_core::experiment::profiles::is_identifier;
 use elengtis_core::format::Bundle;
 use elengtis_core::load;
+use elengtis_core::records::strict;
 use elengtis_core::validate::LoadOptions;
 use serde_json::Value;
 
@@ -222,7 +223,7 @@ fn cell_state(dir: &Path) -> Result<CellState, ExperimentError> {
         return Ok(CellState::default());
     }
     let mut state = CellState { exists: true, ..CellState::default() };
-    for row in text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()) {
+    for row in text.lines().filter_map(|line| strict::parse(line.as_bytes()).ok()) {
         state.charged += row["usage"]["budget_charge_usd"].as_f64().unwrap_or(0.0);
         state.calls += row["model_turns"].as_u64().unwrap_or(0);
         state.complete |= row["evidence_status"] == "complete";
@@ -241,7 +242,7 @@ fn smoke_check(results: &Path, runs: &[&plan::PlannedRun]) -> (String, Vec<Strin
         let text = crate::results::store::read_file_bounded(&path, elengtis_core::records::bounds::LOG)
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default();
-        let rows: Vec<Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+        let rows: Vec<Value> = text.lines().filter_map(|line| strict::parse(line.as_bytes()).ok()).collect();
         let Some(row) = rows.iter().rev().find(|row| row["evidence_status"] == "complete") else {
             failures.push(format!("{} (no completed result)", run.result));
             let _ = writeln!(report, "  {}: no completed result", run.result);
@@ -251,7 +252,7 @@ fn smoke_check(results: &Path, runs: &[&plan::PlannedRun]) -> (String, Vec<Strin
         let Some(evidence) =
             crate::results::store::read_file_bounded(&evidence_path, elengtis_core::records::bounds::EVIDENCE)
                 .ok()
-                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+                .and_then(|bytes| strict::parse(&bytes).ok())
         else {
             failures.push(format!("{} (its evidence {} cannot be read)", run.result, evidence_path.display()));
             let _ = writeln!(report, "  {}: evidence unreadable", run.result);
