@@ -479,11 +479,21 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
     };
     drop(manifest_bytes);
     v.manifest = Some(manifest_value.clone());
-    // Files no reader reads but a resume writes: their links count too.
-    for relative in ["summary.txt", "stdio-live/guards.jsonl"] {
-        if let Ok(meta) = std::fs::symlink_metadata(dir.join(relative))
-            && std::os::unix::fs::MetadataExt::nlink(&meta) > 1
-        {
+    // Files no reader reads but a resume writes: their links count too, and the live-target
+    // log (which the guards append to) must not be a symbolic link.
+    for relative in ["summary.txt", "stdio-live", "stdio-live/guards.jsonl"] {
+        let Ok(meta) = std::fs::symlink_metadata(dir.join(relative)) else { continue };
+        if meta.file_type().is_symlink() && relative.starts_with("stdio-live") {
+            v.problems.push(Problem {
+                file: relative.into(),
+                line: None,
+                kind: ProblemKind::Inconsistent,
+                problem: format!(
+                    "{relative} is a symbolic link: the guards of a resumed run would append through it; results files are never written through links"
+                ),
+                repair: LINK_REPAIR.into(),
+            });
+        } else if meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
             note_linked(&mut v, relative, std::os::unix::fs::MetadataExt::nlink(&meta));
         }
     }

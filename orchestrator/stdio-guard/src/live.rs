@@ -88,7 +88,12 @@ pub fn append(dir: &Path, entry: &Entry) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(dir.join(LOG))?;
+    // Never through a symbolic link: the log is a results file (docs/results.md).
+    let mut file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::OpenOptions::new().append(true).create(true),
+        nix::fcntl::OFlag::O_NOFOLLOW.bits(),
+    )
+    .open(dir.join(LOG))?;
     // One write call: O_APPEND places it whole at the end.
     let written = file.write(&line)?;
     if written == line.len() {
@@ -337,6 +342,17 @@ mod tests {
         drop(file);
         append(&live, &Entry::Live(record)).expect("append");
         assert_eq!(outstanding(&live).iter().map(|r| r.program.as_str()).collect::<Vec<_>>(), ["after"]);
+    }
+
+    #[test]
+    fn the_log_is_never_appended_through_a_symbolic_link() {
+        let (dir, live) = results();
+        let outside = dir.path().join("outside.jsonl");
+        std::fs::write(&outside, b"").expect("write");
+        std::os::unix::fs::symlink(&outside, live.join(LOG)).expect("link");
+        let target = ProcessId { pid: 1, start: 1 };
+        assert!(append(&live, &Entry::Done { target }).is_err());
+        assert_eq!(std::fs::read(&outside).expect("read"), b"", "nothing written through the link");
     }
 
     #[test]
