@@ -76,6 +76,9 @@ pub enum CommandError {
         /// Some problem is input that cannot be read as records (exit 3, else 4).
         malformed: bool,
     },
+    /// A key asks for a sealed, signed directory and this one is not.
+    #[error(transparent)]
+    NotVerifiable(#[from] crate::results::verify::NotSealedForKey),
     /// A results directory could not be checked (not one, or unreadable).
     #[error(transparent)]
     Verify(#[from] crate::results::verify::VerifyError),
@@ -123,7 +126,8 @@ impl CommandError {
             | CommandError::Bench(_)
             | CommandError::Unavailable(_) => exit_codes::UNAVAILABLE,
             CommandError::Store(_) | CommandError::Io { .. } | CommandError::Parse { .. } => exit_codes::IO,
-            CommandError::Analyze(_) => exit_codes::INVALID_CONFIG,
+            CommandError::Analyze(e) => analyze_error_code(e),
+            CommandError::NotVerifiable(_) => exit_codes::UNVERIFIED,
             CommandError::Unverified { malformed: true, .. } => exit_codes::INVALID_CONFIG,
             CommandError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
             CommandError::Verify(e) => verify_error_code(e),
@@ -200,7 +204,10 @@ fn run_error_code(e: &RunError) -> i32 {
         RunError::Key(_) => exit_codes::USAGE,
         RunError::Seal(_) => exit_codes::IO,
         RunError::PartitionMismatch { .. } => exit_codes::USAGE,
-        RunError::Merged(_) | RunError::NotThisRun { .. } => exit_codes::RESULTS_DIR,
+        RunError::Merged(_)
+        | RunError::NotThisRun { .. }
+        | RunError::Linked { .. }
+        | RunError::SignedWithoutKey { .. } => exit_codes::RESULTS_DIR,
     }
 }
 
@@ -217,12 +224,23 @@ fn report_error_code(e: &crate::report::ReportError) -> i32 {
     match e {
         ReportError::NoInputs => exit_codes::USAGE,
         ReportError::Input { .. } | ReportError::Unverified { malformed: false, .. } => exit_codes::RESULTS_DIR,
+        ReportError::Analyze(e) => analyze_error_code(e),
+        ReportError::NotVerifiable(_) => exit_codes::UNVERIFIED,
         ReportError::Parse { .. }
+        | ReportError::Strict { .. }
         | ReportError::Record { .. }
-        | ReportError::Analyze(_)
         | ReportError::Unverified { malformed: true, .. } => exit_codes::INVALID_CONFIG,
         ReportError::Verify(e) => verify_error_code(e),
         ReportError::Read { .. } | ReportError::Encode(_) | ReportError::Write(_) => exit_codes::IO,
+    }
+}
+
+/// Inputs that overlap are a command line to change (give each once, or `--dedupe`); anything
+/// else is input that cannot be analysed.
+fn analyze_error_code(e: &AnalyzeError) -> i32 {
+    match e {
+        AnalyzeError::Overlap { .. } | AnalyzeError::Forked { .. } => exit_codes::USAGE,
+        _ => exit_codes::INVALID_CONFIG,
     }
 }
 

@@ -8,13 +8,17 @@ pub const SUCCESS: i32 = 0;
 /// preflight found a target that does not satisfy the campaign. Results are kept; fix the
 /// cause and `run --resume`.
 pub const RUN_INCOMPLETE: i32 = 1;
-/// The command line is invalid (unknown flag, missing argument).
+/// The command line is invalid (unknown flag, missing argument), a signing key cannot be used
+/// (too short, or set but empty), or `analyze`/`report` inputs hold the same trials (without
+/// `--dedupe`).
 pub const USAGE: i32 = 2;
 /// A campaign or scenario file is invalid (or not a readable regular UTF-8 file of at most
 /// 8 MiB); nothing was contacted or created.
 pub const INVALID_CONFIG: i32 = 3;
 /// The results directory cannot be used (exists, names a file, cannot be created, locked,
-/// corrupt or truncated, or from another version).
+/// corrupt or truncated, or from another version; its records do not hold together, or hold a
+/// history no runner writes; with a key, not signed by it; `run --resume`: signed but resumed
+/// without its key, or a results file with another hard link).
 pub const RESULTS_DIR: i32 = 4;
 /// The campaign is valid but cannot run here (a key, price, fixture directory, engine, image or runtime missing; an engine the gate refuses; a mechanism the runtime cannot support).
 pub const UNAVAILABLE: i32 = 5;
@@ -35,8 +39,9 @@ pub const NOT_PROVEN: i32 = 8;
 pub const NO_EVIDENCE: i32 = 9;
 /// `verify`: nothing wrong was found, but the directory's integrity cannot be established: it
 /// is of a format without a chain (the original 0.1.0's, or this tool's schema 1), or it is not
-/// sealed while a seal was required (`--require-sealed`, `--key`, `--public-key`). `analyze`
-/// and `report` still read such a directory (with a note); `run --resume` does not.
+/// sealed while a seal was required (`--require-sealed`, or a key given in any way). Without a
+/// key `analyze` and `report` still read such a directory (with a note); with one they refuse
+/// it with this code; `run --resume` does not resume results without a chain.
 pub const UNVERIFIED: i32 = 10;
 /// Interrupted by Ctrl-C or SIGTERM; the current trial was not recorded. Resume continues.
 pub const INTERRUPTED: i32 = 130;

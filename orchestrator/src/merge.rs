@@ -21,7 +21,7 @@ use elengtis_core::matrix::{self, TrialSpec};
 use elengtis_core::partition;
 use elengtis_core::records::manifest::{MergeRecord, MergedShard};
 use elengtis_core::records::read::from_value;
-use elengtis_core::records::{Manifest, ResultsFormat, Row, Seal, SealStatus};
+use elengtis_core::records::{Manifest, ResultsFormat, Row, Seal, SealStatus, bounds, strict};
 use serde_json::Value;
 
 use crate::results::keys::Key;
@@ -378,7 +378,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, options: &MergeOptions) -> Result<M
             status: s.seal.status,
             seal_sha256: s.seal.sha256(),
             spend_usd: run::committed_spend(&s.rows),
-            budget_usd: s.manifest.budget_usd,
+            budget_usd: s.manifest.spend_cap(),
         })
         .collect();
     Ok(MergeReport {
@@ -429,7 +429,7 @@ fn write_merged(
             rows: shard.lines.len() as u64,
             seal: shard.seal.clone(),
             seal_sha256: shard.seal.sha256(),
-            budget_usd: shard.manifest.budget_usd,
+            budget_usd: shard.manifest.spend_cap(),
             spend_usd: run::committed_spend(&shard.rows),
         });
     }
@@ -451,6 +451,7 @@ fn write_merged(
         shards: merged_shards,
         not_run: not_run as u64,
     });
+    crate::results::seal::sign_manifest(&mut manifest, &options.keys);
     write_plain(&staging.join("manifest.json"), &json_bytes(&staging.join("manifest.json"), &manifest)?)?;
     let mut log = Vec::new();
     let mut last_line = store::line_sha256(b"");
@@ -476,8 +477,11 @@ fn write_merged(
         &keys,
     )?;
     // What was written must read back as it is meant to: the verifier every reader uses.
-    let check = verify::verify_with(staging, &VerifyOptions::default())
-        .map_err(|source| MergeError::Verify { dir: staging.to_owned(), source })?;
+    let check = verify::verify_with(
+        staging,
+        &VerifyOptions { checkers: options.verify.checkers.clone(), require_sealed: false },
+    )
+    .map_err(|source| MergeError::Verify { dir: staging.to_owned(), source })?;
     if !check.problems.is_empty() {
         return Err(MergeError::SelfCheck { dir: staging.to_owned(), problems: check.render_problems() });
     }
@@ -557,11 +561,13 @@ fn read_shard(dir: &Path, options: &VerifyOptions) -> Result<Shard, MergeError> 
             why: "it ran the whole matrix (no `partition` in its manifest); run shards with `elengtis run --partition K/N`",
         });
     }
-    let seal_bytes = store::read_beneath(dir, Path::new(verify::SEAL_FILE))
+    let seal_bytes = store::read_beneath(dir, Path::new(verify::SEAL_FILE), bounds::SEAL)
         .map_err(|e| MergeError::Read { path: dir.join(verify::SEAL_FILE), detail: e.to_string() })?;
-    let seal: Seal = serde_json::from_slice(&seal_bytes)
-        .map_err(|e| MergeError::Read { path: dir.join(verify::SEAL_FILE), detail: e.to_string() })?;
-    let log = store::read_beneath(dir, Path::new("runs.jsonl"))
+    let seal: Seal = strict::parse(&seal_bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|value| from_value(&value).map_err(|e| e.to_string()))
+        .map_err(|detail| MergeError::Read { path: dir.join(verify::SEAL_FILE), detail })?;
+    let log = store::read_beneath(dir, Path::new("runs.jsonl"), bounds::LOG)
         .map_err(|e| MergeError::Read { path: dir.join("runs.jsonl"), detail: e.to_string() })?;
     // Complete lines only (a torn tail is no row), each exactly as written.
     let complete = log.iter().rposition(|&b| b == b'\n').map_or(0, |pos| pos + 1);
@@ -593,7 +599,7 @@ fn read_shard(dir: &Path, options: &VerifyOptions) -> Result<Shard, MergeError> 
 /// pins.
 fn copy_evidence(shard: &Path, out: &Path, row: &Row) -> Result<(), MergeError> {
     let relative = Path::new(&row.evidence);
-    let bytes = store::read_beneath(shard, relative)
+    let bytes = store::read_beneath(shard, relative, bounds::EVIDENCE)
         .map_err(|e| MergeError::Read { path: shard.join(relative), detail: e.to_string() })?;
     if row.evidence_sha256.as_deref() != Some(elengtis_core::format::sha256_hex(&bytes).as_str()) {
         return Err(MergeError::Read {

@@ -72,8 +72,8 @@ fn analyze_refuses_the_same_run_twice() {
     let run = run_example(dir.path(), "support-note");
     let out = dir.path().join("analysis");
     let output = elengtis(dir.path(), &["analyze", "--input", s(&run), "--input", s(&run), "--out", s(&out)]);
-    assert_ne!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
-    assert!(stderr(&output).contains("also given"), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(2), "{}{}", stdout(&output), stderr(&output));
+    assert!(stderr(&output).contains("overlap: both hold run"), "{}", stderr(&output));
     assert!(!out.join("summary.json").exists(), "no summary is written for a refused analysis");
 }
 

@@ -10,6 +10,7 @@ mod example;
 mod experiment;
 mod fake_backend;
 mod forge;
+mod forge_keyed;
 mod gate;
 mod http;
 mod images;

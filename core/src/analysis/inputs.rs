@@ -158,7 +158,10 @@ pub(super) struct Run<'a> {
     /// Attempt indexes per trial, trials in order of first appearance.
     pub(super) trials: Vec<Vec<usize>>,
     /// The recorded matrix, when the caller gave one.
-    matrix: Option<&'a [super::PlannedTrial]>,
+    pub(super) matrix: Option<&'a [super::PlannedTrial]>,
+    /// Trials counted from another input (`--dedupe`): neither their rows nor, when they never
+    /// ran, their place in the matrix count here.
+    pub(super) excluded: std::collections::BTreeSet<String>,
 }
 
 impl<'a> Run<'a> {
@@ -220,7 +223,25 @@ impl<'a> Run<'a> {
             rows.push(row);
         }
         let campaign = (0, manifest.campaign());
-        Ok(Run { label, manifest, campaign, rows, trials, matrix: input.matrix.as_deref() })
+        Ok(Run {
+            label,
+            manifest,
+            campaign,
+            rows,
+            trials,
+            matrix: input.matrix.as_deref(),
+            excluded: std::collections::BTreeSet::new(),
+        })
+    }
+
+    /// The trial id of each entry of [`Run::trials`].
+    pub(super) fn trial_id(&self, trial: usize) -> &str {
+        self.trials[trial].first().map_or("", |&row| self.rows[row].trial_id.as_str())
+    }
+
+    /// Trials with rows that count here (not counted from another input).
+    pub(super) fn counted_trials(&self) -> usize {
+        (0..self.trials.len()).filter(|&t| !self.excluded.contains(self.trial_id(t))).count()
     }
 
     /// The cell of each trial of the recorded matrix that has no row, in matrix order.
@@ -234,7 +255,7 @@ impl<'a> Run<'a> {
         let ran: std::collections::BTreeSet<&str> = self.rows.iter().map(|row| row.trial_id.as_str()).collect();
         matrix
             .iter()
-            .filter(|planned| !ran.contains(planned.trial_id.as_str()))
+            .filter(|planned| !ran.contains(planned.trial_id.as_str()) && !self.excluded.contains(&planned.trial_id))
             .map(|planned| {
                 let model_id = self
                     .manifest
@@ -251,6 +272,9 @@ impl<'a> Run<'a> {
     pub(super) fn final_trials(&self) -> Vec<FinalTrial<'_>> {
         let mut finals = Vec::with_capacity(self.trials.len());
         for indexes in &self.trials {
+            if indexes.first().is_some_and(|&row| self.excluded.contains(&self.rows[row].trial_id)) {
+                continue;
+            }
             let attempts: Vec<&Row> = indexes.iter().map(|&index| &self.rows[index]).collect();
             let Some(final_index) =
                 indexes.iter().rev().find(|&&index| self.rows[index].is_complete()).or_else(|| indexes.last()).copied()

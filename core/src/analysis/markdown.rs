@@ -107,12 +107,20 @@ pub(super) fn render(
     comparisons: &[Comparison],
     recommendation: &Recommendation,
     labels: &BTreeMap<String, String>,
+    integrity: &[(&str, &str)],
 ) -> String {
     let campaigns: std::collections::BTreeSet<&(usize, String)> = cells.keys().map(|key| &key.0).collect();
     let apart = campaigns.len() > 1;
     let label = |key: &str| escape_cell(labels.get(key).map_or(key, String::as_str));
     let campaign_cell = |(_, key): &(usize, String)| if apart { format!("| {} ", label(key)) } else { String::new() };
     let mut out = String::from("# Campaign summary\n\n");
+    if !integrity.is_empty() {
+        out.push_str("Integrity of the inputs (what `elengtis verify` established):\n\n");
+        for (input, says) in integrity {
+            let _ = writeln!(out, "- `{input}`: {says}");
+        }
+        out.push('\n');
+    }
     if apart {
         out.push_str(
             "The inputs ran different campaigns: each is shown apart (`--pool` counts them together).\n\n\

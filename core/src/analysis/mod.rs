@@ -20,8 +20,17 @@
 //!   shape by [`crate::records::original::upgrade_row`]). A missing, unknown or mistyped
 //!   field, a row whose `run_id` differs from the manifest's, or a trial whose attempts
 //!   disagree on `engine`, `scenario` or `target` is an [`AnalyzeError`] naming the input
-//!   label, the 1-based row number and the field. The same run id in two inputs is an error,
-//!   since it would count trials twice.
+//!   label, the 1-based row number and the field.
+//! * **Inputs told apart by what they hold**, not by their own run id: two inputs that share
+//!   a run (a merged directory's shards are runs of it) or an attempt (campaign, trial id,
+//!   attempt id) would count the same trials twice — a merged directory given with its own
+//!   shards, two merges of the same shards, a copy of a directory — and are refused naming
+//!   both ([`AnalyzeError::Overlap`]), unless [`Overlap::Dedupe`] (`--dedupe`) is asked for:
+//!   then each trial of overlapping inputs is counted once, from the input that holds the most
+//!   attempts of it (the first given on a tie), and a trial whose inputs hold histories that
+//!   do not extend one another (one run resumed in two copies) is refused
+//!   ([`AnalyzeError::Forked`]). Inputs of independent runs of one campaign share nothing and
+//!   are both counted.
 //! * **Denominators from the recorded matrix**: for this tool's runs the caller passes the
 //!   trial matrix rebuilt from the manifest's campaign ([`RunInput::matrix`]). A trial of it
 //!   with no row counts in its cell's `trials` and `not_run` (and so in `incomplete_trials`
@@ -76,6 +85,7 @@ mod cells;
 mod compare;
 pub mod inputs;
 mod markdown;
+mod overlaps;
 pub mod recommend;
 
 use std::collections::BTreeMap;
@@ -114,6 +124,29 @@ pub struct RunInput {
     /// of the original tool): the denominators. A trial of the matrix without a row is
     /// counted as not run; a row outside it is refused.
     pub matrix: Option<Vec<PlannedTrial>>,
+    /// What the reader established about the input's integrity (`verify`), written into
+    /// `summary.json` and `summary.md` as it is.
+    pub integrity: Option<InputIntegrity>,
+}
+
+/// An input's integrity as its reader established it: a status word and what it means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputIntegrity {
+    /// `verified_signed`, `verified_signature_unchecked`, `verified_unsigned`, `unsealed` or
+    /// `legacy_unverified`.
+    pub status: String,
+    /// What it means, in words.
+    pub says: String,
+}
+
+/// What to do with inputs that hold the same trials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overlap {
+    /// Refuse them, naming both ([`AnalyzeError::Overlap`]).
+    #[default]
+    Refuse,
+    /// Count each trial once (`--dedupe`).
+    Dedupe,
 }
 
 /// One trial of a run's recorded matrix.
@@ -288,15 +321,29 @@ pub enum AnalyzeError {
         /// The trial id.
         trial_id: String,
     },
-    /// Two inputs hold the same run.
-    #[error("failed to analyze {label}: run `{run_id}` is also given as {other}")]
-    DuplicateRun {
+    /// Two inputs hold the same trials.
+    #[error(
+        "failed to analyze: inputs {other} and {label} overlap: both hold {what}, so their trials would be counted twice; give each input once, or `--dedupe` to count each trial once"
+    )]
+    Overlap {
         /// The later input label.
         label: String,
-        /// The shared run id.
-        run_id: String,
         /// The earlier input label.
         other: String,
+        /// What both hold (`run …`, `attempt … of trial …`).
+        what: String,
+    },
+    /// Overlapping inputs hold histories of one trial that do not extend one another.
+    #[error(
+        "failed to analyze: inputs {other} and {label} hold different attempts of trial `{trial_id}` of one run (it was resumed in two copies), so `--dedupe` cannot tell which to count; analyse one of them"
+    )]
+    Forked {
+        /// The later input label.
+        label: String,
+        /// The earlier input label.
+        other: String,
+        /// The trial.
+        trial_id: String,
     },
 }
 
@@ -344,23 +391,29 @@ pub fn analyze_inputs(
     options: &RecommendOptions,
     campaigns: Campaigns,
 ) -> Result<Analysis, AnalyzeError> {
+    analyze_counted(inputs, options, campaigns, Overlap::Refuse)
+}
+
+/// [`analyze_inputs`], with inputs that hold the same trials refused or counted once as
+/// `overlap` says (see the module docs).
+///
+/// # Errors
+///
+/// As [`analyze`], and [`AnalyzeError::Overlap`] / [`AnalyzeError::Forked`].
+pub fn analyze_counted(
+    inputs: &[RunInput],
+    options: &RecommendOptions,
+    campaigns: Campaigns,
+    overlap: Overlap,
+) -> Result<Analysis, AnalyzeError> {
     if inputs.is_empty() {
         return Err(AnalyzeError::NoInputs);
     }
     let mut runs = Vec::with_capacity(inputs.len());
-    let mut seen_runs: BTreeMap<String, &str> = BTreeMap::new();
     for input in inputs {
-        let run = inputs::Run::read(input)?;
-        if let Some(other) = seen_runs.get(&run.manifest.run_id) {
-            return Err(AnalyzeError::DuplicateRun {
-                label: input.label.clone(),
-                run_id: run.manifest.run_id.clone(),
-                other: (*other).to_owned(),
-            });
-        }
-        seen_runs.insert(run.manifest.run_id.clone(), &input.label);
-        runs.push(run);
+        runs.push(inputs::Run::read(input)?);
     }
+    overlaps::resolve(&mut runs, overlap)?;
     // Each campaign and the inputs that ran it, in order of first appearance.
     let mut campaign_inputs: Vec<(String, Vec<&str>)> = Vec::new();
     for run in &runs {
@@ -396,20 +449,33 @@ pub fn analyze_inputs(
             .collect::<Vec<_>>(),
         "cells": cells.iter().map(|(key, cell)| cells::to_json(key, cell)).collect::<Vec<_>>(),
         "comparisons": comparisons.iter().map(compare::Comparison::to_json).collect::<Vec<_>>(),
+        "dedupe": overlap == Overlap::Dedupe,
         "inputs": runs
             .iter()
-            .map(|run| json!({
-                "label": run.label,
-                "run_id": run.manifest.run_id,
-                "campaign": run.manifest.campaign(),
-                "trials": run.trials.len() + run.not_run().len(),
-                "not_run": run.not_run().len(),
-                "attempts": run.rows.len(),
-            }))
+            .zip(inputs)
+            .map(|(run, input)| {
+                let mut entry = json!({
+                    "label": run.label,
+                    "run_id": run.manifest.run_id,
+                    "campaign": run.manifest.campaign(),
+                    "trials": run.counted_trials() + run.not_run().len(),
+                    "not_run": run.not_run().len(),
+                    "attempts": run.rows.len(),
+                });
+                if overlap == Overlap::Dedupe {
+                    entry["counted_in_another_input"] = json!(run.excluded.len());
+                }
+                if let Some(integrity) = &input.integrity {
+                    entry["integrity"] = json!({"status": integrity.status, "says": integrity.says});
+                }
+                entry
+            })
             .collect::<Vec<_>>(),
         "recommendation": recommendation.to_json(),
     });
-    let markdown = markdown::render(&cells, &comparisons, &recommendation, &labels);
+    let integrity: Vec<(&str, &str)> =
+        inputs.iter().filter_map(|i| i.integrity.as_ref().map(|x| (i.label.as_str(), x.says.as_str()))).collect();
+    let markdown = markdown::render(&cells, &comparisons, &recommendation, &labels, &integrity);
     let mut trials = Vec::new();
     for (input, run) in runs.iter().enumerate() {
         for trial in run.final_trials() {

@@ -26,7 +26,7 @@ fn row(run_id: &str, trial_id: &str, engine: &str, scenario: &str) -> Value {
         "schema_version": crate::records::RESULTS_SCHEMA_VERSION,
         "run_id": run_id,
         "trial_id": trial_id,
-        "attempt_id": format!("{trial_id}-attempt"),
+        "attempt_id": format!("{run_id}-{trial_id}-attempt"),
         "target": "local-demo",
         "scenario": scenario,
         "trial_index": 0,
@@ -79,7 +79,7 @@ fn incomplete(mut value: Value, failure_class: &str) -> Value {
 }
 
 fn input(label: &str, manifest: Value, rows: Vec<Value>) -> RunInput {
-    RunInput { label: label.to_owned(), manifest, rows, matrix: None }
+    RunInput { label: label.to_owned(), manifest, rows, matrix: None, integrity: None }
 }
 
 fn only_cell(analysis: &Analysis) -> &Value {
@@ -403,7 +403,10 @@ fn manifest_and_input_errors() {
     let error =
         analyze(&[input("a", manifest("r1", None, None), vec![]), input("b", manifest("r1", None, None), vec![])])
             .expect_err("fail");
-    assert_eq!(error.to_string(), "failed to analyze b: run `r1` is also given as a");
+    assert_eq!(
+        error.to_string(),
+        "failed to analyze: inputs a and b overlap: both hold run `r1`, so their trials would be counted twice; give each input once, or `--dedupe` to count each trial once"
+    );
 
     assert_eq!(analyze(&[]).expect_err("fail").to_string(), "failed to analyze: no input directories were given");
 }
@@ -443,6 +446,7 @@ fn original_input(name: &str, manifest: &str, rows: &str) -> RunInput {
         manifest: serde_json::from_str(manifest).expect("manifest JSON"),
         rows: rows.lines().map(|line| serde_json::from_str(line).expect("row JSON")).collect(),
         matrix: None,
+        integrity: None,
     }
 }
 
@@ -763,4 +767,82 @@ fn runs_of_different_campaigns_are_shown_apart_unless_pooled() {
         view.campaign(),
         format!("sha256:{}", original.manifest["configuration"]["campaign_sha256"].as_str().expect("hash"))
     );
+}
+
+/// A merged directory's manifest: its own run id, and its shards'.
+fn merged_manifest(run_id: &str, shards: &[&str], recorded_sha256: &str) -> Value {
+    let mut manifest = manifest_of_campaign(run_id, recorded_sha256);
+    manifest["merge"] = json!({"shards": shards.iter().map(|s| json!({"run_id": s})).collect::<Vec<_>>()});
+    manifest
+}
+
+fn trials_counted(analysis: &Analysis) -> u64 {
+    analysis.json["cells"].as_array().expect("cells").iter().map(|c| c["trials"].as_u64().expect("trials")).sum()
+}
+
+#[test]
+fn inputs_that_hold_the_same_trials_are_refused_or_counted_once() {
+    let shard = |run: &str, trials: std::ops::Range<u32>| -> Vec<Value> {
+        trials.map(|i| row(run, &format!("t--s--{i}"), "reference", "s")).collect()
+    };
+    let s1 = input("shard-1", manifest_of_campaign("s1", "aaa"), shard("s1", 0..3));
+    let s2 = input("shard-2", manifest_of_campaign("s2", "aaa"), shard("s2", 3..6));
+    let rows: Vec<Value> = shard("s1", 0..3).into_iter().chain(shard("s2", 3..6)).collect();
+    let merged = input("merged", merged_manifest("m1", &["s1", "s2"], "aaa"), rows.clone());
+    let again = input("merged-again", merged_manifest("m2", &["s1", "s2"], "aaa"), rows);
+    let refuse = |inputs: &[RunInput]| {
+        analyze_counted(inputs, &RecommendOptions::default(), Campaigns::Apart, Overlap::Refuse).expect_err("overlap")
+    };
+    let dedupe = |inputs: &[RunInput]| {
+        analyze_counted(inputs, &RecommendOptions::default(), Campaigns::Apart, Overlap::Dedupe).expect("dedupe")
+    };
+    for (inputs, both) in [
+        (vec![merged.clone(), s1.clone()], ("merged", "shard-1")),
+        (vec![merged.clone(), again.clone()], ("merged", "merged-again")),
+        (vec![s2.clone(), merged.clone()], ("shard-2", "merged")),
+    ] {
+        let error = refuse(&inputs).to_string();
+        assert!(error.contains(&format!("inputs {} and {} overlap", both.0, both.1)), "{error}");
+        assert!(error.contains("--dedupe"), "{error}");
+    }
+    // The same attempts under another run id (a row copied into another run's log) overlap too.
+    let mut copied = s1.clone();
+    copied.label = "copied".into();
+    copied.manifest["run_id"] = json!("other");
+    for row in &mut copied.rows {
+        row["run_id"] = json!("other");
+    }
+    assert!(refuse(&[s1.clone(), copied]).to_string().contains("both hold attempt `s1-t--s--0-attempt`"));
+    // Counted once: 6 trials, whichever inputs overlap.
+    for inputs in [vec![merged.clone(), s1.clone(), s2.clone(), again.clone()], vec![s1.clone(), merged.clone()]] {
+        let analysis = dedupe(&inputs);
+        assert_eq!(trials_counted(&analysis), 6, "{}", analysis.json);
+        assert_eq!(analysis.trials.len(), 6);
+        assert_eq!(analysis.json["dedupe"], true);
+    }
+    // Independent runs of one campaign share nothing: both counted.
+    let other = input("another-run", manifest_of_campaign("r2", "aaa"), shard("r2", 0..3));
+    let analysis =
+        analyze_counted(&[s1.clone(), other], &RecommendOptions::default(), Campaigns::Apart, Overlap::Refuse)
+            .expect("independent runs");
+    assert_eq!(trials_counted(&analysis), 6);
+    // One run resumed in two copies: histories that do not extend one another are refused.
+    let mut forked = s1.clone();
+    forked.label = "fork".into();
+    forked.rows[2]["attempt_id"] = json!("another-attempt");
+    let error = analyze_counted(&[s1, forked], &RecommendOptions::default(), Campaigns::Apart, Overlap::Dedupe)
+        .expect_err("forked");
+    assert!(error.to_string().contains("different attempts of trial `t--s--2`"), "{error}");
+}
+
+#[test]
+fn the_integrity_of_each_input_is_written_into_both_summaries() {
+    let mut run = input("run", manifest_of_campaign("r1", "aaa"), vec![row("r1", "t--s--0", "reference", "s")]);
+    run.integrity = Some(InputIntegrity { status: "verified_unsigned".into(), says: "verified, unsigned: …".into() });
+    let analysis = analyze(&[run]).expect("analysis");
+    assert_eq!(
+        analysis.json["inputs"][0]["integrity"],
+        json!({"status": "verified_unsigned", "says": "verified, unsigned: …"})
+    );
+    assert!(analysis.markdown.contains("- `run`: verified, unsigned: …"), "{}", analysis.markdown);
 }

@@ -43,8 +43,9 @@ pub struct Manifest {
     /// What the engine gate found (runs with container targets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_gate: Option<Value>,
-    /// elengtis addition: the spend cap (`--budget-usd`) in US dollars, carried into resumes
-    /// (a resume's `--budget-usd` replaces it). The spend is the sum of the rows'
+    /// elengtis addition: the spend cap (`--budget-usd`) in US dollars the run started with.
+    /// A resume records its own in its resume record ([`ResumeRecord::budget_usd`]), which
+    /// then applies ([`Manifest::spend_cap`]); the spend is the sum of the rows'
     /// `usage.budget_charge_usd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
@@ -57,6 +58,20 @@ pub struct Manifest {
     /// absent for a run. Its `runs.jsonl` is each shard's log as it was, one after another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeRecord>,
+    /// elengtis addition, absent without a key: the writer's signature over the manifest, one
+    /// per key, made each time it writes it (the run's start, each resume, a merge):
+    /// [`super::seal::manifest_message`], everything but this field. It authenticates the
+    /// resume records and the spend cap before any seal covers them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<super::SealSignature>,
+}
+
+impl Manifest {
+    /// The spend cap that applies now: the latest resume's that recorded one, else the run's
+    /// own (runs resumed by earlier builds changed `budget_usd` in place).
+    pub fn spend_cap(&self) -> Option<f64> {
+        self.resumes.iter().rev().find_map(|r| r.budget_usd).or(self.budget_usd)
+    }
 }
 
 /// What a merged directory records of its shards (`manifest.json` `merge`).
@@ -172,4 +187,8 @@ pub struct ResumeRecord {
     /// What the engine gate found then.
     #[serde(default)]
     pub engine_gate: Option<Value>,
+    /// elengtis addition: the spend cap (US dollars) this resume ran under: its
+    /// `--budget-usd`, else the one before carried over; absent without a cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
 }

@@ -12,8 +12,12 @@
 //! evidence with it (the runner writes rows so, `verify` checks them so). [`read`] reads a
 //! record from parsed JSON with errors that name the field; [`shape`] decides the one format a
 //! results directory is read in; [`original`] says how the original tool's records differ and
-//! brings its rows to this build's shape; [`seal`] is what a finished run attests.
+//! brings its rows to this build's shape; [`seal`] is what a finished run attests (and the
+//! messages the runner signs rows and manifests with). [`strict`] is the one reader of results
+//! JSON (a key twice, or a number in another form than the runner writes, is refused) and
+//! [`bounds`] how large each results file may be.
 
+pub mod bounds;
 pub mod derive;
 pub mod evidence;
 pub mod manifest;
@@ -25,6 +29,7 @@ pub mod row;
 pub mod seal;
 pub mod shape;
 pub mod shim;
+pub mod strict;
 pub mod timeline;
 
 pub use evidence::{CheckOutcome, CheckRecord, DecidingCheck, Evidence, Verification, decided_by};
@@ -39,7 +44,7 @@ pub use timeline::{CallTime, Sighting, Timeline};
 /// Version of the row, evidence and manifest formats written by this build: 2, rows with
 /// `evidence_sha256` and `prev_row_sha256` (a hash chain, unkeyed), a manifest with
 /// `configuration.recorded_campaign_sha256`, and `seal.json` when the run ended
-/// ([`seal::Seal`], optionally signed).
+/// ([`seal::Seal`], optionally signed; with a key, every row and the manifest are signed too).
 pub const RESULTS_SCHEMA_VERSION: u64 = 2;
 /// The first version of this tool's results: the same records without the hashes. Still read
 /// by `analyze` and `verify`; `run --resume` continues only runs of [`RESULTS_SCHEMA_VERSION`].

@@ -103,6 +103,14 @@ pub struct Row {
     /// Wall time of the attempt in milliseconds (this tool's addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
+    /// This tool's addition, absent without a key: the runner's signature over the row, one
+    /// per key it signs with, made as it appended the row ([`super::seal::row_message`]: the
+    /// row's canonical JSON without this field, so its chain link and evidence hash too). A
+    /// row after the seal, or in a run killed before it, is authenticated by it alone: with a
+    /// key, `verify` and `run --resume` refuse a row no seal signed by the key covers and that
+    /// the key did not sign.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<super::SealSignature>,
 }
 
 impl Row {

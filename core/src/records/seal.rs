@@ -9,6 +9,12 @@
 //! by someone who did not recompute it (and rows removed from the end, which the chain alone
 //! cannot show). A signature over it (HMAC-SHA256 or Ed25519) can only be made with the key.
 //!
+//! With a key the runner also signs each row as it appends it and the manifest each time it
+//! writes it ([`row_message`], [`manifest_message`]): what a run killed before its seal left,
+//! or rows after a seal, are then as authenticated as a sealed run, so a resume with the key
+//! never extends or re-signs rows its key holder's runner did not write. Each kind of
+//! signature covers its own domain prefix, so none can stand in for another.
+//!
 //! `elengtis merge` of sharded runs writes a seal of its own over the merged directory, whose
 //! manifest records each shard's seal whole and its hash ([`Seal::sha256`]); `verify` checks
 //! each shard's seal against its segment of the merged log.
@@ -19,8 +25,12 @@ use serde_json::Value;
 
 use crate::format::{canonical_json, sha256_hex};
 
-/// Format version of the seal.
-pub const SEAL_VERSION: u64 = 1;
+/// Format version of the seal written by this build: 2, whose `manifest_sha256` covers the
+/// whole manifest (its resume records up to the seal's `resumes`, and `budget_usd`).
+pub const SEAL_VERSION: u64 = 2;
+/// The first version of the seal, still read: its `manifest_sha256` leaves out `resumes` and
+/// `budget_usd` ([`manifest_sha256_v1`]), so they are reported as not checked.
+pub const SEAL_VERSION_V1: u64 = 1;
 
 /// The seal of a results directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -42,8 +52,10 @@ pub struct Seal {
     /// The manifest's `configuration.recorded_campaign_sha256`: the campaign, and so the
     /// matrix, that ran.
     pub recorded_campaign_sha256: String,
-    /// SHA-256 of the canonical JSON of `manifest.json` less `resumes` and `budget_usd` (what
-    /// a resume may change): [`manifest_sha256`].
+    /// SHA-256 of the canonical JSON of `manifest.json` as it was when sealed: less its own
+    /// `signatures`, with the resume records it then had (the first [`Seal::resumes`]; a
+    /// resume begun later appends one), [`manifest_sha256`]. Version 1: less `resumes` and
+    /// `budget_usd` ([`manifest_sha256_v1`]).
     pub manifest_sha256: String,
     /// Resume records in the manifest when it was sealed.
     pub resumes: u64,
@@ -107,8 +119,8 @@ impl Seal {
     }
 }
 
-/// The bytes a signature covers: a fixed domain prefix, then the canonical JSON of the seal
-/// without its signatures.
+/// The bytes a seal's signature covers: a fixed domain prefix, then the canonical JSON of the
+/// seal without its signatures.
 pub fn signed_message(seal: &Seal) -> Vec<u8> {
     let unsigned = Seal { signatures: Vec::new(), ..seal.clone() };
     let mut message = b"elengtis seal v1\n".to_vec();
@@ -116,13 +128,57 @@ pub fn signed_message(seal: &Seal) -> Vec<u8> {
     message
 }
 
-/// SHA-256 (hex) of the canonical JSON of a parsed `manifest.json` without `resumes` and
-/// `budget_usd`: everything a resume leaves as it was.
-pub fn manifest_sha256(manifest: &Value) -> String {
+/// The bytes a row's signature covers: a fixed domain prefix, then the canonical JSON of the
+/// parsed row without its `signatures` (its chain link and evidence hash included, so a signed
+/// row pins every row before it and its evidence).
+pub fn row_message(row: &Value) -> Vec<u8> {
+    domain_message(b"elengtis row v1\n", row)
+}
+
+/// The bytes a manifest's signature covers: a fixed domain prefix, then the canonical JSON of
+/// the parsed manifest without its `signatures` (everything else: campaign, resume records,
+/// spend cap).
+pub fn manifest_message(manifest: &Value) -> Vec<u8> {
+    domain_message(b"elengtis manifest v1\n", manifest)
+}
+
+fn domain_message(prefix: &[u8], document: &Value) -> Vec<u8> {
+    let mut message = prefix.to_vec();
+    match document {
+        Value::Object(object) if object.contains_key("signatures") => {
+            let mut unsigned = object.clone();
+            unsigned.remove("signatures");
+            message.extend_from_slice(&canonical_json(&unsigned));
+        }
+        _ => message.extend_from_slice(&canonical_json(document)),
+    }
+    message
+}
+
+/// SHA-256 (hex) of the canonical JSON of a parsed `manifest.json` as a seal of this version
+/// pins it: without the manifest's own `signatures`, and with only its first `resumes` resume
+/// records (those it had when sealed; a resume begun after the seal appends one, which leaves
+/// the directory unsealed rather than the seal broken). Everything else is covered, the spend
+/// cap (`budget_usd`, and each resume record's) included.
+pub fn manifest_sha256(manifest: &Value, resumes: u64) -> String {
+    let mut pinned = manifest.clone();
+    if let Some(object) = pinned.as_object_mut() {
+        object.remove("signatures");
+        if let Some(Value::Array(records)) = object.get_mut("resumes") {
+            records.truncate(usize::try_from(resumes).unwrap_or(usize::MAX));
+        }
+    }
+    sha256_hex(&canonical_json(&pinned))
+}
+
+/// The manifest hash of a seal of version 1: without `resumes` and `budget_usd` (so neither
+/// is covered), nor `signatures`.
+pub fn manifest_sha256_v1(manifest: &Value) -> String {
     let mut pinned = manifest.clone();
     if let Some(object) = pinned.as_object_mut() {
         object.remove("resumes");
         object.remove("budget_usd");
+        object.remove("signatures");
     }
     sha256_hex(&canonical_json(&pinned))
 }
@@ -133,15 +189,48 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_manifest_hash_ignores_only_what_a_resume_changes() {
-        let manifest = json!({"run_id": "r", "campaign": {"trials": 6}, "resumes": [], "budget_usd": 1.0});
+    fn the_manifest_hash_covers_everything_but_later_resumes() {
+        let manifest =
+            json!({"run_id": "r", "campaign": {"trials": 6}, "resumes": [{"resumed_at": "t"}], "budget_usd": 1.0});
+        let sealed = manifest_sha256(&manifest, 1);
+        // A resume begun after the seal appends a record: the seal still holds for what it covered.
         let mut resumed = manifest.clone();
-        resumed["resumes"] = json!([{"resumed_at": "t"}]);
-        resumed["budget_usd"] = json!(2.0);
-        assert_eq!(manifest_sha256(&manifest), manifest_sha256(&resumed));
-        let mut edited = manifest.clone();
-        edited["campaign"]["trials"] = json!(8);
-        assert_ne!(manifest_sha256(&manifest), manifest_sha256(&edited));
+        resumed["resumes"] = json!([{"resumed_at": "t"}, {"resumed_at": "u", "budget_usd": 9.0}]);
+        assert_eq!(manifest_sha256(&resumed, 1), sealed);
+        // The manifest's own signatures are not part of what it pins.
+        let mut signed = manifest.clone();
+        signed["signatures"] = json!([{"algorithm": "ed25519", "key_id": "k", "signature": "s"}]);
+        assert_eq!(manifest_sha256(&signed, 1), sealed);
+        type Edit = fn(&mut Value);
+        let edits: [Edit; 4] = [
+            |m| m["campaign"]["trials"] = json!(8),
+            |m| m["budget_usd"] = json!(1000.0),
+            |m| m["resumes"][0]["resumed_at"] = json!("forged"),
+            |m| m["resumes"] = json!([]),
+        ];
+        for edit in edits {
+            let mut edited = manifest.clone();
+            edit(&mut edited);
+            assert_ne!(manifest_sha256(&edited, 1), sealed, "{edited}");
+        }
+        // Version 1 left the resumes and the cap out.
+        let mut v1 = manifest.clone();
+        v1["budget_usd"] = json!(1000.0);
+        v1["resumes"] = json!([]);
+        assert_eq!(manifest_sha256_v1(&v1), manifest_sha256_v1(&manifest));
+    }
+
+    #[test]
+    fn each_kind_of_signed_message_has_its_own_domain_and_leaves_signatures_out() {
+        let row = json!({"run_id": "r", "completed": true, "signatures": [{"signature": "x"}]});
+        let mut unsigned = row.clone();
+        unsigned.as_object_mut().expect("object").remove("signatures");
+        assert_eq!(row_message(&row), row_message(&unsigned));
+        assert_ne!(row_message(&row), manifest_message(&row));
+        assert!(row_message(&row).starts_with(b"elengtis row v1\n"));
+        let mut flipped = unsigned.clone();
+        flipped["completed"] = json!(false);
+        assert_ne!(row_message(&flipped), row_message(&unsigned));
     }
 
     #[test]

@@ -31,6 +31,7 @@ use elengtis_core::experiment::plan::{self, RUN_ORDER_SCHEMA_VERSION, RunOrder};
 use elengtis_core::experiment::profiles::is_identifier;
 use elengtis_core::format::Bundle;
 use elengtis_core::load;
+use elengtis_core::records::strict;
 use elengtis_core::validate::LoadOptions;
 use serde_json::Value;
 
@@ -209,7 +210,8 @@ fn cell_state(dir: &Path) -> Result<CellState, ExperimentError> {
     if !dir.exists() {
         return Ok(CellState::default());
     }
-    let text = match std::fs::read_to_string(&path) {
+    let read = crate::results::store::read_file_bounded(&path, elengtis_core::records::bounds::LOG);
+    let text = match read.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(error) => return Err(ExperimentError::Io { what: "read", path, source: error }),
@@ -221,7 +223,7 @@ fn cell_state(dir: &Path) -> Result<CellState, ExperimentError> {
         return Ok(CellState::default());
     }
     let mut state = CellState { exists: true, ..CellState::default() };
-    for row in text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()) {
+    for row in text.lines().filter_map(|line| strict::parse(line.as_bytes()).ok()) {
         state.charged += row["usage"]["budget_charge_usd"].as_f64().unwrap_or(0.0);
         state.calls += row["model_turns"].as_u64().unwrap_or(0);
         state.complete |= row["evidence_status"] == "complete";
@@ -237,8 +239,10 @@ fn smoke_check(results: &Path, runs: &[&plan::PlannedRun]) -> (String, Vec<Strin
     for run in runs {
         let dir = results.join(&run.result);
         let path = dir.join("runs.jsonl");
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let rows: Vec<Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+        let text = crate::results::store::read_file_bounded(&path, elengtis_core::records::bounds::LOG)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        let rows: Vec<Value> = text.lines().filter_map(|line| strict::parse(line.as_bytes()).ok()).collect();
         let Some(row) = rows.iter().rev().find(|row| row["evidence_status"] == "complete") else {
             failures.push(format!("{} (no completed result)", run.result));
             let _ = writeln!(report, "  {}: no completed result", run.result);
@@ -246,7 +250,9 @@ fn smoke_check(results: &Path, runs: &[&plan::PlannedRun]) -> (String, Vec<Strin
         };
         let evidence_path = dir.join(row["evidence"].as_str().unwrap_or_default());
         let Some(evidence) =
-            std::fs::read_to_string(&evidence_path).ok().and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            crate::results::store::read_file_bounded(&evidence_path, elengtis_core::records::bounds::EVIDENCE)
+                .ok()
+                .and_then(|bytes| strict::parse(&bytes).ok())
         else {
             failures.push(format!("{} (its evidence {} cannot be read)", run.result, evidence_path.display()));
             let _ = writeln!(report, "  {}: evidence unreadable", run.result);

@@ -120,6 +120,7 @@ pub(super) fn page(input: &PageInput<'_>) -> Result<String, ReportError> {
         input.validations.len(),
         if input.validations.len() == 1 { "" } else { "s" },
     );
+    body.push_str(&integrity_banner(input.runs, input.validations.len()));
     body.push_str(&inputs_section(input.runs));
     body.push_str(&overview_section(input.analysis));
     body.push_str(&comparisons_section(input.analysis));
@@ -141,10 +142,76 @@ pub(super) fn page(input: &PageInput<'_>) -> Result<String, ReportError> {
     for (n, detail) in input.trials.details.iter().enumerate() {
         let _ = write!(body, "<script type=\"application/json\" id=\"trial-d-{n}\">{}</script>", embed_json(detail)?);
     }
-    Ok(format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{policy}\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>elengtis report</title><link rel=\"icon\" href=\"data:,\"><style>{STYLE}</style></head><body>{body}<script>{SCRIPT}</script></body></html>\n",
+    Ok(document(&body, true))
+}
+
+/// The page around `body`: its policy, style and (when `script`) its one script.
+fn document(body: &str, script: bool) -> String {
+    let script = if script { format!("<script>{SCRIPT}</script>") } else { String::new() };
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{policy}\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>elengtis report</title><link rel=\"icon\" href=\"data:,\"><style>{STYLE}</style></head><body>{body}{script}</body></html>\n",
         policy = escape(&policy()),
-    ))
+    )
+}
+
+/// Integrity statuses from the strongest to the weakest: the banner shows the weakest of the
+/// inputs first.
+const STATUS_ORDER: [&str; 6] = [
+    "verified_signed",
+    "verified_signature_unchecked",
+    "verified_unsigned",
+    "unsealed",
+    "legacy_unverified",
+    "refused",
+];
+
+/// The banner at the top of the page (it stays in view: CSS `position: sticky`): what
+/// `verify` established about each results directory, the weakest first.
+fn integrity_banner(runs: &[Run], validations: usize) -> String {
+    let rank = |status: &str| STATUS_ORDER.iter().position(|s| *s == status).unwrap_or(STATUS_ORDER.len());
+    let weakest = runs.iter().map(|run| run.integrity.status).max_by_key(|status| rank(status));
+    let class = weakest.unwrap_or("legacy_unverified");
+    let mut out = format!("<div class=\"integrity integrity-{class}\" role=\"status\"><strong>Integrity</strong>");
+    let headline = match weakest {
+        Some("verified_signed") => "every results directory verified, sealed and signed by the key given",
+        Some("verified_signature_unchecked") => "verified; a signature was not checked (no key given)",
+        Some("verified_unsigned") => "verified, unsigned: anyone can recompute an unsigned seal",
+        Some("unsealed") => "unsealed results: nothing anchors their end",
+        Some("legacy_unverified") => "legacy results: their integrity cannot be established",
+        Some(_) => "refused",
+        None => "no results directory",
+    };
+    let _ = write!(out, ": {}<ul>", escape(headline));
+    for run in runs {
+        let _ = write!(
+            out,
+            "<li><span class=\"mono\">{}</span>: {}</li>",
+            escape(&run.label()),
+            escape(&run.integrity.says)
+        );
+    }
+    if validations > 0 {
+        out.push_str(
+            "<li>validation reports: shown as written (they carry no seal; the results directories of their legs, when given, are checked above)</li>",
+        );
+    }
+    out.push_str("</ul></div>");
+    out
+}
+
+/// The page of a refused results directory: the refusal in the banner, the problems, and
+/// nothing of any input (no figure, no trial).
+pub(super) fn refusal(dir: &std::path::Path, says: &str, problems: &str) -> String {
+    let mut body = format!(
+        "<header><h1>elengtis report</h1><p class=\"lede\">refused: nothing is shown</p></header><div class=\"integrity integrity-refused\" role=\"alert\"><strong>Integrity</strong>: {}<ul><li><span class=\"mono\">{}</span>: check it with <code>elengtis verify {}</code></li></ul></div>",
+        escape(says),
+        escape(&dir.display().to_string()),
+        escape(&dir.display().to_string()),
+    );
+    if !problems.is_empty() {
+        let _ = write!(body, "<section id=\"problems\"><h2>Problems</h2><pre>{}</pre></section>", escape(problems));
+    }
+    document(&body, false)
 }
 
 fn inputs_section(runs: &[Run]) -> String {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use elengtis_core::analysis::{PlannedTrial, RunInput};
+use elengtis_core::analysis::{InputIntegrity, PlannedTrial, RunInput};
 use elengtis_core::prove::report::ValidationReport;
 use elengtis_core::records::read::from_value;
 use serde_json::Value;
@@ -26,6 +26,8 @@ pub(super) struct Run {
     pub(super) rows: Vec<Value>,
     /// The recorded matrix (this tool's runs).
     pub(super) matrix: Option<Vec<PlannedTrial>>,
+    /// What `verify` established about it (the page's banner).
+    pub(super) integrity: verify::Integrity,
 }
 
 impl Run {
@@ -41,6 +43,10 @@ impl Run {
             manifest: self.manifest.clone(),
             rows: self.rows.clone(),
             matrix: self.matrix.clone(),
+            integrity: Some(InputIntegrity {
+                status: self.integrity.status.to_owned(),
+                says: self.integrity.says.clone(),
+            }),
         }
     }
 }
@@ -128,18 +134,27 @@ fn walk(dir: &Path, depth: usize, runs: &mut Vec<PathBuf>, reports: &mut Vec<Pat
 }
 
 fn read_run(dir: &Path) -> Result<Run, ReportError> {
-    // The report reads what `verify` accepts, with the environment's keys, as `analyze` does.
+    // The report reads what `verify` accepts, with the environment's keys (and then only what
+    // it verifies sealed and signed), as `analyze` does.
     let verification = verify::read_verified(dir)?;
-    if verification.verdict() == verify::Verdict::Unverifiable {
+    if verification.verdict() == verify::Verdict::Unverifiable && verification.is_readable() {
         eprintln!(
             "note: {}: {}; reported for its shape only: its integrity cannot be established",
             dir.display(),
             verification.summary_line()
         );
     }
+    let integrity = verification.integrity();
     match verification.manifest {
-        Some(manifest) if verification.verdict() != verify::Verdict::Refused => {
-            Ok(Run { dir: dir.to_owned(), manifest, rows: verification.row_values, matrix: verification.matrix })
+        Some(manifest) if verification.is_readable() => Ok(Run {
+            dir: dir.to_owned(),
+            manifest,
+            rows: verification.row_values,
+            matrix: verification.matrix,
+            integrity,
+        }),
+        _ if verification.verdict() == verify::Verdict::Unverifiable => {
+            Err(verify::NotSealedForKey { dir: dir.to_owned(), why: integrity.says }.into())
         }
         _ => Err(ReportError::Unverified {
             dir: dir.to_owned(),
@@ -150,10 +165,28 @@ fn read_run(dir: &Path) -> Result<Run, ReportError> {
     }
 }
 
-/// Reads a JSON file.
+/// Largest validation report read (a report lists every run of a seed's legs).
+const MAX_VALIDATION_REPORT_BYTES: u64 = 64 << 20;
+
+/// Reads a JSON file (a validation report): at most [`MAX_VALIDATION_REPORT_BYTES`], through
+/// the strict reader.
 pub(super) fn read_json(path: &Path) -> Result<Value, ReportError> {
-    let bytes = std::fs::read(path).map_err(|source| ReportError::Read { path: path.to_owned(), source })?;
-    serde_json::from_slice(&bytes).map_err(|source| ReportError::Parse { path: path.to_owned(), source })
+    use crate::results::store::{TooLarge, read_within};
+    let read = |source| ReportError::Read { path: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(read)?;
+    let size = file.metadata().map_err(read)?.len();
+    let bytes = read_within(file, size, MAX_VALIDATION_REPORT_BYTES).map_err(|e| match e {
+        TooLarge::Size(size) => ReportError::Input {
+            path: path.to_owned(),
+            why: format!(
+                "it is {size} bytes, larger than the {} a validation report may have (refused without reading it)",
+                elengtis_core::records::bounds::describe(MAX_VALIDATION_REPORT_BYTES)
+            ),
+        },
+        TooLarge::Io(source) => read(source),
+    })?;
+    elengtis_core::records::strict::parse(&bytes)
+        .map_err(|source| ReportError::Strict { path: path.to_owned(), source })
 }
 
 fn read_validation(path: &Path) -> Result<Validation, ReportError> {

@@ -20,7 +20,7 @@ mod trials;
 
 use std::path::{Path, PathBuf};
 
-use elengtis_core::analysis::AnalyzeError;
+use elengtis_core::analysis::{AnalyzeError, Campaigns, Overlap};
 
 use crate::results::store::StoreError;
 use crate::results::verify::VerifyError;
@@ -57,6 +57,16 @@ pub enum ReportError {
         #[source]
         source: serde_json::Error,
     },
+    /// A file is not JSON as the strict reader reads it (a key twice, a number in another
+    /// form, not JSON).
+    #[error("failed to read {}: {source}", .path.display())]
+    Strict {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: elengtis_core::records::strict::StrictError,
+    },
     /// A file is JSON but not the record it should be.
     #[error("failed to read {}: {source}", .path.display())]
     Record {
@@ -81,6 +91,9 @@ pub enum ReportError {
         /// Some problem is input that cannot be read as records.
         malformed: bool,
     },
+    /// A key asks for a sealed, signed directory and this one is not.
+    #[error(transparent)]
+    NotVerifiable(#[from] crate::results::verify::NotSealedForKey),
     /// The results could not be analysed.
     #[error(transparent)]
     Analyze(#[from] AnalyzeError),
@@ -118,14 +131,19 @@ pub struct Report {
 /// A [`ReportError`] naming the input or file at fault: a missing input, one holding nothing
 /// to report, a results directory that does not verify, an unreadable evidence file or
 /// validation report.
-pub fn build(inputs: &[PathBuf]) -> Result<Report, ReportError> {
+pub fn build(inputs: &[PathBuf], overlap: Overlap) -> Result<Report, ReportError> {
     if inputs.is_empty() {
         return Err(ReportError::NoInputs);
     }
     let loaded = load::load(inputs)?;
     let run_inputs: Vec<elengtis_core::analysis::RunInput> =
         loaded.runs.iter().map(load::Run::analysis_input).collect();
-    let analysis = if run_inputs.is_empty() { None } else { Some(elengtis_core::analysis::analyze(&run_inputs)?) };
+    let analysis = if run_inputs.is_empty() {
+        None
+    } else {
+        let rule = elengtis_core::analysis::RecommendOptions::default();
+        Some(elengtis_core::analysis::analyze_counted(&run_inputs, &rule, Campaigns::Apart, overlap)?)
+    };
     let trials = match &analysis {
         Some(analysis) => trials::collect(&loaded.runs, &analysis.trials)?,
         None => trials::Trials::default(),
@@ -143,6 +161,26 @@ pub fn build(inputs: &[PathBuf]) -> Result<Report, ReportError> {
         validations: loaded.validations.len(),
         not_run: analysis.as_ref().map_or(0, |a| a.not_run),
     })
+}
+
+/// The page `report` writes when a results directory is refused (it does not verify, or a key
+/// asks for a seal it does not have): the refusal in its banner, its problems, and nothing of
+/// any input. `None` for other errors (nothing is written for them).
+pub fn refusal_page(error: &ReportError) -> Option<String> {
+    let (dir, says, problems) = match error {
+        ReportError::Unverified { dir, count, problems, .. } => (
+            dir,
+            format!(
+                "refused: {dir} does not verify ({count} problem{}); nothing of it, or of any other input, is shown",
+                if *count == 1 { "" } else { "s" },
+                dir = dir.display()
+            ),
+            problems.as_str(),
+        ),
+        ReportError::NotVerifiable(refused) => (&refused.dir, format!("refused: {}", refused.why), ""),
+        _ => return None,
+    };
+    Some(html::refusal(dir, &says, problems))
 }
 
 /// Writes the report to `out` crash-safely (a temporary file renamed into place).

@@ -24,6 +24,8 @@ pub const KEY_ENV: &str = "ELENGTIS_SIGNING_KEY";
 pub const KEY_FILE_ENV: &str = "ELENGTIS_SIGNING_KEY_FILE";
 /// Shortest HMAC secret accepted, in bytes.
 pub const MIN_HMAC_KEY_BYTES: usize = 32;
+/// Largest key file read: a PEM key or a secret is a few hundred bytes.
+pub const MAX_KEY_FILE_BYTES: u64 = 64 << 10;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -110,6 +112,12 @@ impl Key {
     /// than [`MIN_HMAC_KEY_BYTES`].
     pub fn parse(text: &[u8], from: &str) -> Result<Key, KeyError> {
         let invalid = |why: String| KeyError::Invalid { from: from.to_owned(), why };
+        if text.trim_ascii().is_empty() {
+            return Err(invalid(
+                "it is empty (or only whitespace): a key that is set but missing — a CI secret not given to a fork's pull request, say — is an error, never the absence of a key; give the key, or unset the variable to run and read unsigned"
+                    .into(),
+            ));
+        }
         let as_text = std::str::from_utf8(text).ok();
         if let Some(pem) = as_text.filter(|t| t.trim_start().starts_with("-----BEGIN")) {
             if !pem.contains("-----BEGIN PRIVATE KEY-----") {
@@ -138,23 +146,31 @@ impl Key {
     ///
     /// [`KeyError::Read`] when it cannot be read, else as [`Key::parse`].
     pub fn from_file(path: &Path) -> Result<Key, KeyError> {
-        let bytes = std::fs::read(path).map_err(|source| KeyError::Read { path: path.to_owned(), source })?;
-        Key::parse(&bytes, &path.display().to_string())
+        Key::parse(&read_key_file(path)?, &path.display().to_string())
     }
 
     /// The keys the environment gives (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`),
-    /// in that order; none when neither is set.
+    /// in that order; none when neither is set. A variable that is set is used: set but empty
+    /// (or only whitespace) is an error, like a key too short.
     ///
     /// # Errors
     ///
-    /// As [`Key::parse`] and [`Key::from_file`].
+    /// As [`Key::parse`] and [`Key::from_file`]; [`KeyError::Invalid`] for
+    /// `ELENGTIS_SIGNING_KEY_FILE` set to nothing.
     pub fn from_env() -> Result<Vec<Key>, KeyError> {
         let mut keys = Vec::new();
-        if let Some(value) = std::env::var_os(KEY_ENV).filter(|v| !v.is_empty()) {
+        if let Some(value) = std::env::var_os(KEY_ENV) {
             keys.push(Key::parse(value.as_encoded_bytes(), KEY_ENV)?);
         }
-        if let Some(path) = std::env::var_os(KEY_FILE_ENV).filter(|v| !v.is_empty()) {
-            keys.push(Key::from_file(Path::new(&path))?);
+        if let Some(path) = std::env::var_os(KEY_FILE_ENV) {
+            let from = format!("{KEY_FILE_ENV} ({})", Path::new(&path).display());
+            if path.as_encoded_bytes().trim_ascii().is_empty() {
+                return Err(KeyError::Invalid {
+                    from: KEY_FILE_ENV.to_owned(),
+                    why: "it is set but empty: it names no key file; give the file, or unset the variable to run and read unsigned".into(),
+                });
+            }
+            keys.push(Key::parse(&read_key_file(Path::new(&path))?, &from)?);
         }
         Ok(keys)
     }
@@ -176,13 +192,35 @@ impl Key {
 
     /// This key's signature over `seal`.
     pub fn sign(&self, seal: &Seal) -> SealSignature {
-        let message = signed_message(seal);
+        self.sign_message(&signed_message(seal))
+    }
+
+    /// This key's signature over `message` (a seal's, a row's or a manifest's: each begins
+    /// with its own domain prefix, `elengtis_core::records::seal`).
+    pub fn sign_message(&self, message: &[u8]) -> SealSignature {
         let signature = match self {
-            Key::Hmac(secret) => hex(&hmac(&secret.0, &message)),
-            Key::Ed25519(key) => hex(&key.sign(&message).to_bytes()),
+            Key::Hmac(secret) => hex(&hmac(&secret.0, message)),
+            Key::Ed25519(key) => hex(&key.sign(message).to_bytes()),
         };
         SealSignature { algorithm: self.algorithm(), key_id: self.key_id(), signature }
     }
+}
+
+/// A key file's bytes, at most [`MAX_KEY_FILE_BYTES`] of them.
+fn read_key_file(path: &Path) -> Result<Vec<u8>, KeyError> {
+    use super::store::{TooLarge, read_within};
+    let read = |source| KeyError::Read { path: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(read)?;
+    let size = file.metadata().map_err(read)?.len();
+    read_within(file, size, MAX_KEY_FILE_BYTES).map_err(|e| match e {
+        TooLarge::Size(size) => KeyError::Invalid {
+            from: path.display().to_string(),
+            why: format!(
+                "it is {size} bytes, larger than the {MAX_KEY_FILE_BYTES} bytes a key file may have: it is not a key"
+            ),
+        },
+        TooLarge::Io(source) => read(source),
+    })
 }
 
 impl Checker {
@@ -208,7 +246,7 @@ impl Checker {
     ///
     /// [`KeyError::Read`] or [`KeyError::Invalid`].
     pub fn public_from_file(path: &Path) -> Result<Checker, KeyError> {
-        let bytes = std::fs::read(path).map_err(|source| KeyError::Read { path: path.to_owned(), source })?;
+        let bytes = read_key_file(path)?;
         let invalid = |why: String| KeyError::Invalid { from: path.display().to_string(), why };
         let text = std::str::from_utf8(&bytes).map_err(|_| invalid("it is not PEM text".into()))?;
         let key = VerifyingKey::from_public_key_pem(text.trim())
@@ -219,21 +257,26 @@ impl Checker {
     /// Whether `signature` is this key's valid signature over `seal` (`None` when it was made
     /// by another key or algorithm).
     pub fn check(&self, seal: &Seal, signature: &SealSignature) -> Option<bool> {
+        self.check_message(&signed_message(seal), signature)
+    }
+
+    /// Whether `signature` is this key's valid signature over `message` (`None` when it was
+    /// made by another key or algorithm).
+    pub fn check_message(&self, message: &[u8], signature: &SealSignature) -> Option<bool> {
         if signature.algorithm != self.algorithm() || signature.key_id != self.key_id() {
             return None;
         }
-        let message = signed_message(seal);
         let Some(bytes) = unhex(&signature.signature) else { return Some(false) };
         Some(match self {
             Checker::Key(key) => match key.as_ref() {
                 Key::Hmac(secret) => {
                     let Ok(mut mac) = HmacSha256::new_from_slice(&secret.0) else { return Some(false) };
-                    mac.update(&message);
+                    mac.update(message);
                     mac.verify_slice(&bytes).is_ok()
                 }
-                Key::Ed25519(key) => verify_ed25519(&key.verifying_key(), &message, &bytes),
+                Key::Ed25519(key) => verify_ed25519(&key.verifying_key(), message, &bytes),
             },
-            Checker::Public(public) => verify_ed25519(public, &message, &bytes),
+            Checker::Public(public) => verify_ed25519(public, message, &bytes),
         })
     }
 }
@@ -336,6 +379,10 @@ mod tests {
         assert!(!signature.key_id.contains("0123"));
         let short = Key::parse(b"short", "ELENGTIS_SIGNING_KEY").unwrap_err().to_string();
         assert!(short.contains("at least 32 bytes") && !short.contains("short"), "{short}");
+        for blank in [&b""[..], b"\n", b"  \t\r\n", &[b' '; 40]] {
+            let error = Key::parse(blank, "ELENGTIS_SIGNING_KEY").unwrap_err().to_string();
+            assert!(error.contains("ELENGTIS_SIGNING_KEY") && error.contains("empty"), "{error}");
+        }
     }
 
     #[test]

@@ -60,7 +60,17 @@
 //! results directory is opened with `O_NOFOLLOW` relative to the one before,
 //! so a symbolic link anywhere below the directory (a `runs.jsonl`, an
 //! `evidence/` directory or an evidence file pointing elsewhere) is refused,
-//! never followed; and only a regular file is read.
+//! never followed; and only a regular file is read, and only up to its bound
+//! (`elengtis_core::records::bounds`): a larger file is refused from its size on
+//! disk before a byte of it is read.
+//!
+//! # Never writing through a link
+//!
+//! Documents are replaced by a rename, which never writes into the file a
+//! link shares. The log is appended to in place, so [`AppendLog::open_existing`]
+//! refuses a `runs.jsonl` that is a symbolic link or has another hard link
+//! (`st_nlink > 1`: a `cp -al` or `rsync --link-dest` snapshot), which an
+//! append would change in every copy at once.
 
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
@@ -70,6 +80,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use elengtis_core::records::{bounds, strict};
 use serde::Serialize;
 
 /// An error from a results-directory store operation.
@@ -114,6 +125,12 @@ pub enum StoreErrorKind {
     /// A value could not be serialized (or is not a valid log row).
     #[error("{0}")]
     Serialize(serde_json::Error),
+    /// A file larger than its bound, or a row longer than one may be.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A file to be written in place has another hard link (or is not a regular file).
+    #[error("{0}")]
+    Linked(String),
 }
 
 impl StoreError {
@@ -467,6 +484,17 @@ pub enum BeneathError {
     /// The path is not a relative path of plain names.
     #[error("the path is not a plain relative path")]
     NotRelative,
+    /// It is larger than a file of its kind may be.
+    #[error(
+        "it is {size} bytes, larger than the {} a file of its kind may have: it is not one this tool wrote (refused without reading it)",
+        elengtis_core::records::bounds::describe(*.bound)
+    )]
+    TooLarge {
+        /// Its size on disk.
+        size: u64,
+        /// Its bound.
+        bound: u64,
+    },
     /// Any other failure.
     #[error("{0}")]
     Io(io::Error),
@@ -520,12 +548,74 @@ pub fn open_beneath(dir: &Path, relative: &Path) -> Result<File, BeneathError> {
     Ok(file)
 }
 
-/// [`open_beneath`], then the whole file.
-pub fn read_beneath(dir: &Path, relative: &Path) -> Result<Vec<u8>, BeneathError> {
-    let mut file = open_beneath(dir, relative)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(BeneathError::Io)?;
+/// A results file as read by [`read_bounded`].
+#[derive(Debug)]
+pub struct ReadFile {
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Its hard links (`st_nlink`): more than 1 when it is shared with another directory.
+    pub links: u64,
+}
+
+/// [`open_beneath`], then the whole file, when it is at most `bound` bytes: a larger file is
+/// refused from its size before anything is read (and one that grows while it is read, once it
+/// passes the bound).
+pub fn read_bounded(dir: &Path, relative: &Path, bound: u64) -> Result<ReadFile, BeneathError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let file = open_beneath(dir, relative)?;
+    let meta = file.metadata().map_err(BeneathError::Io)?;
+    let bytes = read_within(file, meta.len(), bound).map_err(|e| match e {
+        TooLarge::Size(size) => BeneathError::TooLarge { size, bound },
+        TooLarge::Io(e) => BeneathError::Io(e),
+    })?;
+    Ok(ReadFile { bytes, links: meta.nlink() })
+}
+
+/// Why [`read_within`] read nothing.
+#[derive(Debug)]
+pub enum TooLarge {
+    /// The file has (at least) this many bytes, more than its bound.
+    Size(u64),
+    /// Reading failed.
+    Io(io::Error),
+}
+
+/// All of `file` (of `size` bytes on disk), when it is at most `bound` bytes: a larger file
+/// is refused from its size before a byte is read, and one that grows while it is read once
+/// it passes the bound. The one bounded read every results file (and key file) goes through.
+pub fn read_within(file: File, size: u64, bound: u64) -> Result<Vec<u8>, TooLarge> {
+    if size > bound {
+        return Err(TooLarge::Size(size));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(bound + 1).read_to_end(&mut bytes).map_err(TooLarge::Io)?;
+    if bytes.len() as u64 > bound {
+        return Err(TooLarge::Size(bytes.len() as u64));
+    }
     Ok(bytes)
+}
+
+/// A file's bytes (following links: for the runner's own bookkeeping of directories it
+/// writes, not for verifying), when it is at most `bound` bytes; a larger one is an
+/// `InvalidData` error, unread.
+pub fn read_file_bounded(path: &Path, bound: u64) -> io::Result<Vec<u8>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    read_within(file, size, bound).map_err(|e| match e {
+        TooLarge::Size(size) => io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "it is {size} bytes, larger than the {} a file of its kind may have (refused without reading it)",
+                bounds::describe(bound)
+            ),
+        ),
+        TooLarge::Io(e) => e,
+    })
+}
+
+/// [`read_bounded`]'s bytes.
+pub fn read_beneath(dir: &Path, relative: &Path, bound: u64) -> Result<Vec<u8>, BeneathError> {
+    read_bounded(dir, relative, bound).map(|read| read.bytes)
 }
 
 /// Whether `relative` under `dir` is a real directory (not a link to one), as
@@ -597,17 +687,6 @@ fn json_type(value: &serde_json::Value) -> &'static str {
     }
 }
 
-/// `serde_json`'s message minus its "at line 1 column N" (always line 1 here,
-/// which would be confused with the log's line number).
-fn parse_detail(err: &serde_json::Error) -> String {
-    let message = err.to_string();
-    let suffix = format!(" at line {} column {}", err.line(), err.column());
-    match message.strip_suffix(&suffix) {
-        Some(stripped) => format!("{stripped} at column {}", err.column()),
-        None => message,
-    }
-}
-
 /// Parse every complete line; ignore the final segment without a newline.
 fn scan(bytes: &[u8]) -> Result<Scan, StoreErrorKind> {
     let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |pos| pos + 1);
@@ -623,7 +702,15 @@ fn scan(bytes: &[u8]) -> Result<Scan, StoreErrorKind> {
         if line.is_empty() {
             return Err(corrupt("empty line".to_owned()));
         }
-        match serde_json::from_slice::<serde_json::Value>(line) {
+        if line.len() as u64 > bounds::ROW {
+            return Err(corrupt(format!(
+                "it is {} bytes, longer than the {} a row may have",
+                line.len(),
+                bounds::describe(bounds::ROW)
+            )));
+        }
+        // The one strict reader: a key twice, or a number in another form, is refused.
+        match strict::parse(line) {
             Ok(value @ serde_json::Value::Object(_)) => {
                 rows.push(value);
                 last_line_sha256 = line_sha256(line);
@@ -631,16 +718,28 @@ fn scan(bytes: &[u8]) -> Result<Scan, StoreErrorKind> {
             Ok(other) => {
                 return Err(corrupt(format!("expected a JSON object, found {}", json_type(&other))));
             }
-            Err(err) => return Err(corrupt(parse_detail(&err))),
+            Err(strict::StrictError::Syntax { detail, .. }) => return Err(corrupt(detail)),
+            Err(err) => return Err(corrupt(err.to_string())),
         }
     }
     Ok(Scan { rows, complete_len, last_line_sha256 })
 }
 
+/// A log's bytes, when it is at most [`bounds::LOG`] of them.
 fn read_all(file: &mut File, path: &Path) -> Result<Vec<u8>, StoreError> {
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(|err| StoreError::io("read", path, err))?;
-    Ok(bytes)
+    let size = file.metadata().map_err(|err| StoreError::io("read", path, err))?.len();
+    let handle = file.try_clone().map_err(|err| StoreError::io("read", path, err))?;
+    read_within(handle, size, bounds::LOG).map_err(|e| match e {
+        TooLarge::Size(size) => StoreError::new(
+            "read",
+            path,
+            StoreErrorKind::TooLarge(format!(
+                "it is {size} bytes, larger than the {} a log may have (refused without reading it)",
+                bounds::describe(bounds::LOG)
+            )),
+        ),
+        TooLarge::Io(err) => StoreError::io("read", path, err),
+    })
 }
 
 impl AppendLog {
@@ -689,8 +788,16 @@ impl AppendLog {
                     StoreError::io("open", path, err)
                 }
             })?;
-        if !file.metadata().map_err(|err| StoreError::io("open", path, err))?.is_file() {
+        let meta = file.metadata().map_err(|err| StoreError::io("open", path, err))?;
+        if !meta.is_file() {
             return Err(StoreError::io("open", path, io::Error::other("it is not a regular file")));
+        }
+        if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+            return Err(StoreError::new(
+                "append to",
+                path,
+                StoreErrorKind::Linked(linked_message(std::os::unix::fs::MetadataExt::nlink(&meta))),
+            ));
         }
         let bytes = read_all(&mut file, path)?;
         let scan = scan(&bytes).map_err(|kind| StoreError::new("read", path, kind))?;
@@ -857,6 +964,13 @@ impl AppendLog {
     pub fn last_line_sha256(&self) -> &str {
         &self.last_line_sha256
     }
+}
+
+/// Why a file with `links` hard links is not written in place, and what to do.
+pub fn linked_message(links: u64) -> String {
+    format!(
+        "it has {links} hard links (a `cp -al` or `rsync --link-dest` snapshot shares it with another directory): appending to it would change every copy at once, so it is never written through a link; copy the directory (`cp -a`, not `cp -al`) and resume the copy"
+    )
 }
 
 /// Read every complete row of a log without modifying it (for tools such as
@@ -1084,23 +1198,68 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("evidence")).unwrap();
         fs::write(dir.path().join("evidence/real.json"), b"{\"a\":1}").unwrap();
-        assert_eq!(read_beneath(dir.path(), Path::new("evidence/real.json")).unwrap(), b"{\"a\":1}");
+        assert_eq!(read_beneath(dir.path(), Path::new("evidence/real.json"), 1 << 20).unwrap(), b"{\"a\":1}");
         std::os::unix::fs::symlink(outside.path().join("runs.jsonl"), dir.path().join("runs.jsonl")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("evidence/a.json"), dir.path().join("evidence/b.json")).unwrap();
         for link in ["runs.jsonl", "evidence/b.json"] {
-            assert!(matches!(read_beneath(dir.path(), Path::new(link)), Err(BeneathError::Link)), "{link}");
+            assert!(matches!(read_beneath(dir.path(), Path::new(link), 1 << 20), Err(BeneathError::Link)), "{link}");
         }
         // A directory on the way that is a link.
         fs::remove_dir_all(dir.path().join("evidence")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("evidence"), dir.path().join("evidence")).unwrap();
-        assert!(matches!(read_beneath(dir.path(), Path::new("evidence/a.json")), Err(BeneathError::Link)));
+        assert!(matches!(read_beneath(dir.path(), Path::new("evidence/a.json"), 1 << 20), Err(BeneathError::Link)));
         assert!(!is_real_dir(dir.path(), "evidence"));
-        assert!(matches!(read_beneath(dir.path(), Path::new("missing.json")), Err(BeneathError::Missing)));
-        assert!(matches!(read_beneath(dir.path(), Path::new("../x")), Err(BeneathError::NotRelative)));
+        assert!(matches!(read_beneath(dir.path(), Path::new("missing.json"), 1 << 20), Err(BeneathError::Missing)));
+        assert!(matches!(read_beneath(dir.path(), Path::new("../x"), 1 << 20), Err(BeneathError::NotRelative)));
         // The append log refuses a link too, and leaves the outside file as it was.
         let err = AppendLog::open_existing(&dir.path().join("runs.jsonl")).unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(fs::read(outside.path().join("runs.jsonl")).unwrap(), b"{}\n");
+    }
+
+    #[test]
+    fn a_file_larger_than_its_bound_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("small.json"), b"{}").unwrap();
+        let read = read_bounded(dir.path(), Path::new("small.json"), 2).unwrap();
+        assert_eq!((read.bytes.as_slice(), read.links), (&b"{}"[..], 1));
+        // A sparse file of 3 GiB: refused from its size, at once.
+        let big = dir.path().join("big.json");
+        File::create(&big).unwrap().set_len(3 << 30).unwrap();
+        let started = std::time::Instant::now();
+        let err = read_beneath(dir.path(), Path::new("big.json"), 1 << 20).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert!(
+            matches!(err, BeneathError::TooLarge { size, bound } if size == 3 << 30 && bound == 1 << 20),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("larger than the 1 MiB"), "{err}");
+        // The log too, before any row is read.
+        fs::rename(&big, dir.path().join("runs.jsonl")).unwrap();
+        let err = AppendLog::open_existing(&dir.path().join("runs.jsonl")).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::TooLarge(_)), "{err:?}");
+        assert!(read_rows(&dir.path().join("runs.jsonl")).is_err());
+    }
+
+    #[test]
+    fn a_log_with_another_hard_link_is_never_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(dir.path(), b"{\"a\":1}\n{\"a\":");
+        let snapshot = dir.path().join("snapshot.jsonl");
+        fs::hard_link(&path, &snapshot).unwrap();
+        let err = AppendLog::open_existing(&path).unwrap_err();
+        assert!(matches!(err.kind, StoreErrorKind::Linked(_)), "{err:?}");
+        assert!(err.to_string().contains("2 hard links") && err.to_string().contains("cp -a"), "{err}");
+        // Not even the torn tail was cut: both names still read the same bytes.
+        assert_eq!(fs::read(&snapshot).unwrap(), b"{\"a\":1}\n{\"a\":");
+        fs::remove_file(&snapshot).unwrap();
+        assert!(AppendLog::open_existing(&path).is_ok());
+    }
+
+    #[test]
+    fn rows_are_read_by_the_strict_reader() {
+        assert_refused(b"{\"a\":1}\n{\"a\":2,\"a\":3}\n", 2, "key `a` appears twice");
+        assert_refused(b"{\"a\":1.50}\n", 1, "not in the form elengtis writes");
     }
 
     #[test]

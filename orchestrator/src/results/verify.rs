@@ -1,6 +1,7 @@
 //! `elengtis verify`: checks a results directory end to end and says what is wrong, where
-//! and how to repair it. `run --resume`, `analyze` and `report` read a results directory only
-//! through [`read_verified`], so the four agree by construction.
+//! and how to repair it. `analyze` and `report` read a results directory only through
+//! [`read_verified`], `run --resume` and `merge` through [`verify_with`] with the environment's
+//! keys, so they agree by construction.
 //!
 //! A directory is read in exactly one format ([`elengtis_core::records::shape`]), decided from
 //! the manifest's whole shape, never from a version field alone. For this tool's chained
@@ -26,13 +27,25 @@
 //! - `seal.json`, when there is one: the seal is the chain's last link (the row count, the
 //!   last row's hash, the campaign's and the manifest's hashes it pins must hold), and with a
 //!   key its signature must be that key's; without one the directory is *unsealed* (a run that
-//!   is still going or was killed), which `--require-sealed` refuses.
+//!   is still going or was killed), which `--require-sealed` (and any key) refuses;
+//! - the history is one an honest runner can write: no row after a complete seal, none after a
+//!   seal without a resume record begun after it, no attempt of a trial that already has a
+//!   complete one, no more attempts of a trial than the run had sessions;
+//! - with a key, everything is authenticated by it: the manifest by its own signature or a
+//!   seal signed by the key that covers it as it is, and every row by such a seal or its own
+//!   signature (a row after the seal, or in a run killed before it).
 //!
-//! A torn final line (a crash mid-append; `run --resume` cuts it) and evidence files no row
-//! names (a crash between the evidence write and the row append) are notes, not problems.
+//! Every file is read through the one strict reader ([`elengtis_core::records::strict`]: a key
+//! twice or a number in another form is refused) and within its bound
+//! ([`elengtis_core::records::bounds`], `runs.jsonl` as a stream, a row at a time).
+//!
+//! A torn final line (a crash mid-append; `run --resume` cuts it), evidence files no row
+//! names (a crash between the evidence write and the row append) and files with other hard
+//! links (which `run --resume` refuses to write through) are notes, not problems.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
+use std::io::{BufRead as _, Read as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,7 +58,7 @@ use elengtis_core::records::manifest::MergeRecord;
 use elengtis_core::records::read::from_value;
 use elengtis_core::records::seal::{self, Seal};
 use elengtis_core::records::shape::{self, ResultsFormat};
-use elengtis_core::records::{Evidence, Manifest, Row, derive};
+use elengtis_core::records::{Evidence, Manifest, Row, SealSignature, bounds, derive, strict};
 use serde_json::Value;
 
 use super::keys::{Checker, Key, KeyError};
@@ -76,6 +89,21 @@ pub enum VerifyError {
     /// A key to check the seal with could not be used.
     #[error(transparent)]
     Key(#[from] KeyError),
+}
+
+/// A directory that a key asks to be sealed and signed by it and that is not (unsealed, or of
+/// a format without a seal): nothing wrong was found, but `analyze`, `report` and `merge` do
+/// not read it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "failed to use {}: {why}; with a key (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`) only a sealed directory signed by it is read: finish it with `elengtis run --resume --out {}` (with the key), or read it without the key",
+    .dir.display(), .dir.display()
+)]
+pub struct NotSealedForKey {
+    /// The results directory.
+    pub dir: PathBuf,
+    /// What it is, in words.
+    pub why: String,
 }
 
 /// Whether a problem is input that cannot be read as records, or records that do not hold
@@ -113,27 +141,29 @@ impl fmt::Display for Problem {
     }
 }
 
-/// What to check beyond the records: keys for the seal's signatures, and whether a seal is
-/// required.
+/// What to check beyond the records: keys, and whether a seal is required.
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions {
-    /// Keys whose signature the seal must carry (a sealed directory without one is a problem).
+    /// Keys everything must be authenticated by: the seal must carry each one's signature,
+    /// the manifest and every row must be signed by each, or covered by a seal that is.
     pub checkers: Vec<Checker>,
     /// An unsealed directory does not verify (`verify --require-sealed`; implied by a key
-    /// given to `verify` itself).
+    /// given in any way to `verify`, `analyze`, `report` and `merge`).
     pub require_sealed: bool,
 }
 
 impl VerifyOptions {
-    /// The keys the environment gives (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`):
-    /// what `run --resume`, `analyze` and `report` check a seal with.
+    /// The keys the environment gives (`ELENGTIS_SIGNING_KEY`, `ELENGTIS_SIGNING_KEY_FILE`),
+    /// and, when it gives any, a sealed directory required: what `analyze`, `report` and
+    /// `merge` read with (`run --resume` takes the keys, not the seal: it continues a run
+    /// killed before its seal, every row of which its keys signed).
     ///
     /// # Errors
     ///
-    /// [`KeyError`] when a key is set but unusable.
+    /// [`KeyError`] when a key is set but unusable (or set but empty).
     pub fn from_env() -> Result<VerifyOptions, KeyError> {
-        let checkers = Key::from_env()?.into_iter().map(|k| Checker::Key(Arc::new(k))).collect();
-        Ok(VerifyOptions { checkers, require_sealed: false })
+        let checkers: Vec<Checker> = Key::from_env()?.into_iter().map(|k| Checker::Key(Arc::new(k))).collect();
+        Ok(VerifyOptions { require_sealed: !checkers.is_empty(), checkers })
     }
 }
 
@@ -159,6 +189,22 @@ pub enum SealState {
     NotApplicable,
 }
 
+/// What a reader read, in one word and one sentence: the integrity status `report` shows in
+/// its banner and `analyze` writes into `summary.md` and `summary.json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Integrity {
+    /// `verified_signed`, `verified_signature_unchecked`, `verified_unsigned`, `unsealed`,
+    /// `legacy_unverified` or `refused`.
+    pub status: &'static str,
+    /// What it means, in words (`verified, signed by hmac-sha256 key … (checked with the key)`).
+    pub says: String,
+    /// The seal's SHA-256 (sealed directories).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seal_sha256: Option<String>,
+    /// Each key that signed something in the directory (`hmac-sha256 key …`).
+    pub signed_by: Vec<String>,
+}
+
 /// What `verify` found.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Verification {
@@ -181,9 +227,17 @@ pub struct Verification {
     pub unchecked: Vec<String>,
     /// The seal.
     pub seal: SealState,
-    /// A seal was required (`--require-sealed`, or a key given to `verify`).
+    /// Results files with another hard link (`run --resume` refuses to write through them).
+    pub linked: Vec<String>,
+    /// Each key whose signature is on the seal, the manifest or a row (`hmac-sha256 key …`),
+    /// checked or not.
+    pub signed_by: BTreeSet<String>,
+    /// A seal was required (`--require-sealed`, or a key given).
     #[serde(skip)]
     pub require_sealed: bool,
+    /// Keys were given: everything had to be authenticated by them.
+    #[serde(skip)]
+    pub keys_given: bool,
     /// The recorded matrix, for `analyze`'s denominators.
     #[serde(skip)]
     pub matrix: Option<Vec<PlannedTrial>>,
@@ -193,6 +247,10 @@ pub struct Verification {
     /// The parsed complete rows (when every line is JSON).
     #[serde(skip)]
     pub row_values: Vec<Value>,
+    /// SHA-256 of the last complete line of `runs.jsonl` as read (of the empty string when it
+    /// has none; `None` when it could not be read): what a resume checks its log against.
+    #[serde(skip)]
+    pub last_line_sha256: Option<String>,
 }
 
 /// What a reader may do with a directory.
@@ -221,6 +279,90 @@ impl Verification {
         let chained = self.format.is_some_and(ResultsFormat::is_chained);
         let sealed_ok = !self.require_sealed || matches!(self.seal, SealState::Sealed { .. });
         if chained && sealed_ok { Verdict::Verified } else { Verdict::Unverifiable }
+    }
+
+    /// Whether `analyze` and `report` may read it: verified, or nothing wrong but its
+    /// integrity cannot be established while no seal was required (no key given).
+    pub fn is_readable(&self) -> bool {
+        match self.verdict() {
+            Verdict::Verified => true,
+            Verdict::Unverifiable => !self.require_sealed,
+            Verdict::Refused => false,
+        }
+    }
+
+    /// What was read, as readers say it ([`Integrity`]).
+    pub fn integrity(&self) -> Integrity {
+        let signed_by: Vec<String> = self.signed_by.iter().cloned().collect();
+        let (status, says, seal_sha256) = match (&self.seal, self.verdict()) {
+            (_, Verdict::Refused) => (
+                "refused",
+                format!(
+                    "refused: {} problem{}: it does not verify (`elengtis verify {}`)",
+                    self.problems.len(),
+                    if self.problems.len() == 1 { "" } else { "s" },
+                    self.dir.display()
+                ),
+                None,
+            ),
+            (SealState::Sealed { sha256, signatures, .. }, _) => {
+                let valid: Vec<String> = signatures
+                    .iter()
+                    .filter_map(|s| s.strip_suffix(": valid"))
+                    .map(|s| s.replacen(" by key ", " key ", 1))
+                    .collect();
+                if !valid.is_empty() {
+                    (
+                        "verified_signed",
+                        format!("verified, signed by {} (checked with the key)", valid.join(", ")),
+                        Some(sha256.clone()),
+                    )
+                } else if !signatures.is_empty() {
+                    (
+                        "verified_signature_unchecked",
+                        format!(
+                            "verified, signature not checked: sealed and signed by {}, but no key was given to check it (anyone can recompute the hashes; give the key to check who sealed it)",
+                            signed_by.join(", ")
+                        ),
+                        Some(sha256.clone()),
+                    )
+                } else {
+                    (
+                        "verified_unsigned",
+                        "verified, unsigned: sealed, its hashes hold, but the seal is not signed and anyone can recompute an unsigned seal".to_owned(),
+                        Some(sha256.clone()),
+                    )
+                }
+            }
+            (SealState::Unsealed { why }, Verdict::Verified) => (
+                "unsealed",
+                format!("unsealed ({why}): its chain holds up to its last row, but nothing anchors the end"),
+                None,
+            ),
+            (SealState::Unsealed { why }, _) => {
+                ("refused", format!("refused: unsealed ({why}) while a key asks for a sealed, signed directory"), None)
+            }
+            (SealState::NotApplicable, Verdict::Unverifiable) if self.require_sealed => (
+                "refused",
+                format!(
+                    "refused: {}, without a seal, while a key asks for a sealed, signed directory",
+                    self.format.map_or("no format this build reads", ResultsFormat::describe)
+                ),
+                None,
+            ),
+            (SealState::NotApplicable, Verdict::Unverifiable) if self.format.is_some_and(|f| !f.is_chained()) => (
+                "legacy_unverified",
+                format!(
+                    "legacy, unverified: {}; its shape was checked, its integrity cannot be",
+                    self.format.map_or("", ResultsFormat::describe)
+                ),
+                None,
+            ),
+            (SealState::NotApplicable, _) => {
+                ("refused", "refused: its integrity cannot be established".to_owned(), None)
+            }
+        };
+        Integrity { status, says, seal_sha256, signed_by }
     }
 
     /// Some problem is malformed input (rather than inconsistent records).
@@ -257,8 +399,9 @@ const RESTORE: &str = "restore the file from a copy taken before the change; if 
 
 const LINK_REPAIR: &str = "replace the link with the file itself (copied from where it points, if that is this run's), or restore the directory from a copy";
 
-/// A directory as a reader (`run --resume`, `analyze`, `report`) may use it: verified with the
-/// keys the environment gives. A directory [`Verdict::Refused`] is an error to every reader.
+/// A directory as a reader (`analyze`, `report`) may use it: verified with the keys the
+/// environment gives, a seal required when it gives any ([`VerifyOptions::from_env`]). A
+/// directory [`Verification::is_readable`] refuses is an error to every reader.
 ///
 /// # Errors
 ///
@@ -303,35 +446,63 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
         checked: Vec::new(),
         unchecked: Vec::new(),
         seal: SealState::NotApplicable,
+        linked: Vec::new(),
+        signed_by: BTreeSet::new(),
         require_sealed: options.require_sealed,
+        keys_given: !options.checkers.is_empty(),
         matrix: None,
         manifest: None,
         row_values: Vec::new(),
+        last_line_sha256: None,
     };
-    let Some(manifest_bytes) = read_file(dir, "manifest.json", None, &mut v.problems)? else { return Ok(v) };
+    let Some(manifest_bytes) = read_file(dir, "manifest.json", None, bounds::MANIFEST, &mut v)? else { return Ok(v) };
     let manifest_text = String::from_utf8_lossy(&manifest_bytes).into_owned();
-    let manifest_value: Value = match serde_json::from_slice(&manifest_bytes) {
+    let manifest_value: Value = match strict::parse(&manifest_bytes) {
         Ok(value) => value,
         Err(e) => {
+            let problem = match &e {
+                strict::StrictError::Syntax { detail, truncated: true, .. } => {
+                    format!("it is truncated: not valid JSON ({detail})")
+                }
+                strict::StrictError::Syntax { detail, .. } => format!("it is not valid JSON ({detail})"),
+                other => other.to_string(),
+            };
             v.problems.push(Problem {
                 file: "manifest.json".into(),
                 line: Some(e.line()),
                 kind: ProblemKind::Malformed,
-                problem: if e.is_eof() {
-                    format!("it is truncated: not valid JSON ({})", strip_position(&e))
-                } else {
-                    format!("it is not valid JSON ({})", strip_position(&e))
-                },
+                problem,
                 repair: RESTORE.into(),
             });
             return Ok(v);
         }
     };
+    drop(manifest_bytes);
     v.manifest = Some(manifest_value.clone());
+    // Files no reader reads but a resume writes: their links count too, and the live-target
+    // log (which the guards append to) must not be a symbolic link.
+    for relative in ["summary.txt", "stdio-live", "stdio-live/guards.jsonl"] {
+        let Ok(meta) = std::fs::symlink_metadata(dir.join(relative)) else { continue };
+        if meta.file_type().is_symlink() && relative.starts_with("stdio-live") {
+            v.problems.push(Problem {
+                file: relative.into(),
+                line: None,
+                kind: ProblemKind::Inconsistent,
+                problem: format!(
+                    "{relative} is a symbolic link: the guards of a resumed run would append through it; results files are never written through links"
+                ),
+                repair: LINK_REPAIR.into(),
+            });
+        } else if meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+            note_linked(&mut v, relative, std::os::unix::fs::MetadataExt::nlink(&meta));
+        }
+    }
 
     // The log, read whatever the manifest says, so every problem is reported.
-    let lines = read_file(dir, "runs.jsonl", None, &mut v.problems)?.map(|bytes| split_lines(&bytes, &mut v));
-    let all_parsed = lines.as_ref().is_some_and(|lines| lines.iter().all(|(_, value)| value.is_some()));
+    let lines = read_log(dir, &mut v)?;
+    v.last_line_sha256 =
+        lines.as_ref().map(|lines| lines.last().map_or_else(|| line_sha256(b""), |line| line.sha256.clone()));
+    let all_parsed = lines.as_ref().is_some_and(|lines| lines.iter().all(|line| line.value.is_some()));
     if let Some(lines) = &lines
         && all_parsed
     {
@@ -340,7 +511,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<Verification, 
     check_records(dir, options, &manifest_value, &manifest_text, lines.as_deref(), &mut v)?;
     if all_parsed {
         // Moved, not copied: a large run's rows are held once.
-        v.row_values = lines.into_iter().flatten().filter_map(|(_, value)| value).collect();
+        v.row_values = lines.into_iter().flatten().filter_map(|line| line.value).collect();
     }
     Ok(v)
 }
@@ -352,7 +523,7 @@ fn check_records(
     options: &VerifyOptions,
     manifest_value: &Value,
     manifest_text: &str,
-    lines: Option<&[(Vec<u8>, Option<Value>)]>,
+    lines: Option<&[LogLine]>,
     v: &mut Verification,
 ) -> Result<(), VerifyError> {
     // Exactly one format, from the manifest's whole shape.
@@ -413,17 +584,19 @@ fn check_records(
     let segments = manifest.merge.as_ref().map(segments_of).unwrap_or_default();
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
     let mut referenced: BTreeSet<String> = BTreeSet::new();
-    let mut previous: &[u8] = b"";
+    let empty_sha = line_sha256(b"");
+    let mut previous: &str = &empty_sha;
+    let mut history = History::new(&manifest);
     let evidence_dir_ok = lines.is_empty() || check_evidence_dir(dir, v);
     // Rows whose evidence is checked after the loop, on every core: (line, row, where in
     // `v.problems` its evidence's problems belong, right after the row's own).
     let mut to_check: Vec<(usize, Row, usize)> = Vec::with_capacity(lines.len());
-    for (index, (line_bytes, value)) in lines.iter().enumerate() {
+    for (index, log_line) in lines.iter().enumerate() {
         let line = index + 1;
         let segment = segments.iter().find(|s| index >= s.start && index < s.start + s.len);
-        let prev_sha = if segment.is_some_and(|s| s.start == index) { line_sha256(b"") } else { line_sha256(previous) };
-        previous = line_bytes;
-        let Some(value) = value else { continue };
+        let prev_sha: &str = if segment.is_some_and(|s| s.start == index) { &empty_sha } else { previous };
+        previous = &log_line.sha256;
+        let Some(value) = &log_line.value else { continue };
         let problem = |kind, problem: String, repair: &str| Problem {
             file: "runs.jsonl".into(),
             line: Some(line),
@@ -479,7 +652,7 @@ fn check_records(
         } else {
             attempts.insert(row.attempt_id.clone(), line);
         }
-        if chained && row.prev_row_sha256.as_deref() != Some(prev_sha.as_str()) {
+        if chained && row.prev_row_sha256.as_deref() != Some(prev_sha) {
             v.problems.push(problem(
                 ProblemKind::Inconsistent,
                 if line == 1 {
@@ -494,6 +667,12 @@ fn check_records(
                 RESTORE,
             ));
         }
+        if chained {
+            history.row(&row, line, &problem, v);
+        }
+        for signature in &row.signatures {
+            v.signed_by.insert(signer(signature));
+        }
         if evidence_dir_ok {
             if names_its_own_evidence(&row) {
                 referenced.insert(row.evidence.clone());
@@ -506,12 +685,17 @@ fn check_records(
     let row_problems = std::mem::take(&mut v.problems);
     let mut row_problems = row_problems.into_iter();
     let mut taken = 0;
-    for ((_, _, at), problems) in to_check.iter().zip(evidence_problems) {
+    let mut linked = Vec::new();
+    for ((_, _, at), (problems, links)) in to_check.iter().zip(evidence_problems) {
         v.problems.extend(row_problems.by_ref().take(at - taken));
         taken = *at;
         v.problems.extend(problems);
+        linked.extend(links);
     }
     v.problems.extend(row_problems);
+    for (relative, links) in linked {
+        note_linked(v, &relative, links);
+    }
     if chained {
         v.checked.push("the row chain, and each row's evidence against the hash it pins".into());
     }
@@ -534,9 +718,186 @@ fn check_records(
         if let Some(merge) = &manifest.merge {
             check_shard_seals(merge, &manifest, &segments, lines, options, v);
         }
-        check_seal(dir, &manifest, manifest_value, lines, options, v)?;
+        let cover = check_seal(dir, &manifest, manifest_value, lines, options, v)?;
+        check_authenticity(&manifest, manifest_value, lines, cover, options, v);
     }
     Ok(())
+}
+
+/// One complete line of `runs.jsonl` as read.
+pub(crate) struct LogLine {
+    /// SHA-256 of its bytes without the newline: the next row's `prev_row_sha256`.
+    pub(crate) sha256: String,
+    /// Its JSON object (None, and a problem, when it is not one).
+    pub(crate) value: Option<Value>,
+}
+
+/// Reads `runs.jsonl` as a stream, a row at a time: at most [`bounds::LOG`] bytes in all
+/// (a larger file is refused from its size, unread) and [`bounds::ROW`] a row, each row read
+/// by the strict reader. `None` (and a problem) when it cannot be read as a log.
+fn read_log(dir: &Path, v: &mut Verification) -> Result<Option<Vec<LogLine>>, VerifyError> {
+    const LOG: &str = "runs.jsonl";
+    let file = match store::open_beneath(dir, Path::new(LOG)) {
+        Ok(file) => file,
+        Err(e) => {
+            read_problem(dir, LOG, None, e, v)?;
+            return Ok(None);
+        }
+    };
+    let meta = file.metadata().map_err(|source| VerifyError::Read { path: dir.join(LOG), source })?;
+    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        note_linked(v, LOG, std::os::unix::fs::MetadataExt::nlink(&meta));
+    }
+    let too_large = |size: u64, v: &mut Verification| {
+        read_problem(dir, LOG, None, BeneathError::TooLarge { size, bound: bounds::LOG }, v)
+    };
+    if meta.len() > bounds::LOG {
+        too_large(meta.len(), v)?;
+        return Ok(None);
+    }
+    let read_error = |source| VerifyError::Read { path: dir.join(LOG), source };
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file.take(bounds::LOG + 1));
+    let mut lines = Vec::new();
+    let mut buffer = Vec::new();
+    let mut total: u64 = 0;
+    loop {
+        buffer.clear();
+        let read = (&mut reader).take(bounds::ROW + 1).read_until(b'\n', &mut buffer).map_err(read_error)?;
+        if read == 0 {
+            break;
+        }
+        total += read as u64;
+        if total > bounds::LOG {
+            too_large(total, v)?;
+            return Ok(None);
+        }
+        let number = lines.len() + 1;
+        if buffer.last() != Some(&b'\n') {
+            if buffer.len() as u64 > bounds::ROW {
+                v.problems.push(Problem {
+                    file: LOG.into(),
+                    line: Some(number),
+                    kind: ProblemKind::Malformed,
+                    problem: format!(
+                        "line {number} is longer than the {} a row may have (refused without reading the rest of it)",
+                        bounds::describe(bounds::ROW)
+                    ),
+                    repair: RESTORE.into(),
+                });
+                return Ok(None);
+            }
+            v.notes.push(format!(
+                "runs.jsonl ends in a torn row ({} bytes without a newline: a write the runner never finished); `run --resume` cuts it, `analyze` ignores it",
+                buffer.len()
+            ));
+            break;
+        }
+        buffer.pop();
+        lines.push(log_line(&buffer, number, v));
+    }
+    Ok(Some(lines))
+}
+
+/// One complete line of the log, read by the strict reader.
+fn log_line(bytes: &[u8], number: usize, v: &mut Verification) -> LogLine {
+    let malformed = |problem: String| Problem {
+        file: "runs.jsonl".into(),
+        line: Some(number),
+        kind: ProblemKind::Malformed,
+        problem,
+        repair: RESTORE.into(),
+    };
+    let value = match strict::parse(bytes) {
+        Ok(value @ Value::Object(_)) => Some(value),
+        Ok(_) => {
+            v.problems.push(malformed(format!("line {number} is not a JSON object")));
+            None
+        }
+        Err(_) if bytes.is_empty() => {
+            v.problems.push(malformed(format!("line {number} is empty")));
+            None
+        }
+        Err(strict::StrictError::Syntax { detail, .. }) => {
+            v.problems.push(malformed(format!("line {number} is not valid JSON ({detail})")));
+            None
+        }
+        Err(e) => {
+            v.problems.push(malformed(format!("line {number}: {e}")));
+            None
+        }
+    };
+    LogLine { sha256: line_sha256(bytes), value }
+}
+
+/// Notes a results file with another hard link: readable, but never written through.
+fn note_linked(v: &mut Verification, relative: &str, links: u64) {
+    v.linked.push(relative.to_owned());
+    v.notes.push(format!(
+        "{relative} has {links} hard links: it is shared with another directory (a `cp -al` or `rsync --link-dest` snapshot), so a change made through either shows in both; `run --resume` refuses to write through it: copy the directory (`cp -a`, not `cp -al`) to resume it"
+    ));
+}
+
+/// How a key that signed something is named: `hmac-sha256 key <id>`.
+fn signer(signature: &SealSignature) -> String {
+    format!("{} key {}", signature.algorithm.as_str(), signature.key_id)
+}
+
+/// What an honest runner's history looks like, checked row by row: a trial is never run
+/// again once it has a complete attempt, and never more often than the run had sessions (its
+/// start and each resume, which records itself before it runs anything).
+struct History {
+    complete: BTreeMap<String, usize>,
+    attempts: BTreeMap<String, usize>,
+    /// Sessions of the run (None for a merged directory, whose shards' resumes it does not
+    /// record).
+    sessions: Option<usize>,
+}
+
+impl History {
+    fn new(manifest: &Manifest) -> History {
+        let sessions = manifest.merge.is_none().then_some(1 + manifest.resumes.len());
+        History { complete: BTreeMap::new(), attempts: BTreeMap::new(), sessions }
+    }
+
+    fn row(
+        &mut self,
+        row: &Row,
+        line: usize,
+        problem: &dyn Fn(ProblemKind, String, &str) -> Problem,
+        v: &mut Verification,
+    ) {
+        const FORGED: &str =
+            "restore runs.jsonl from a copy taken before the change; the row was not written by an honest runner";
+        if let Some(first) = self.complete.get(&row.trial_id) {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
+                format!(
+                    "trial `{}` already has a complete attempt (line {first}): a runner never runs a trial again once it has one, so this attempt was not written by one",
+                    row.trial_id
+                ),
+                FORGED,
+            ));
+        } else if row.is_complete() {
+            self.complete.insert(row.trial_id.clone(), line);
+        }
+        let attempts = self.attempts.entry(row.trial_id.clone()).or_default();
+        *attempts += 1;
+        if let Some(sessions) = self.sessions
+            && *attempts > sessions
+        {
+            v.problems.push(problem(
+                ProblemKind::Inconsistent,
+                format!(
+                    "trial `{}` has {attempts} attempts, but the run had {sessions} session{} (its start and {} resume{} recorded in the manifest), and a session runs a trial at most once",
+                    row.trial_id,
+                    if sessions == 1 { "" } else { "s" },
+                    sessions - 1,
+                    if sessions == 2 { "" } else { "s" },
+                ),
+                FORGED,
+            ));
+        }
+    }
 }
 
 /// One shard's log inside a merged directory's `runs.jsonl`.
@@ -572,7 +933,7 @@ fn check_shard_seals(
     merge: &MergeRecord,
     manifest: &Manifest,
     segments: &[Segment],
-    lines: &[(Vec<u8>, Option<Value>)],
+    lines: &[LogLine],
     options: &VerifyOptions,
     v: &mut Verification,
 ) {
@@ -599,7 +960,7 @@ fn check_shard_seals(
         let last = if segment.len == 0 {
             Some(line_sha256(b""))
         } else {
-            lines.get(segment.start + segment.len - 1).map(|(bytes, _)| line_sha256(bytes))
+            lines.get(segment.start + segment.len - 1).map(|line| line.sha256.clone())
         };
         let mut wrong = Vec::new();
         if seal.rows != shard.rows {
@@ -656,34 +1017,72 @@ fn check_shard_seals(
 /// What is wrong, in words.
 pub fn read_row_evidence(dir: &Path, row: &Value) -> Result<Option<Value>, String> {
     let Some(relative) = row.get("evidence").and_then(Value::as_str) else { return Ok(None) };
-    let bytes = store::read_beneath(dir, Path::new(relative)).map_err(|e| format!("{relative}: {e}"))?;
+    let bytes =
+        store::read_beneath(dir, Path::new(relative), bounds::EVIDENCE).map_err(|e| format!("{relative}: {e}"))?;
     if let Some(pinned) = row.get("evidence_sha256").and_then(Value::as_str)
         && sha256_hex(&bytes) != pinned
     {
         return Err(format!("{relative} was changed after its row was written"));
     }
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{relative} is not valid JSON: {e}"))
+    strict::parse(&bytes).map(Some).map_err(|e| format!("{relative}: {e}"))
 }
 
-/// Reads a results file without following links; a missing or linked file is a problem
-/// (`None`). `line` is the row that names it, for evidence.
+/// Reads a results file without following links and within `bound`; a missing, linked or
+/// oversized file is a problem (`None`). `line` is the row that names it, for evidence.
+fn read_results_file(
+    dir: &Path,
+    relative: &str,
+    line: Option<usize>,
+    bound: u64,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<store::ReadFile>, VerifyError> {
+    match store::read_bounded(dir, Path::new(relative), bound) {
+        Ok(read) => Ok(Some(read)),
+        Err(e) => {
+            problems.push(beneath_problem(dir, relative, line, e)?);
+            Ok(None)
+        }
+    }
+}
+
+/// [`read_results_file`] for a file of the directory itself, its hard links noted.
 fn read_file(
     dir: &Path,
     relative: &str,
     line: Option<usize>,
-    problems: &mut Vec<Problem>,
+    bound: u64,
+    v: &mut Verification,
 ) -> Result<Option<Vec<u8>>, VerifyError> {
+    let Some(read) = read_results_file(dir, relative, line, bound, &mut v.problems)? else { return Ok(None) };
+    if read.links > 1 {
+        note_linked(v, relative, read.links);
+    }
+    Ok(Some(read.bytes))
+}
+
+/// The problem a results file that cannot be read makes.
+fn read_problem(
+    dir: &Path,
+    relative: &str,
+    line: Option<usize>,
+    error: BeneathError,
+    v: &mut Verification,
+) -> Result<(), VerifyError> {
+    v.problems.push(beneath_problem(dir, relative, line, error)?);
+    Ok(())
+}
+
+/// What is wrong with a results file that could not be read (an I/O failure is an error).
+fn beneath_problem(
+    dir: &Path,
+    relative: &str,
+    line: Option<usize>,
+    error: BeneathError,
+) -> Result<Problem, VerifyError> {
     let file = if line.is_some() { "runs.jsonl".to_owned() } else { relative.to_owned() };
-    let problem = |problem: String, repair: String| Problem {
-        file: file.clone(),
-        line,
-        kind: ProblemKind::Inconsistent,
-        problem,
-        repair,
-    };
-    match store::read_beneath(dir, Path::new(relative)) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(BeneathError::Missing) => {
+    let problem = |kind, problem: String, repair: String| Problem { file: file.clone(), line, kind, problem, repair };
+    Ok(match error {
+        BeneathError::Missing => {
             let (what, repair) = if relative == "runs.jsonl" {
                 (
                     "it is missing (the run's log of attempts)".to_owned(),
@@ -697,19 +1096,21 @@ fn read_file(
                     ),
                 )
             };
-            problems.push(problem(what, repair));
-            Ok(None)
+            problem(ProblemKind::Inconsistent, what, repair)
         }
-        Err(e @ (BeneathError::Link | BeneathError::NotAFile)) => {
-            problems.push(problem(format!("{relative}: {e}"), LINK_REPAIR.to_owned()));
-            Ok(None)
+        e @ (BeneathError::Link | BeneathError::NotAFile) => {
+            problem(ProblemKind::Inconsistent, format!("{relative}: {e}"), LINK_REPAIR.to_owned())
         }
-        Err(BeneathError::NotRelative) => {
-            problems.push(problem(format!("{relative} is not a file inside the directory"), RESTORE.to_owned()));
-            Ok(None)
+        BeneathError::NotRelative => problem(
+            ProblemKind::Inconsistent,
+            format!("{relative} is not a file inside the directory"),
+            RESTORE.to_owned(),
+        ),
+        e @ BeneathError::TooLarge { .. } => {
+            problem(ProblemKind::Malformed, format!("{relative}: {e}"), RESTORE.to_owned())
         }
-        Err(BeneathError::Io(source)) => Err(VerifyError::Read { path: dir.join(relative), source }),
-    }
+        BeneathError::Io(source) => return Err(VerifyError::Read { path: dir.join(relative), source }),
+    })
 }
 
 /// `evidence/` is a real directory (not a link to one elsewhere).
@@ -734,15 +1135,15 @@ fn check_evidence_dir(dir: &Path, v: &mut Verification) -> bool {
 /// The original 0.1.0's results: their shape only.
 fn check_original(
     dir: &Path,
-    lines: Option<&[(Vec<u8>, Option<Value>)]>,
+    lines: Option<&[LogLine]>,
     manifest: &Value,
     v: &mut Verification,
 ) -> Result<(), VerifyError> {
     let run_id = manifest.get("run_id").and_then(Value::as_str).unwrap_or_default().to_owned();
     let mut attempts: BTreeMap<String, usize> = BTreeMap::new();
-    for (index, (_, value)) in lines.unwrap_or_default().iter().enumerate() {
+    for (index, log_line) in lines.unwrap_or_default().iter().enumerate() {
         let line = index + 1;
-        let Some(value) = value else { continue };
+        let Some(value) = &log_line.value else { continue };
         let problem = |kind, problem: String| Problem {
             file: "runs.jsonl".into(),
             line: Some(line),
@@ -781,7 +1182,7 @@ fn check_original(
             ));
             continue;
         }
-        read_file(dir, &row.evidence, Some(line), &mut v.problems)?;
+        read_file(dir, &row.evidence, Some(line), bounds::EVIDENCE, v)?;
     }
     v.checked.push("the manifest and every row against the original 0.1.0's record shapes; every evidence file a row names is present".into());
     v.unchecked.push("integrity: the original's results carry no chain or hashes, so rows and evidence edited, removed or reordered cannot be found, nor a row that disagrees with its evidence".into());
@@ -1015,15 +1416,16 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
 }
 
 /// Checks the evidence file a row names: its name, that it is a regular file inside
-/// `evidence/`, its hash (chained runs), that it is this attempt's, and that it determines the
-/// row's fields as the row has them.
+/// `evidence/` within its bound, its hash (chained runs), that it is this attempt's, that it
+/// reads strictly, and that it determines the row's fields as the row has them. Returns the
+/// file and its hard links when it has more than one.
 fn check_evidence(
     dir: &Path,
     row: &Row,
     line: usize,
     chained: bool,
     problems: &mut Vec<Problem>,
-) -> Result<(), VerifyError> {
+) -> Result<Option<Linked>, VerifyError> {
     let problem = |kind, problem: String, repair: String| Problem {
         file: "runs.jsonl".into(),
         line: Some(line),
@@ -1040,9 +1442,13 @@ fn check_evidence(
             ),
             RESTORE.to_owned(),
         ));
-        return Ok(());
+        return Ok(None);
     }
-    let Some(bytes) = read_file(dir, &row.evidence, Some(line), problems)? else { return Ok(()) };
+    let Some(read) = read_results_file(dir, &row.evidence, Some(line), bounds::EVIDENCE, problems)? else {
+        return Ok(None);
+    };
+    let linked = (read.links > 1).then(|| (row.evidence.clone(), read.links));
+    let bytes = read.bytes;
     if chained {
         let actual = sha256_hex(&bytes);
         if let Some(pinned) = row.evidence_sha256.as_deref()
@@ -1059,7 +1465,7 @@ fn check_evidence(
                     row.evidence
                 ),
             ));
-            return Ok(());
+            return Ok(linked);
         }
     }
     let restore = format!("restore {} from a copy", row.evidence);
@@ -1070,13 +1476,13 @@ fn check_evidence(
         Err(_) => {
             let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
                 problems.push(problem(ProblemKind::Malformed, format!("{} is not valid JSON", row.evidence), restore));
-                return Ok(());
+                return Ok(linked);
             };
             let names =
                 (value.get("trial_id").and_then(Value::as_str), value.get("attempt_id").and_then(Value::as_str));
             if names != (Some(row.trial_id.as_str()), Some(row.attempt_id.as_str())) {
                 problems.push(not_this_rows(row, line, names, restore));
-                return Ok(());
+                return Ok(linked);
             }
             let detail = from_value::<Evidence>(&value).err().map_or_else(String::new, |e| e.to_string());
             let detail = detail.strip_prefix("failed to read the record: ").unwrap_or(&detail).to_owned();
@@ -1085,13 +1491,18 @@ fn check_evidence(
                 format!("{} is not valid evidence: {detail}", row.evidence),
                 restore,
             ));
-            return Ok(());
+            return Ok(linked);
         }
     };
+    // The one strict reader: the typed read above took the last of a key given twice.
+    if let Err(e) = strict::check(&bytes) {
+        problems.push(problem(ProblemKind::Malformed, format!("{} (line {}): {e}", row.evidence, e.line()), restore));
+        return Ok(linked);
+    }
     let names = (Some(evidence.trial_id.as_str()), Some(evidence.attempt_id.as_str()));
     if names != (Some(row.trial_id.as_str()), Some(row.attempt_id.as_str())) {
         problems.push(not_this_rows(row, line, names, restore));
-        return Ok(());
+        return Ok(linked);
     }
     // The row says only what its evidence says.
     for (field, in_row, from_evidence) in derive::differences(&evidence, row) {
@@ -1108,8 +1519,14 @@ fn check_evidence(
             restore.clone(),
         ));
     }
-    Ok(())
+    Ok(linked)
 }
+
+/// A results file with other hard links: its path in the directory and its link count.
+type Linked = (String, u64);
+
+/// What checking one row's evidence found: its problems, and its hard links when it has others.
+type EvidenceChecked = (Vec<Problem>, Option<Linked>);
 
 /// The row's evidence is `evidence/<trial>.json` (or `.retry-<n>.json`), inside evidence/.
 fn names_its_own_evidence(row: &Row) -> bool {
@@ -1132,7 +1549,7 @@ fn check_evidence_all(
     dir: &Path,
     rows: &[(usize, Row, usize)],
     chained: bool,
-) -> Result<Vec<Vec<Problem>>, VerifyError> {
+) -> Result<Vec<EvidenceChecked>, VerifyError> {
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
     let chunk = rows.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
@@ -1143,7 +1560,7 @@ fn check_evidence_all(
                     part.iter()
                         .map(|(line, row, _)| {
                             let mut problems = Vec::new();
-                            check_evidence(dir, row, *line, chained, &mut problems).map(|()| problems)
+                            check_evidence(dir, row, *line, chained, &mut problems).map(|links| (problems, links))
                         })
                         .collect::<Result<Vec<_>, _>>()
                 })
@@ -1178,15 +1595,24 @@ fn not_this_rows(row: &Row, line: usize, names: (Option<&str>, Option<&str>), re
     }
 }
 
-/// Checks `seal.json` against the rows and the manifest, and its signatures against the keys.
+/// What a seal signed by every key given covers: the first `rows` rows, and the manifest
+/// as it is (`manifest`: a seal of this version whose resume count is the manifest's).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cover {
+    rows: u64,
+    manifest: bool,
+}
+
+/// Checks `seal.json` against the rows and the manifest, its signatures against the keys, and
+/// the history after it; returns what it covers when every key given signed it.
 fn check_seal(
     dir: &Path,
     manifest: &Manifest,
     manifest_value: &Value,
-    lines: &[(Vec<u8>, Option<Value>)],
+    lines: &[LogLine],
     options: &VerifyOptions,
     v: &mut Verification,
-) -> Result<(), VerifyError> {
+) -> Result<Cover, VerifyError> {
     let problem = |problem: String, repair: &str| Problem {
         file: SEAL_FILE.into(),
         line: None,
@@ -1203,34 +1629,60 @@ fn check_seal(
         );
         v.seal = SealState::Unsealed { why };
     };
-    let bytes = match store::read_beneath(dir, Path::new(SEAL_FILE)) {
-        Ok(bytes) => bytes,
+    let read = match store::read_bounded(dir, Path::new(SEAL_FILE), bounds::SEAL) {
+        Ok(read) => read,
         Err(BeneathError::Missing) => {
             unsealed("no seal.json: a run still going, or killed".into(), v);
-            return Ok(());
+            return Ok(Cover::default());
         }
         Err(e @ (BeneathError::Link | BeneathError::NotAFile | BeneathError::NotRelative)) => {
             v.problems.push(problem(format!("{SEAL_FILE}: {e}"), LINK_REPAIR));
-            return Ok(());
+            return Ok(Cover::default());
+        }
+        Err(e @ BeneathError::TooLarge { .. }) => {
+            v.problems.push(Problem { kind: ProblemKind::Malformed, ..problem(format!("{SEAL_FILE}: {e}"), RESTORE) });
+            return Ok(Cover::default());
         }
         Err(BeneathError::Io(source)) => return Err(VerifyError::Read { path: dir.join(SEAL_FILE), source }),
     };
-    let seal: Seal = match serde_json::from_slice::<Value>(&bytes).ok().map(|value| from_value::<Seal>(&value)) {
-        Some(Ok(seal)) => seal,
-        Some(Err(e)) => {
+    if read.links > 1 {
+        note_linked(v, SEAL_FILE, read.links);
+    }
+    let seal: Seal = match strict::parse(&read.bytes).map(|value| from_value::<Seal>(&value)) {
+        Ok(Ok(seal)) => seal,
+        Ok(Err(e)) => {
             v.problems
                 .push(Problem { kind: ProblemKind::Malformed, ..problem(format!("it is not a seal: {e}"), RESTORE) });
-            return Ok(());
+            return Ok(Cover::default());
         }
-        None => {
+        Err(strict::StrictError::Syntax { .. }) => {
             v.problems
                 .push(Problem { kind: ProblemKind::Malformed, ..problem("it is not valid JSON".into(), RESTORE) });
-            return Ok(());
+            return Ok(Cover::default());
+        }
+        Err(e) => {
+            v.problems.push(Problem {
+                kind: ProblemKind::Malformed,
+                line: Some(e.line()),
+                ..problem(e.to_string(), RESTORE)
+            });
+            return Ok(Cover::default());
         }
     };
+    for signature in &seal.signatures {
+        v.signed_by.insert(signer(signature));
+    }
     let before = v.problems.len();
-    if seal.seal_version != seal::SEAL_VERSION {
-        v.problems.push(problem(format!("seal_version {} is not {}", seal.seal_version, seal::SEAL_VERSION), RESTORE));
+    if seal.seal_version != seal::SEAL_VERSION && seal.seal_version != seal::SEAL_VERSION_V1 {
+        v.problems.push(problem(
+            format!(
+                "seal_version {} is not one this build reads ({} or {})",
+                seal.seal_version,
+                seal::SEAL_VERSION,
+                seal::SEAL_VERSION_V1
+            ),
+            RESTORE,
+        ));
     }
     if seal.run_id != manifest.run_id {
         v.problems.push(problem(format!("the seal is of run {}, not {}", seal.run_id, manifest.run_id), RESTORE));
@@ -1243,7 +1695,7 @@ fn check_seal(
             RESTORE,
         ));
     } else {
-        let at_seal = if sealed_rows == 0 { line_sha256(b"") } else { line_sha256(&lines[sealed_rows - 1].0) };
+        let at_seal = if sealed_rows == 0 { line_sha256(b"") } else { lines[sealed_rows - 1].sha256.clone() };
         if at_seal != seal.prev_row_sha256 {
             v.problems.push(problem(
                 format!(
@@ -1261,13 +1713,12 @@ fn check_seal(
             "restore manifest.json from a copy",
         ));
     }
-    if seal.manifest_sha256 != seal::manifest_sha256(manifest_value) {
-        v.problems.push(problem(
-            "the seal pins another manifest: manifest.json was changed after the run was sealed".into(),
-            "restore manifest.json from a copy",
-        ));
-    }
     let resumes = manifest.resumes.len() as u64;
+    let pinned = if seal.seal_version == seal::SEAL_VERSION_V1 {
+        seal::manifest_sha256_v1(manifest_value)
+    } else {
+        seal::manifest_sha256(manifest_value, seal.resumes)
+    };
     if seal.resumes > resumes {
         v.problems.push(problem(
             format!(
@@ -1276,17 +1727,27 @@ fn check_seal(
             ),
             "restore manifest.json from a copy",
         ));
+    } else if seal.manifest_sha256 != pinned {
+        v.problems.push(problem(
+            "the seal pins another manifest: manifest.json was changed after the run was sealed (its campaign, a resume record the seal counts, or the spend cap)".into(),
+            "restore manifest.json from a copy",
+        ));
+    }
+    if seal.seal_version == seal::SEAL_VERSION_V1 {
+        v.unchecked.push(
+            "the resume records and the spend cap: a seal of version 1 (written by an earlier build) does not cover them"
+                .into(),
+        );
     }
     // Signatures, checked with every key given.
     let mut signatures = Vec::new();
     for signature in &seal.signatures {
         let checked = options.checkers.iter().find_map(|c| c.check(&seal, signature));
+        let by = format!("{} by key {}", signature.algorithm.as_str(), signature.key_id);
         signatures.push(match checked {
-            Some(true) => format!("{} by key {}: valid", signature.algorithm.as_str(), signature.key_id),
-            Some(false) => format!("{} by key {}: INVALID", signature.algorithm.as_str(), signature.key_id),
-            None => {
-                format!("{} by key {}: not checked (no such key given)", signature.algorithm.as_str(), signature.key_id)
-            }
+            Some(true) => format!("{by}: valid"),
+            Some(false) => format!("{by}: INVALID"),
+            None => format!("{by}: not checked (no such key given)"),
         });
         if checked == Some(false) {
             v.problems.push(problem(
@@ -1323,9 +1784,46 @@ fn check_seal(
         v.checked.push("the seal's signature with every key given".into());
     }
     if v.problems.len() > before {
-        return Ok(());
+        return Ok(Cover::default());
     }
     v.checked.push("the seal: the rows it counts, the last row's hash, the campaign and the manifest it pins".into());
+    // What an honest runner can have written after its seal: nothing after a complete one
+    // (every trial has a complete attempt: a resume runs none), and rows only after a resume
+    // recorded itself.
+    if rows > seal.rows {
+        let first = sealed_rows + 1;
+        let forged = |what: String| {
+            Problem {
+            file: "runs.jsonl".into(),
+            line: Some(first),
+            kind: ProblemKind::Inconsistent,
+            problem: what,
+            repair: "restore runs.jsonl from a copy taken before the change (without the rows after the seal); they were not written by an honest runner".into(),
+        }
+        };
+        if seal.status == seal::SealStatus::Complete {
+            v.problems.push(forged(format!(
+                "{} row{} after a complete seal: every trial had a complete attempt when it was sealed, so no runner writes another row",
+                rows - seal.rows,
+                if rows - seal.rows == 1 { "" } else { "s" }
+            )));
+        }
+        if resumes == seal.resumes {
+            v.problems.push(forged(format!(
+                "{} row{} after the seal without a resume record after it: a resume records itself in the manifest before it writes a row",
+                rows - seal.rows,
+                if rows - seal.rows == 1 { "" } else { "s" }
+            )));
+        }
+        if v.problems.len() > before {
+            return Ok(Cover::default());
+        }
+    }
+    let by_every_key = !options.checkers.is_empty();
+    let cover = Cover {
+        rows: if by_every_key { seal.rows } else { 0 },
+        manifest: by_every_key && resumes == seal.resumes && seal.seal_version == seal::SEAL_VERSION,
+    };
     if rows > seal.rows {
         let why = format!(
             "{} rows after the seal: a resume still going, or killed; the seal covers the first {}",
@@ -1333,68 +1831,139 @@ fn check_seal(
             seal.rows
         );
         v.seal = SealState::Unsealed { why };
-        v.unchecked.push("the rows after the seal: nothing anchors them yet".into());
+        v.unchecked.push(if by_every_key {
+            "the end of the rows after the seal: each is signed, but rows removed from the end leave no trace until a seal counts them".into()
+        } else {
+            "the rows after the seal: nothing anchors them yet".into()
+        });
     } else if resumes > seal.resumes {
         v.seal = SealState::Unsealed { why: "a resume began after the seal: still going, or killed".into() };
     } else {
         v.seal = SealState::Sealed { status: seal.status, sha256: seal.sha256(), signatures };
     }
-    Ok(())
+    Ok(cover)
 }
 
-/// The complete lines of a log, each with its JSON object (None, and a problem, when it is
-/// not one). A torn final line is a note.
-fn split_lines(bytes: &[u8], v: &mut Verification) -> Vec<(Vec<u8>, Option<Value>)> {
-    let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |pos| pos + 1);
-    if complete_len < bytes.len() {
-        v.notes.push(format!(
-            "runs.jsonl ends in a torn row ({} bytes without a newline: a write the runner never finished); `run --resume` cuts it, `analyze` ignores it",
-            bytes.len() - complete_len
+/// With keys: the manifest and every row must be authenticated by each key, by a seal it
+/// signed that covers them (`cover`) or by their own signatures. Without: what is signed is
+/// said to be unchecked.
+fn check_authenticity(
+    manifest: &Manifest,
+    manifest_value: &Value,
+    lines: &[LogLine],
+    cover: Cover,
+    options: &VerifyOptions,
+    v: &mut Verification,
+) {
+    for signature in &manifest.signatures {
+        v.signed_by.insert(signer(signature));
+    }
+    if options.checkers.is_empty() {
+        let rows_signed = lines.iter().any(|l| l.value.as_ref().is_some_and(|r| r.get("signatures").is_some()));
+        if !manifest.signatures.is_empty() || rows_signed {
+            v.unchecked.push(
+                "the signatures of the manifest and the rows: no key was given to check them (`--key`, `--public-key`)"
+                    .into(),
+            );
+        }
+        return;
+    }
+    let problem = |file: &str, line: Option<usize>, problem: String, repair: &str| Problem {
+        file: file.to_owned(),
+        line,
+        kind: ProblemKind::Inconsistent,
+        problem,
+        repair: repair.to_owned(),
+    };
+    let manifest_message = seal::manifest_message(manifest_value);
+    for checker in &options.checkers {
+        let checked = manifest.signatures.iter().find_map(|s| checker.check_message(&manifest_message, s));
+        match checked {
+            Some(true) => {}
+            Some(false) => v.problems.push(problem(
+                "manifest.json",
+                None,
+                format!(
+                    "the manifest's {} signature by key {} does not match it: manifest.json was changed after it was signed",
+                    checker.algorithm().as_str(),
+                    checker.key_id()
+                ),
+                "restore manifest.json from a copy",
+            )),
+            None if cover.manifest => {}
+            None => v.problems.push(problem(
+                "manifest.json",
+                None,
+                format!(
+                    "manifest.json is not signed by the {} key {} given, and no seal signed by it covers it as it is: it was written or changed without the key (a directory run without the key is not resumed or read with it)",
+                    checker.algorithm().as_str(),
+                    checker.key_id()
+                ),
+                WITHOUT_KEY,
+            )),
+        }
+    }
+    v.checked.push("the manifest: signed by every key given, or covered by a seal each signed".into());
+    let first = usize::try_from(cover.rows).unwrap_or(usize::MAX);
+    let mut unsigned: Vec<Vec<usize>> = vec![Vec::new(); options.checkers.len()];
+    for (index, log_line) in lines.iter().enumerate().skip(first) {
+        let Some(value) = &log_line.value else { continue };
+        let signatures: Vec<SealSignature> =
+            value.get("signatures").and_then(|s| serde_json::from_value(s.clone()).ok()).unwrap_or_default();
+        let message = seal::row_message(value);
+        for (k, checker) in options.checkers.iter().enumerate() {
+            match signatures.iter().find_map(|s| checker.check_message(&message, s)) {
+                Some(true) => {}
+                Some(false) => v.problems.push(problem(
+                    "runs.jsonl",
+                    Some(index + 1),
+                    format!(
+                        "the row's {} signature by key {} does not match it: the row was changed after it was signed",
+                        checker.algorithm().as_str(),
+                        checker.key_id()
+                    ),
+                    WITHOUT_KEY,
+                )),
+                None => unsigned[k].push(index + 1),
+            }
+        }
+    }
+    for (checker, lines) in options.checkers.iter().zip(unsigned) {
+        let Some(&line) = lines.first() else { continue };
+        let one = lines.len() == 1;
+        v.problems.push(problem(
+            "runs.jsonl",
+            Some(line),
+            format!(
+                "{} row{} ({}) {} not signed by the {} key {} given, and no seal signed by it covers {}: rows its holder's runner did not write",
+                lines.len(),
+                if one { "" } else { "s" },
+                sample_lines(&lines),
+                if one { "is" } else { "are" },
+                checker.algorithm().as_str(),
+                checker.key_id(),
+                if one { "it" } else { "them" },
+            ),
+            WITHOUT_KEY,
         ));
     }
-    if complete_len == 0 {
-        return Vec::new();
+    if lines.len() > first {
+        v.checked.push(format!(
+            "{} row{} no seal signed by the key covers: each against its own signature by every key given",
+            lines.len() - first,
+            if lines.len() - first == 1 { "" } else { "s" }
+        ));
     }
-    bytes[..complete_len - 1]
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .map(|(index, line)| {
-            let malformed = |problem: String| Problem {
-                file: "runs.jsonl".into(),
-                line: Some(index + 1),
-                kind: ProblemKind::Malformed,
-                problem,
-                repair: RESTORE.into(),
-            };
-            let value = match serde_json::from_slice::<Value>(line) {
-                Ok(value @ Value::Object(_)) => Some(value),
-                Ok(_) => {
-                    v.problems.push(malformed(format!("line {} is not a JSON object", index + 1)));
-                    None
-                }
-                Err(_) if line.is_empty() => {
-                    v.problems.push(malformed(format!("line {} is empty", index + 1)));
-                    None
-                }
-                Err(e) => {
-                    v.problems.push(malformed(format!(
-                        "line {} is not valid JSON ({})",
-                        index + 1,
-                        strip_position(&e)
-                    )));
-                    None
-                }
-            };
-            (line.to_vec(), value)
-        })
-        .collect()
 }
 
-/// `serde_json`'s message without its " at line L column C" (the line is given separately).
-fn strip_position(e: &serde_json::Error) -> String {
-    let message = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    message.strip_suffix(&suffix).map_or(message.clone(), |m| format!("{m} at column {}", e.column()))
+/// The repair of what was written without the key.
+const WITHOUT_KEY: &str = "restore the directory from a copy taken before the change; what no key holder's runner wrote cannot be signed afterwards: run again (`elengtis run`) with the key";
+
+/// Line numbers, the first few of them (`lines 1, 2, 3, …`).
+fn sample_lines(lines: &[usize]) -> String {
+    let shown: Vec<String> = lines.iter().take(5).map(usize::to_string).collect();
+    let more = if lines.len() > shown.len() { ", …" } else { "" };
+    format!("line{} {}{more}", if lines.len() == 1 { "" } else { "s" }, shown.join(", "))
 }
 
 /// The 1-based line of the first occurrence of `needle` in `text`.

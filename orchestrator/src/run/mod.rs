@@ -32,6 +32,7 @@ use crate::sandbox::docker::{DockerBackend, DockerOptions};
 use crate::sandbox::{SandboxBackend, SweepReport};
 use crate::toolhost::mcp::Limits;
 use crate::trial::{self, Attempt, AttemptResult, launch};
+use elengtis_core::records::{bounds, strict};
 
 /// Consecutive incomplete attempts on one target that stop that target's trials (its breaker):
 /// the other targets' trials go on.
@@ -169,6 +170,30 @@ pub enum RunError {
     /// failed).
     #[error("failed to record results: {0}")]
     Record(String),
+    /// A results file the resume would write in place has another hard link.
+    #[error(
+        "failed to resume {}: {files} {detail}; nothing was written",
+        .dir.display()
+    )]
+    Linked {
+        /// The results directory.
+        dir: PathBuf,
+        /// The linked files, named.
+        files: String,
+        /// Why that is refused, and what to do.
+        detail: String,
+    },
+    /// A signed directory resumed without its key.
+    #[error(
+        "failed to resume {}: it is signed by {keys}; resume it with that key (`ELENGTIS_SIGNING_KEY` or `ELENGTIS_SIGNING_KEY_FILE`): resumed without it, its new rows and seal would be signed by nothing and `verify --key` would refuse them; nothing was written",
+        .dir.display()
+    )]
+    SignedWithoutKey {
+        /// The results directory.
+        dir: PathBuf,
+        /// The keys that signed it.
+        keys: String,
+    },
 }
 
 /// How a run ended.
@@ -349,6 +374,7 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
         budget_usd: None,
         partition: None,
         merge: None,
+        signatures: Vec::new(),
     }
 }
 
@@ -379,6 +405,7 @@ pub async fn start(bundle: &Bundle, out: &Path, precreated: bool, options: &RunO
     manifest.partition = options.partition.map(|p| matrix::partition_record(&matrix::expand(bundle), p));
     manifest.engine_gate = sandbox.as_ref().map(|s| s.run_facts());
     manifest.budget_usd = options.model.budget_usd;
+    crate::results::seal::sign_manifest(&mut manifest, &keys);
     store::write_json_atomic(&out.join("manifest.json"), &manifest)?;
     let log = AppendLog::create_new(&out.join("runs.jsonl"))?;
     let state = RunState {
@@ -463,9 +490,9 @@ pub fn resume_or_start(bundle: &Bundle, out: &Path) -> Result<ResumeOrStart, Run
     let not_this = |detail: String| RunError::NotThisRun { dir: out.to_owned(), detail };
     if out.join("manifest.json").exists() {
         let manifest_path = out.join("manifest.json");
-        let bytes = store::read_beneath(out, Path::new("manifest.json"))
+        let bytes = store::read_beneath(out, Path::new("manifest.json"), elengtis_core::records::bounds::MANIFEST)
             .map_err(|e| RunError::Manifest { path: manifest_path.clone(), detail: e.to_string() })?;
-        let manifest: Value = serde_json::from_slice(&bytes).map_err(|e| RunError::Manifest {
+        let manifest: Value = elengtis_core::records::strict::parse(&bytes).map_err(|e| RunError::Manifest {
             path: manifest_path.clone(),
             detail: format!("it is not valid JSON: {e}; restore it from a copy, or start a new run in another --out"),
         })?;
@@ -521,6 +548,47 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     }
     let keys = signing_keys()?;
     let lock = DirLock::acquire(out)?;
+    // Nothing is written — no leftover reaped, no temporary file removed, no torn row cut —
+    // before the directory verifies with the keys this resume will sign with.
+    let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
+    let bytes = store::read_beneath(out, Path::new("manifest.json"), bounds::MANIFEST)
+        .map_err(|e| manifest_error(e.to_string()))?;
+    let raw: Value = strict::parse(&bytes).map_err(|e| {
+        let what = match &e {
+            strict::StrictError::Syntax { truncated: true, detail, .. } => {
+                format!("it is truncated (malformed: not valid JSON: {detail}")
+            }
+            strict::StrictError::Syntax { detail, .. } => format!("it is malformed (not valid JSON: {detail}"),
+            other => format!("it is malformed ({other}"),
+        };
+        manifest_error(format!("{what} at line {}); restore it from a copy, or start a new run", e.line()))
+    })?;
+    for (key, expected) in [("schema_version", RESULTS_SCHEMA_VERSION), ("metrics_version", METRICS_VERSION)] {
+        if raw[key].as_u64() != Some(expected) {
+            return Err(RunError::Version { key, found: raw[key].to_string(), expected });
+        }
+    }
+    // Refuse what `elengtis verify` refuses with these keys: rows outside the matrix,
+    // duplicated attempts, a broken chain, missing, changed or contradicting evidence, an edited
+    // campaign, a seal that does not hold, links, a history no runner writes, and — with a key —
+    // a manifest or a row its holder's runner did not sign.
+    let checkers = keys.iter().map(|k| crate::results::keys::Checker::Key(Arc::clone(k))).collect();
+    let options_verify = crate::results::verify::VerifyOptions { checkers, require_sealed: false };
+    let verification = crate::results::verify::verify_with(out, &options_verify)?;
+    if verification.verdict() != crate::results::verify::Verdict::Verified {
+        return Err(RunError::Unverified {
+            dir: out.to_owned(),
+            count: verification.problems.len(),
+            problems: verification.render_problems(),
+        });
+    }
+    if let Some(links) = linked_files(out, &verification) {
+        return Err(links);
+    }
+    if keys.is_empty() && !verification.signed_by.is_empty() {
+        let keys: Vec<&str> = verification.signed_by.iter().map(String::as_str).collect();
+        return Err(RunError::SignedWithoutKey { dir: out.to_owned(), keys: keys.join(", ") });
+    }
     // stdio targets a killed predecessor's guards could not take down (the guard itself was
     // SIGKILLed): the lock proves that run is gone.
     for reaped in crate::toolhost::mcp::reap_stdio_leftovers(out) {
@@ -531,31 +599,6 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     let stale = store::remove_stale_temps(out) + store::remove_stale_temps(&out.join("evidence"));
     if stale > 0 {
         tracing::warn!("removed {stale} temporary file(s) left by the killed run");
-    }
-    let manifest_error = |detail: String| RunError::Manifest { path: manifest_path.clone(), detail };
-    let bytes = store::read_beneath(out, Path::new("manifest.json")).map_err(|e| manifest_error(e.to_string()))?;
-    let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        let what =
-            if e.is_eof() { "it is truncated (malformed: not valid JSON" } else { "it is malformed (not valid JSON" };
-        manifest_error(format!("{what}: {e}); restore it from a copy, or start a new run"))
-    })?;
-    for (key, expected) in [("schema_version", RESULTS_SCHEMA_VERSION), ("metrics_version", METRICS_VERSION)] {
-        if raw[key].as_u64() != Some(expected) {
-            return Err(RunError::Version { key, found: raw[key].to_string(), expected });
-        }
-    }
-    // Refuse what `elengtis verify` refuses (with the same keys): rows outside the matrix,
-    // duplicated attempts, a broken chain, missing, changed or contradicting evidence, an edited
-    // campaign, a seal that does not hold, links.
-    let checkers = keys.iter().map(|k| crate::results::keys::Checker::Key(Arc::clone(k))).collect();
-    let options_verify = crate::results::verify::VerifyOptions { checkers, require_sealed: false };
-    let verification = crate::results::verify::verify_with(out, &options_verify)?;
-    if verification.verdict() != crate::results::verify::Verdict::Verified {
-        return Err(RunError::Unverified {
-            dir: out.to_owned(),
-            count: verification.problems.len(),
-            problems: verification.render_problems(),
-        });
     }
     let raw = verification.manifest.clone().unwrap_or(raw);
     let mut manifest: Manifest =
@@ -581,13 +624,21 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
     // The spend cap carries over: the one given now, else the one the run started with; the
     // spend so far is what the rows were charged.
     let mut options = options.clone();
-    options.model.budget_usd = options.model.budget_usd.or(manifest.budget_usd);
-    manifest.budget_usd = options.model.budget_usd;
+    options.model.budget_usd = options.model.budget_usd.or(manifest.spend_cap());
     let options = &options;
     check_runnable(&bundle, &options.model)?;
     let sandbox = prepare_sandbox(&bundle, &options.sandbox, options.events.as_ref()).await?;
     let (log, recovery) = AppendLog::open_existing(&out.join("runs.jsonl"))?;
     let rows_path = out.join("runs.jsonl");
+    // The rows are those verified (nothing changed them since).
+    if recovery.rows.len() != verification.rows
+        || Some(log.last_line_sha256()) != verification.last_line_sha256.as_deref()
+    {
+        return Err(RunError::Manifest {
+            path: rows_path,
+            detail: "it changed while it was being checked; nothing was run: check it with `elengtis verify` and resume again".into(),
+        });
+    }
     let mut rows = Vec::with_capacity(recovery.rows.len());
     for (i, row) in recovery.rows.into_iter().enumerate() {
         if row["run_id"].as_str() != Some(run_id.as_str()) {
@@ -622,7 +673,9 @@ pub async fn resume(out: &Path, options: &RunOptions) -> Result<RunReport, RunEr
         resumed_at: crate::results::now_rfc3339(),
         environment: environment(),
         engine_gate: sandbox.as_ref().map(|s| s.run_facts()),
+        budget_usd: options.model.budget_usd,
     });
+    crate::results::seal::sign_manifest(&mut manifest, &keys);
     store::write_json_atomic(&manifest_path, &manifest)?;
     let recovered_tail = recovery.truncated_tail.map(|t| (t.offset, t.bytes));
     let leftovers = match &sandbox {
@@ -647,6 +700,25 @@ struct RunState {
     /// The shard of the matrix this run is.
     partition: Option<Partition>,
     _lock: DirLock,
+}
+
+/// The error of a directory whose results files have other hard links (a resume would write
+/// through them into every copy); `None` when none has.
+fn linked_files(out: &Path, verification: &crate::results::verify::Verification) -> Option<RunError> {
+    let mut files = verification.linked.clone();
+    // The log of live stdio targets is appended to by the guards; `verify` notes it too.
+    files.sort();
+    files.dedup();
+    let first = files.first()?;
+    let links = std::fs::symlink_metadata(out.join(first)).map_or(2, |m| std::os::unix::fs::MetadataExt::nlink(&m));
+    let shown: Vec<&str> = files.iter().take(3).map(String::as_str).collect();
+    let more =
+        if files.len() > shown.len() { format!(" and {} more", files.len() - shown.len()) } else { String::new() };
+    Some(RunError::Linked {
+        dir: out.to_owned(),
+        files: format!("{}{more}", shown.join(", ")),
+        detail: store::linked_message(links),
+    })
 }
 
 /// The signing keys the environment gives, read before anything is created or run.
@@ -702,6 +774,8 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
     // sync) on a blocking thread; the trials go on meanwhile. A trial is reported (its
     // `TrialFinished` event) and counted only once its row and evidence are durable.
     let mut log = Some(log);
+    // Each row is signed with the run's keys as it is appended.
+    let row_keys = Arc::new(keys.clone());
     let mut pending: Vec<(Finished, Committable)> = Vec::new();
     let mut committing: Option<(Vec<Finished>, tokio::task::JoinHandle<Committed>)> = None;
     loop {
@@ -754,7 +828,8 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         {
             let take = pending.len().min(MAX_BATCH);
             let (finished, batch): (Vec<Finished>, Vec<Committable>) = pending.drain(..take).unzip();
-            committing = Some((finished, tokio::task::spawn_blocking(move || commit(writer, batch))));
+            let keys = Arc::clone(&row_keys);
+            committing = Some((finished, tokio::task::spawn_blocking(move || commit(writer, batch, &keys))));
         }
         if in_flight.is_empty() && committing.is_none() {
             break;
@@ -995,8 +1070,9 @@ enum Next<T> {
 /// Record a batch of finished attempts (on a blocking thread): every evidence document
 /// durable first (written to temporary files, synced together, renamed into place, their
 /// directory synced once), then the rows that pin them, chained, in one append and one sync.
-/// A failure records the attempts before it and none after it.
-fn commit(mut log: AppendLog, batch: Vec<Committable>) -> Committed {
+/// A failure records the attempts before it and none after it. With keys, each row is signed
+/// once its chain link is set.
+fn commit(mut log: AppendLog, batch: Vec<Committable>, keys: &[Arc<crate::results::keys::Key>]) -> Committed {
     let mut documents = Vec::with_capacity(batch.len());
     let mut rows = Vec::with_capacity(batch.len());
     let mut error = None;
@@ -1017,7 +1093,10 @@ fn commit(mut log: AppendLog, batch: Vec<Committable>) -> Committed {
     rows.truncate(written.durable);
     let error = written.error.or(error);
     // Each row pins its evidence (above) and the row before it (the chain `verify` checks).
-    let (appended, append_error) = log.append_batch(&mut rows, |row, prev| row.prev_row_sha256 = Some(prev.to_owned()));
+    let (appended, append_error) = log.append_batch(&mut rows, |row, prev| {
+        row.prev_row_sha256 = Some(prev.to_owned());
+        crate::results::seal::sign_row(row, keys);
+    });
     rows.truncate(appended);
     Committed { log, rows, error: append_error.or(error).map(RunError::from) }
 }

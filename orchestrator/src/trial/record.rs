@@ -130,6 +130,7 @@ pub fn build(
         evidence_sha256: None,
         prev_row_sha256: None,
         duration_ms: Some((duration_ms * 10.0).round() / 10.0),
+        signatures: Vec::new(),
     };
     derive::apply(&evidence, &mut row);
     debug_assert_eq!((row.tool_calls as usize, row.tool_error_count as usize), (judged_calls, tool_errors));

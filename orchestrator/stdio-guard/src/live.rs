@@ -88,7 +88,12 @@ pub fn append(dir: &Path, entry: &Entry) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(dir.join(LOG))?;
+    // Never through a symbolic link: the log is a results file (docs/results.md).
+    let mut file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::OpenOptions::new().append(true).create(true),
+        nix::fcntl::OFlag::O_NOFOLLOW.bits(),
+    )
+    .open(dir.join(LOG))?;
     // One write call: O_APPEND places it whole at the end.
     let written = file.write(&line)?;
     if written == line.len() {
@@ -98,15 +103,36 @@ pub fn append(dir: &Path, entry: &Entry) -> std::io::Result<()> {
     }
 }
 
+/// The most of [`LOG`] a reader reads (two short lines per stdio trial: far above a run's).
+pub const MAX_LOG_BYTES: u64 = 256 << 20;
+/// The longest line of [`LOG`] a reader reads; a longer one is skipped like a torn one.
+pub const MAX_LINE_BYTES: u64 = 64 << 10;
+
 /// The targets of the log in `dir` that have no `done` line, in the order they started.
-/// Torn or unreadable lines are skipped.
+/// Torn or unreadable lines are skipped. Read as a stream in constant memory: a line at a
+/// time, at most [`MAX_LINE_BYTES`] each and [`MAX_LOG_BYTES`] in all.
 pub fn outstanding(dir: &Path) -> Vec<LiveRecord> {
-    let Ok(bytes) = std::fs::read(dir.join(LOG)) else {
+    use std::io::{BufRead as _, Read as _};
+    let Ok(file) = std::fs::File::open(dir.join(LOG)) else {
         return Vec::new();
     };
+    let mut reader = std::io::BufReader::new(file.take(MAX_LOG_BYTES));
     let mut live: Vec<LiveRecord> = Vec::new();
-    for line in bytes.split(|&b| b == b'\n') {
-        match serde_json::from_slice::<Entry>(line) {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.last() != Some(&b'\n') && line.len() as u64 > MAX_LINE_BYTES {
+            // Skip the rest of an overlong line, unread.
+            if reader.skip_until(b'\n').is_err() {
+                break;
+            }
+            continue;
+        }
+        match serde_json::from_slice::<Entry>(line.trim_ascii_end()) {
             Ok(Entry::Live(record)) => live.push(record),
             Ok(Entry::Done { target }) => live.retain(|r| r.target != target),
             Err(_) => {}
@@ -301,6 +327,32 @@ mod tests {
         assert_eq!(reaped.len(), 1, "{reaped:?}");
         assert!(killed(&mut child));
         assert!(std::fs::read_dir(&live).expect("dir").next().is_none());
+    }
+
+    #[test]
+    fn the_log_is_read_as_a_stream_and_an_overlong_line_is_skipped() {
+        let (_dir, live) = results();
+        let target = ProcessId { pid: 1, start: 1 };
+        let record = LiveRecord { boot: boot_id(), guard: None, target, program: "after".into() };
+        // A sparse line of zeros far longer than a line may be, then a record.
+        let mut file = std::fs::File::create(live.join(LOG)).expect("create");
+        file.set_len(3 * MAX_LINE_BYTES).expect("sparse");
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).expect("seek");
+        std::io::Write::write_all(&mut file, b"\n").expect("end the line");
+        drop(file);
+        append(&live, &Entry::Live(record)).expect("append");
+        assert_eq!(outstanding(&live).iter().map(|r| r.program.as_str()).collect::<Vec<_>>(), ["after"]);
+    }
+
+    #[test]
+    fn the_log_is_never_appended_through_a_symbolic_link() {
+        let (dir, live) = results();
+        let outside = dir.path().join("outside.jsonl");
+        std::fs::write(&outside, b"").expect("write");
+        std::os::unix::fs::symlink(&outside, live.join(LOG)).expect("link");
+        let target = ProcessId { pid: 1, start: 1 };
+        assert!(append(&live, &Entry::Done { target }).is_err());
+        assert_eq!(std::fs::read(&outside).expect("read"), b"", "nothing written through the link");
     }
 
     #[test]

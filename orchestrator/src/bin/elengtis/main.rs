@@ -261,6 +261,11 @@ enum Command {
         /// The HTML file to write (replaced atomically).
         #[arg(long)]
         out: PathBuf,
+        /// Count each trial once when inputs hold the same trials (a merged directory given
+        /// with its shards, two merges of the same shards, a copy); without it such inputs
+        /// are refused (docs/results.md, "Inputs that overlap").
+        #[arg(long)]
+        dedupe: bool,
     },
     /// Summarise result directories: per model × engine × scenario, with Wilson intervals,
     /// and the engine recommendation of a live comparison.
@@ -284,6 +289,11 @@ enum Command {
         /// are one campaign.
         #[arg(long)]
         pool: bool,
+        /// Count each trial once when inputs hold the same trials (a merged directory given
+        /// with its shards, two merges of the same shards, a copy); without it such inputs
+        /// are refused, naming both (docs/results.md, "Inputs that overlap").
+        #[arg(long)]
+        dedupe: bool,
     },
     /// Live comparison experiments: plan a frozen, blocked, randomised bundle; run it under a
     /// spend cap (docs/experiments.md).
@@ -725,10 +735,11 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             let flags = ExampleFlags { json, verbose, isolated, control, allow_vulnerable_engine, runtime };
             example(name, list, trials, out, flags, jobs).await
         }
-        Command::Analyze { inputs, out, practical_margin_pp, conformance_passed, pool } => {
-            use elengtis_core::analysis::Campaigns;
+        Command::Analyze { inputs, out, practical_margin_pp, conformance_passed, pool, dedupe } => {
+            use elengtis_core::analysis::{Campaigns, Overlap};
             let rule = elengtis_core::analysis::RecommendOptions { practical_margin_pp, conformance_passed };
-            analyze(&inputs, &out, &rule, if pool { Campaigns::Pooled } else { Campaigns::Apart })
+            let campaigns = if pool { Campaigns::Pooled } else { Campaigns::Apart };
+            analyze(&inputs, &out, &rule, campaigns, if dedupe { Overlap::Dedupe } else { Overlap::Refuse })
         }
         Command::Experiment(command) => {
             let terminal = Arc::new(Terminal::new(interactive()));
@@ -737,7 +748,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             terminal.finish();
             Ok(result?)
         }
-        Command::Report { inputs, out } => report::run(&inputs, &out),
+        Command::Report { inputs, out, dedupe } => report::run(&inputs, &out, dedupe),
         Command::Verify { dir, json, require_sealed, key, public_key } => {
             verify_command(&dir, json, require_sealed, &key, &public_key)
         }
@@ -1007,9 +1018,10 @@ fn merge_command(inputs: &[PathBuf], out: &Path, json: bool) -> Result<i32, Erro
         .into_iter()
         .map(Arc::new)
         .collect();
+    // A key given asks for sealed shards signed by it.
     let verify = elengtis::results::verify::VerifyOptions {
         checkers: keys.iter().map(|k| elengtis::results::keys::Checker::Key(Arc::clone(k))).collect(),
-        require_sealed: false,
+        require_sealed: !keys.is_empty(),
     };
     let started = std::time::Instant::now();
     let report = merge::merge(inputs, out, &MergeOptions { verify, keys })?;
@@ -1595,6 +1607,8 @@ async fn example(
         Ok(_) => return Err(RunError::NotADirectory(out).into()),
         Err(_) => {}
     }
+    // A signing key that cannot be used (short, empty) is refused before anything is created.
+    elengtis::results::keys::Key::from_env().map_err(RunError::Key)?;
     if example.isolated {
         ensure_images(&docker_options(allow_vulnerable_engine, &runtime)).await?;
     }
@@ -1800,8 +1814,8 @@ fn verify_command(
     for path in public_keys {
         options.checkers.push(Checker::public_from_file(path).map_err(key_error)?);
     }
-    // A signature lives on a seal: a key given here asks for one.
-    options.require_sealed = require_sealed || !keys.is_empty() || !public_keys.is_empty();
+    // A signature lives on a seal: a key given in any way (a flag or the environment) asks for one.
+    options.require_sealed = require_sealed || !options.checkers.is_empty();
     let verification = elengtis::results::verify::verify_with(dir, &options)?;
     let code = verification_code(&verification);
     if json {
@@ -1812,6 +1826,7 @@ fn verify_command(
             Verdict::Unverifiable => "unverifiable",
             Verdict::Refused => "refused",
         });
+        value["integrity"] = json!(verification.integrity());
         outln!("{value}");
         return Ok(code);
     }
@@ -1819,6 +1834,7 @@ fn verify_command(
         errln!("note: {note}");
     }
     errln!("{}: {}", dir.display(), verification.summary_line());
+    errln!("  integrity: {}", verification.integrity().says);
     for checked in &verification.checked {
         errln!("  checked: {checked}");
     }
@@ -1880,15 +1896,21 @@ fn analyze(
     out: &Path,
     rule: &elengtis_core::analysis::RecommendOptions,
     campaigns: elengtis_core::analysis::Campaigns,
+    overlap: elengtis_core::analysis::Overlap,
 ) -> Result<i32, Error> {
     use elengtis::results::verify::Verdict;
-    use elengtis_core::analysis::{self, RunInput};
+    use elengtis_core::analysis::{self, InputIntegrity, RunInput};
     let mut runs = Vec::new();
     for dir in inputs {
-        // Analysis reads only what `verify` accepts.
+        // Analysis reads only what `verify` accepts (with a key, only what it verifies sealed
+        // and signed).
         let verification = elengtis::results::verify::read_verified(dir)?;
-        let manifest = match (verification.verdict(), verification.manifest.clone()) {
-            (Verdict::Verified | Verdict::Unverifiable, Some(manifest)) => manifest,
+        let manifest = match (verification.is_readable(), verification.manifest.clone()) {
+            (true, Some(manifest)) => manifest,
+            _ if verification.verdict() == Verdict::Unverifiable => {
+                let why = verification.integrity().says;
+                return Err(elengtis::results::verify::NotSealedForKey { dir: dir.clone(), why }.into());
+            }
             _ => {
                 return Err(Error::Unverified {
                     dir: dir.clone(),
@@ -1905,14 +1927,16 @@ fn analyze(
                 verification.summary_line()
             );
         }
+        let integrity = verification.integrity();
         runs.push(RunInput {
             label: dir.display().to_string(),
             manifest,
             rows: verification.row_values,
             matrix: verification.matrix,
+            integrity: Some(InputIntegrity { status: integrity.status.to_owned(), says: integrity.says }),
         });
     }
-    let analysis = analysis::analyze_inputs(&runs, rule, campaigns)?;
+    let analysis = analysis::analyze_counted(&runs, rule, campaigns, overlap)?;
     if analysis.campaigns > 1 {
         errln!(
             "note: the inputs ran {} different campaigns; their cells are shown apart (`--pool` counts them together)",

@@ -4,12 +4,25 @@ use std::path::{Path, PathBuf};
 
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
+use elengtis_core::analysis::Overlap;
 
 use crate::output::{errln, outln};
 
-/// Renders the report over `inputs` into `out`.
-pub fn run(inputs: &[PathBuf], out: &Path) -> Result<i32, Error> {
-    let report = elengtis::report::build(inputs)?;
+/// Renders the report over `inputs` into `out` (`dedupe`: overlapping inputs counted once).
+/// A refused results directory still gets a page: its refusal, and nothing of any input.
+pub fn run(inputs: &[PathBuf], out: &Path, dedupe: bool) -> Result<i32, Error> {
+    let overlap = if dedupe { Overlap::Dedupe } else { Overlap::Refuse };
+    let report = match elengtis::report::build(inputs, overlap) {
+        Ok(report) => report,
+        Err(error) => {
+            if let Some(html) = elengtis::report::refusal_page(&error) {
+                let page = elengtis::report::Report { html, runs: 0, trials: 0, validations: 0, not_run: 0 };
+                elengtis::report::write(&page, out)?;
+                errln!("wrote {}: the refusal only (nothing of any input)", out.display());
+            }
+            return Err(error.into());
+        }
+    };
     elengtis::report::write(&report, out)?;
     outln!(
         "wrote {}: {} results director{}, {} trial{}, {} validation report{}",
