@@ -450,7 +450,8 @@ struct ProveArgs {
     /// Where the seed catalogue lives (for --all and the kill matrix).
     #[arg(long, value_name = "DIR", default_value = "scenarios/seeds")]
     seeds_dir: PathBuf,
-    /// Iterations of the repeat filter (runs per side).
+    /// Iterations of the repeat filter (runs per side). A keep needs at least 5: fewer cap the
+    /// verdict at STABLE, NOT PROVEN (every report states the leak rate its runs rule out).
     #[arg(long, default_value_t = elengtis::prove::DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..=100))]
     iterations: u32,
     /// Legs run at once (each leg in its own fresh container): one pool for every leg of
