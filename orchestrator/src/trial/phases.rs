@@ -138,7 +138,6 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
                 None => agent_host,
             };
             let exercised = exercise(ctx, loop_host, values, sightings.as_ref()).await;
-            drop(sighted);
             if let Some(sightings) = sightings {
                 out.sightings = sightings.into_taken().await;
             }

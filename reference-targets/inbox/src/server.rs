@@ -376,7 +376,7 @@ impl Inbox {
         };
         if let Some(allowed) = &self.controls.fetch_allowlist {
             let host = parsed.host_str().unwrap_or_default().to_owned();
-            if !allowed.iter().any(|entry| *entry == host) {
+            if !allowed.contains(&host) {
                 let refusal = format!("{BLOCKED} host {host} is not on the fetch allowlist");
                 return self.refuse(refusal, self.fetch(parsed)).await;
             }
