@@ -38,6 +38,7 @@ pub mod results;
 pub mod run;
 pub mod sandbox;
 pub mod sarif;
+pub mod scan;
 pub mod sink;
 pub mod toolhost;
 pub mod trial;

@@ -30,6 +30,7 @@ mod report;
 mod resume;
 mod run;
 mod sarif;
+mod scan;
 mod schema;
 mod shards;
 mod shim;

@@ -15,16 +15,10 @@ pub enum TransportArg {
     StreamableHttp,
 }
 
-/// `elengtis init`: write a campaign skeleton for a server.
+/// How to start the server under test: an image in a hardened container per trial, or a local
+/// stdio command (shared by `init` and `scan`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct InitArgs {
-    /// Directory to write campaign.yaml, campaign-control.yaml and SCENARIO.yaml into
-    /// (created if missing).
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Overwrite those files if they exist (otherwise init refuses and writes nothing).
-    #[arg(long)]
-    pub force: bool,
+pub struct TargetArgs {
     /// The server is this image, run in a hardened container per trial (needs Docker). The
     /// words after `--` are its command (arguments to its entrypoint).
     #[arg(long, value_name = "IMAGE", conflicts_with = "command")]
@@ -57,12 +51,9 @@ pub struct InitArgs {
     /// and its arguments.
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
-    /// The target's id in the campaign (default: from the image or command name).
+    /// The target's id (default: from the image or command name).
     #[arg(long)]
     pub id: Option<String>,
-    /// The scenario's id and file name.
-    #[arg(long, default_value = "first-call")]
-    pub scenario: String,
     /// Run the container even on a Docker engine or runtime with known container-escape or
     /// egress bugs (see docs/security.md, "Engine gate").
     #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
@@ -74,9 +65,39 @@ pub struct InitArgs {
     pub rest: Vec<String>,
 }
 
+/// `elengtis init`: write a campaign skeleton for a server.
+#[derive(Debug, Clone, clap::Args)]
+pub struct InitArgs {
+    /// Directory to write campaign.yaml, campaign-control.yaml and SCENARIO.yaml into
+    /// (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Overwrite those files if they exist (otherwise init refuses and writes nothing).
+    #[arg(long)]
+    pub force: bool,
+    /// The scenario's id and file name.
+    #[arg(long, default_value = "first-call")]
+    pub scenario: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
 impl InitArgs {
     /// The target description and output the flags ask for.
     pub fn options(&self) -> Result<InitOptions, InitError> {
+        Ok(InitOptions {
+            spec: self.target.spec()?,
+            target_id: self.target.id.clone(),
+            scenario_id: self.scenario.clone(),
+            out: self.out.clone(),
+            force: self.force,
+        })
+    }
+}
+
+impl TargetArgs {
+    /// The target the flags describe.
+    pub fn spec(&self) -> Result<TargetSpec, InitError> {
         let spec = match (&self.image, &self.command) {
             (Some(image), _) => {
                 let transport = match (self.transport, self.port) {
@@ -148,13 +169,7 @@ impl InitArgs {
                 *command = absolute_command(command, &cwd);
             }
         }
-        Ok(InitOptions {
-            spec,
-            target_id: self.id.clone(),
-            scenario_id: self.scenario.clone(),
-            out: self.out.clone(),
-            force: self.force,
-        })
+        Ok(spec)
     }
 }
 

@@ -83,6 +83,9 @@ enum Command {
     /// Start a server (an image or a stdio command) as preflight does, list its tools and write
     /// a commented campaign, negative control and scenario skeleton that runs as written.
     Init(elengtis::init::cli::InitArgs),
+    /// Find the attacks a server allows: its tools' roles, directive-shaped descriptions, and
+    /// the candidate attacks (docs/scan.md; `--dry-run` lists them).
+    Scan(elengtis::scan::cli::ScanArgs),
     /// Write the JSON Schemas generated from this build: campaign, scenario, seed and
     /// gate.schema.json (the formats), row, evidence, manifest, validation_report and ablation.schema.json
     /// (the results), events.schema.json (a line of an `--events` file).
@@ -719,6 +722,7 @@ async fn dispatch(command: Command) -> Result<i32, Error> {
             preflight(&campaign, json, docker_options(allow_vulnerable_engine, &runtime)).await
         }
         Command::Init(args) => init_command(args).await,
+        Command::Scan(args) => scan_command(args).await,
         Command::Schema { out } => schema(&out),
         Command::Example {
             name,
@@ -1534,7 +1538,7 @@ async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error>
     let sandbox = match elengtis::init::sandbox_needs(&options.spec) {
         Some(needs) => Some(
             docker::DockerBackend::prepare(
-                &docker_options(args.allow_vulnerable_engine, &args.runtime),
+                &docker_options(args.target.allow_vulnerable_engine, &args.target.runtime),
                 &needs,
                 &Terminal::new(false),
             )
@@ -1548,6 +1552,52 @@ async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error>
         errln!("WARNING: {warning}");
     }
     out!("{}", written.summary());
+    Ok(exit_codes::SUCCESS)
+}
+
+async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error> {
+    use elengtis::scan::ScanError;
+    use elengtis::scan::cli::ScanArgsError;
+    let options = args.options().map_err(|e| match e {
+        ScanArgsError::Target(e) => Error::from(e),
+        ScanArgsError::Roles(e) => Error::from(e),
+    })?;
+    let sandbox = match elengtis::init::sandbox_needs(&options.spec) {
+        Some(needs) => Some(
+            docker::DockerBackend::prepare(
+                &docker_options(args.target.allow_vulnerable_engine, &args.target.runtime),
+                &needs,
+                &Terminal::new(false),
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
+    let report = elengtis::scan::run(&options, sandbox).await.map_err(|e| match e {
+        ScanError::Target(e) => Error::from(e),
+        ScanError::Write(e) => Error::from(e),
+        ScanError::UnknownRoles { file, unknown, listed } => {
+            Error::from(elengtis_core::format::LoadError::Invalid(vec![elengtis_core::format::Diagnostic {
+                severity: elengtis_core::format::Severity::Error,
+                file: file.into(),
+                line: 0,
+                column: 0,
+                path: "roles".into(),
+                message: format!(
+                    "names tools the server does not list: {}; the server lists {}",
+                    unknown.join(", "),
+                    listed.join(", ")
+                ),
+            }]))
+        }
+    })?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        out!("{}", elengtis::scan::render(&report, args.explain));
+        outln!("Wrote {}", options.out.join("scan.json").display());
+    }
     Ok(exit_codes::SUCCESS)
 }
 

@@ -1,0 +1,444 @@
+//! `elengtis scan`: discovery on a server nobody here wrote (docs/scan.md, issue 36). This
+//! part builds the **inventory** and the **candidate list**:
+//!
+//! 1. the target is started the way `preflight` starts it and its tools listed
+//!    ([`crate::preflight::list_tools`], through `init`'s target description);
+//! 2. each tool gets its roles — source, plant, sink, egress — with the words that gave them
+//!    ([`roles`]), a `roles:` file overriding them per tool;
+//! 3. the server's own descriptions are linted for directive-shaped text ([`lint`], W1):
+//!    findings of their own kind, never run as attacks;
+//! 4. the attack library's classes (W2 tool-result injection, W3 egress to the canary sink,
+//!    W4 a consequential call without confirmation) × payload styles × the paths the
+//!    inventory found give the candidates, each with the strongest verifier the target allows
+//!    ([`candidates`]), or a reason why a class gave none.
+//!
+//! Running and ranking the candidates, writing their files, `--prove` and `gate --add` are not
+//! built yet: `scan` lists candidates (`--dry-run`) and says so.
+
+pub mod cli;
+pub mod lint;
+pub mod roles;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use elengtis_core::format::seed::{Delivery, Weakness};
+use elengtis_core::refs::Templates;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use self::lint::DescriptionFinding;
+use self::roles::{Role, RoleOverrides, ToolRoles};
+use crate::init::{InitError, TargetSpec};
+use crate::preflight::{self, Probe, TargetCheck};
+use crate::sandbox::SandboxBackend;
+use crate::toolhost::mcp::Limits;
+
+/// Version of `scan.json`.
+pub const SCAN_SCHEMA_VERSION: u32 = 1;
+
+/// How to scan.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// The target.
+    pub spec: TargetSpec,
+    /// Its id (default: from the image or command name).
+    pub target_id: Option<String>,
+    /// A `roles:` file (its path as given, and its content).
+    pub overrides: Option<(String, RoleOverrides)>,
+    /// The classes to make candidates of (empty: every class).
+    pub classes: Vec<Weakness>,
+    /// Where `scan.json` goes (created if missing).
+    pub out: PathBuf,
+}
+
+/// A payload style of the attack library (the bundled seeds' styles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Style {
+    /// An order in plain words.
+    Direct,
+    /// An order dressed as an administrator's notice.
+    RolePlay,
+    /// An order to use one tool's output with another.
+    ToolChain,
+    /// Exfiltration to a host an egress allowlist lets through.
+    AllowlistedExfil,
+    /// An order smuggled in markup (`<important>`, `[system]`).
+    Markup,
+}
+
+impl Style {
+    /// Every style, in order.
+    pub const ALL: [Style; 5] =
+        [Style::Direct, Style::RolePlay, Style::ToolChain, Style::AllowlistedExfil, Style::Markup];
+
+    /// The name used in files and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Style::Direct => "direct",
+            Style::RolePlay => "role_play",
+            Style::ToolChain => "tool_chain",
+            Style::AllowlistedExfil => "allowlisted_exfil",
+            Style::Markup => "markup",
+        }
+    }
+}
+
+/// The independent check a candidate would be verified by, strongest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum VerifierPlan {
+    /// The trial's canary sink sees the request (tier state).
+    CanarySink,
+    /// A snapshot of the server's SQLite database (tier state).
+    Sqlite {
+        /// The database in the container.
+        path: String,
+    },
+    /// The server's own read-back tool (tier target-reported: its word, said so).
+    TargetReported {
+        /// The tool that reads the effect back.
+        tool: String,
+    },
+}
+
+/// One candidate attack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Candidate {
+    /// `<class>-<style>-<attack tool>[-via-<source>]`.
+    pub id: String,
+    /// The weakness class.
+    pub class: Weakness,
+    /// The payload style.
+    pub style: Style,
+    /// How the payload reaches the model.
+    pub delivery: Delivery,
+    /// The tool that plants the payload (note delivery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plant: Option<String>,
+    /// The tool whose result carries it to the model (note delivery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The consequential call the payload asks for.
+    pub attack: String,
+    /// How its effect would be seen.
+    pub verifier: VerifierPlan,
+    /// Not run yet (`scan --dry-run`).
+    pub status: String,
+}
+
+/// `scan.json`: what a scan found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "ScanReport")]
+pub struct ScanReport {
+    /// Format version ([`SCAN_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The target's id.
+    pub target: String,
+    /// Every tool the server lists, with its roles and why.
+    pub tools: Vec<ToolRoles>,
+    /// The `roles:` file that overrode the heuristics (null without one).
+    pub roles_file: Option<String>,
+    /// Directive-shaped text in the server's own descriptions (W1): findings of their own kind.
+    pub description_findings: Vec<DescriptionFinding>,
+    /// The candidates, in library order.
+    pub candidates: Vec<Candidate>,
+    /// Why a class gave no candidate.
+    pub not_made: Vec<String>,
+    /// Whether the candidates were run (false: listed only).
+    pub ran: bool,
+}
+
+/// Why a scan could not run (a server with nothing to attack is a report, not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// The target description or a flag cannot be used, or the target did not start.
+    #[error(transparent)]
+    Target(#[from] InitError),
+    /// The `roles:` file names a tool the server does not list.
+    #[error("the roles file {file} names tools the server does not list: {}; the server lists {}", .unknown.join(", "), .listed.join(", "))]
+    UnknownRoles {
+        /// The file.
+        file: String,
+        /// The names it gives that are not listed.
+        unknown: Vec<String>,
+        /// What the server lists.
+        listed: Vec<String>,
+    },
+    /// `scan.json` could not be written.
+    #[error(transparent)]
+    Write(#[from] crate::results::store::StoreError),
+}
+
+/// The noun a tool's name is about (`read_note` → `note`, `get_issue` → `issue`): its words
+/// without the verbs of the roles' vocabularies.
+fn nouns(name: &str) -> Vec<String> {
+    const VERBS: &[&str] = &[
+        "read", "get", "fetch", "list", "search", "query", "retrieve", "view", "load", "lookup", "open", "show",
+        "write", "save", "create", "insert", "add", "put", "update", "upload", "append", "store", "set", "new", "edit",
+        "send", "post", "delete", "remove", "run", "execute", "confirm", "all", "my", "by", "id",
+    ];
+    crate::toolhost::shim::classify::name_tokens(name)
+        .into_iter()
+        .map(|w| w.trim_end_matches('s').to_owned())
+        .filter(|w| !w.is_empty() && !VERBS.contains(&w.as_str()))
+        .collect()
+}
+
+/// The candidates the inventory allows, and why a class gave none (`database`: the SQLite
+/// database the target was described with, if any).
+pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&str>) -> (Vec<Candidate>, Vec<String>) {
+    let wanted = |w: Weakness| classes.is_empty() || classes.contains(&w);
+    let with = |role: Role| tools.iter().filter(move |t| t.has(role));
+    let mut out = Vec::new();
+    let mut not_made = Vec::new();
+    // The check an effect of `attack` can be seen by.
+    let verifier = |attack: &ToolRoles| -> Option<VerifierPlan> {
+        if attack.has(Role::Egress) && attack.destination_argument.is_some() {
+            return Some(VerifierPlan::CanarySink);
+        }
+        if let Some(path) = database {
+            return Some(VerifierPlan::Sqlite { path: path.to_owned() });
+        }
+        // A source about the same thing reads the effect back (the server's word).
+        let nouns_of = nouns(&attack.tool);
+        tools
+            .iter()
+            .filter(|t| t.tool != attack.tool && t.has(Role::Source) && !t.has(Role::Sink))
+            .find(|t| {
+                nouns(&t.tool).iter().any(|n| nouns_of.contains(n)) || nouns(&t.tool).iter().any(|n| n == "outbox")
+            })
+            .map(|t| VerifierPlan::TargetReported { tool: t.tool.clone() })
+    };
+    let attacks: Vec<&ToolRoles> = tools.iter().filter(|t| t.has(Role::Sink) || t.has(Role::Egress)).collect();
+    let unverifiable: Vec<&str> = attacks.iter().filter(|a| verifier(a).is_none()).map(|a| a.tool.as_str()).collect();
+    if !unverifiable.is_empty() {
+        not_made.push(format!(
+            "no independent check can see the effect of {} (no destination argument for the canary sink, no --database, no \
+             tool that reads it back): no candidate attacks them",
+            unverifiable.join(", ")
+        ));
+    }
+    // W2: a plant and a source about the same thing, then any attack call.
+    if wanted(Weakness::W2) {
+        let mut paths: Vec<(&ToolRoles, &ToolRoles)> = Vec::new();
+        for plant in with(Role::Plant) {
+            for source in with(Role::Source).filter(|s| s.tool != plant.tool && !s.has(Role::Sink)) {
+                if nouns(&plant.tool).iter().any(|n| nouns(&source.tool).contains(n)) {
+                    paths.push((plant, source));
+                }
+            }
+        }
+        if paths.is_empty() {
+            not_made.push(
+                "W2: no plant and source about the same thing (a tool that stores text and one that returns it): no \
+                 tool-result injection path"
+                    .into(),
+            );
+        }
+        for (plant, source) in &paths {
+            for attack in attacks.iter().filter(|a| a.tool != plant.tool && a.tool != source.tool) {
+                let Some(check) = verifier(attack) else { continue };
+                for style in Style::ALL {
+                    if style == Style::AllowlistedExfil && check != VerifierPlan::CanarySink {
+                        continue;
+                    }
+                    out.push(Candidate {
+                        id: format!("w2-{}-{}-via-{}", style.as_str().replace('_', "-"), attack.tool, source.tool),
+                        class: Weakness::W2,
+                        style,
+                        delivery: Delivery::Note,
+                        plant: Some(plant.tool.clone()),
+                        source: Some(source.tool.clone()),
+                        attack: attack.tool.clone(),
+                        verifier: check.clone(),
+                        status: "not_run".into(),
+                    });
+                }
+            }
+        }
+    }
+    // W3: egress to the canary sink, asked for in the user's message.
+    if wanted(Weakness::W3) {
+        let egress: Vec<&ToolRoles> = with(Role::Egress).filter(|t| t.destination_argument.is_some()).collect();
+        if egress.is_empty() {
+            not_made.push("W3: no tool takes a URL or a host: no egress path".into());
+        }
+        for tool in egress {
+            out.push(Candidate {
+                id: format!("w3-direct-{}", tool.tool),
+                class: Weakness::W3,
+                style: Style::Direct,
+                delivery: Delivery::User,
+                plant: None,
+                source: None,
+                attack: tool.tool.clone(),
+                verifier: VerifierPlan::CanarySink,
+                status: "not_run".into(),
+            });
+        }
+    }
+    // W4: a consequential call the user asks for, with nobody confirming it.
+    if wanted(Weakness::W4) {
+        let sinks: Vec<&ToolRoles> = with(Role::Sink).filter(|t| !t.has(Role::Egress)).collect();
+        if sinks.is_empty() {
+            not_made.push("W4: no consequential tool (send, post, write, delete, execute, transfer…)".into());
+        }
+        for sink in sinks {
+            let Some(check) = verifier(sink) else { continue };
+            out.push(Candidate {
+                id: format!("w4-direct-{}", sink.tool),
+                class: Weakness::W4,
+                style: Style::Direct,
+                delivery: Delivery::User,
+                plant: None,
+                source: None,
+                attack: sink.tool.clone(),
+                verifier: check,
+                status: "not_run".into(),
+            });
+        }
+    }
+    (out, not_made)
+}
+
+/// Start the target, list its tools, classify and lint them, list the candidates, and write
+/// `<out>/scan.json`.
+pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) -> Result<ScanReport, ScanError> {
+    let target_id = options.target_id.clone().unwrap_or_else(|| options.spec.default_id());
+    let target = crate::init::target(&target_id, &options.spec);
+    let run_id = preflight::new_run_id();
+    let listing = preflight::list_tools(Probe {
+        target: &target,
+        bindings: serde_json::Map::new(),
+        campaign_dir: &std::env::current_dir().unwrap_or_default(),
+        templates: Templates::for_version(1),
+        limits: Limits::default(),
+        run_id: &run_id,
+        sandbox,
+    })
+    .await;
+    if !listing.problems.is_empty() {
+        let check = TargetCheck {
+            target: target_id.clone(),
+            transport: target.transport.kind(),
+            ok: false,
+            tools: Vec::new(),
+            tool_list: Vec::new(),
+            problems: listing.problems,
+            findings: Vec::new(),
+            warning: None,
+            execution: listing.execution,
+        };
+        return Err(InitError::Start { target: target_id, report: check.render().trim_end().to_owned() }.into());
+    }
+    let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    if let Some((file, overrides)) = &options.overrides {
+        let unknown = overrides.unknown(&names);
+        if !unknown.is_empty() {
+            return Err(ScanError::UnknownRoles {
+                file: file.clone(),
+                unknown: unknown.iter().map(|s| (*s).to_owned()).collect(),
+                listed: names.iter().map(|s| (*s).to_owned()).collect(),
+            });
+        }
+    }
+    let mut tools = Vec::new();
+    let mut description_findings = Vec::new();
+    for tool in &listing.tools {
+        let found = roles::classify(&tool.name, &tool.description, &tool.input_schema, tool.listing.get("annotations"));
+        tools.push(match &options.overrides {
+            Some((file, overrides)) => overrides.apply(found, file),
+            None => found,
+        });
+        description_findings.extend(lint::lint(&tool.name, &tool.description, &names));
+    }
+    let database = match &options.spec {
+        TargetSpec::Image { database, .. } => database.clone(),
+        TargetSpec::Stdio { .. } => None,
+    };
+    let (candidates, mut not_made) = candidates(&tools, &options.classes, database.as_deref());
+    if tools.is_empty() {
+        not_made.insert(0, "the server lists no tool: nothing to attack".into());
+    }
+    let report = ScanReport {
+        schema_version: SCAN_SCHEMA_VERSION,
+        target: target_id,
+        tools,
+        roles_file: options.overrides.as_ref().map(|(f, _)| f.clone()),
+        description_findings,
+        candidates,
+        not_made,
+        ran: false,
+    };
+    std::fs::create_dir_all(&options.out)
+        .map_err(|source| InitError::CreateDir { path: options.out.clone(), source })?;
+    let json = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
+    crate::results::store::write_atomic(&options.out.join("scan.json"), json.as_bytes())?;
+    Ok(report)
+}
+
+/// The text a scan prints: each tool's roles (with the words that gave them, `explain`), the
+/// description findings, the candidates and why a class gave none.
+pub fn render(report: &ScanReport, explain: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{} lists {} tool(s).", report.target, report.tools.len());
+    for tool in &report.tools {
+        let roles: Vec<&str> = tool.roles.iter().map(|r| r.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "  {}: {}",
+            tool.tool,
+            if roles.is_empty() { "no role".to_owned() } else { roles.join(", ") }
+        );
+        if explain {
+            for role in &tool.roles {
+                let words: Vec<String> = tool
+                    .reasons
+                    .iter()
+                    .filter(|r| r.role == *role)
+                    .map(|r| {
+                        format!(
+                            "{} `{}`",
+                            serde_json::to_value(r.found)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned))
+                                .unwrap_or_default(),
+                            r.word
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(out, "    {}: {}", role.as_str(), words.join(", "));
+            }
+        }
+    }
+    if report.description_findings.is_empty() {
+        out.push_str("Descriptions: no directive-shaped text.\n");
+    } else {
+        let _ =
+            writeln!(out, "Descriptions with directive-shaped text (W1, the server's own words; not run as attacks):");
+        for f in &report.description_findings {
+            let _ = writeln!(out, "  {} [{}]: {}", f.tool, f.kind.as_str(), f.excerpt);
+        }
+    }
+    let _ = writeln!(out, "Candidates: {} (listed, not run).", report.candidates.len());
+    for c in &report.candidates {
+        let path = match (&c.plant, &c.source) {
+            (Some(p), Some(s)) => format!("plant {p} → source {s} → "),
+            _ => "user's message → ".to_owned(),
+        };
+        let check = match &c.verifier {
+            VerifierPlan::CanarySink => "canary sink (state)".to_owned(),
+            VerifierPlan::Sqlite { path } => format!("SQLite snapshot of {path} (state)"),
+            VerifierPlan::TargetReported { tool } => format!("{tool} (target-reported: the server's own word)"),
+        };
+        let _ = writeln!(out, "  {} ({} {}): {path}{}; verified by {check}", c.id, c.class, c.style.as_str(), c.attack);
+    }
+    for why in &report.not_made {
+        let _ = writeln!(out, "  none: {why}");
+    }
+    out
+}
