@@ -248,33 +248,9 @@ pub async fn run(options: &InitOptions, sandbox: Option<&dyn SandboxBackend>) ->
     }
     let target = target(&target_id, &options.spec);
     let mut warnings: Vec<String> = preflight::start_warning(&target).into_iter().collect();
-    let run_id = preflight::new_run_id();
     let campaign_dir = if options.out.is_dir() { options.out.clone() } else { PathBuf::from(".") };
-    let listing = preflight::list_tools(Probe {
-        target: &target,
-        bindings: serde_json::Map::new(),
-        campaign_dir: &campaign_dir,
-        templates: Templates::for_version(1),
-        limits: Limits::default(),
-        run_id: &run_id,
-        sandbox,
-    })
-    .await;
-    if !listing.problems.is_empty() {
-        let check = TargetCheck {
-            target: target_id.clone(),
-            transport: target.transport.kind(),
-            ok: false,
-            tools: Vec::new(),
-            tool_list: Vec::new(),
-            problems: listing.problems,
-            findings: Vec::new(),
-            warning: None,
-            execution: listing.execution,
-        };
-        return Err(InitError::Start { target: target_id, report: check.render().trim_end().to_owned() });
-    }
-    let plan = plan::plan(&target_id, options.spec.clone(), &options.scenario_id, &listing.tools);
+    let tools = list_tools(&target, &campaign_dir, sandbox).await?;
+    let plan = plan::plan(&target_id, options.spec.clone(), &options.scenario_id, &tools);
     std::fs::create_dir_all(&options.out)
         .map_err(|source| InitError::CreateDir { path: options.out.clone(), source })?;
     let texts = [yaml::campaign(&plan, false), yaml::campaign(&plan, true), yaml::scenario(&plan)];
@@ -289,13 +265,12 @@ pub async fn run(options: &InitOptions, sandbox: Option<&dyn SandboxBackend>) ->
         let bundle = elengtis_core::load::load_campaign(path, &LoadOptions::default())
             .map_err(|source| InitError::Invalid { path: path.clone(), source })?;
         warnings.extend(bundle.warnings.iter().map(ToString::to_string));
-        let tools: Vec<ListedTool> = listing
-            .tools
+        let listed: Vec<ListedTool> = tools
             .iter()
             .map(|t| ListedTool { name: t.name.clone(), input_schema: Value::Object(t.input_schema.clone()) })
             .collect();
         for target in &bundle.campaign.value.targets {
-            for finding in toolargs::check(&bundle, target, &tools) {
+            for finding in toolargs::check(&bundle, target, &listed) {
                 if finding.severity == Severity::Error || path == &files[0] {
                     warnings.push(finding.to_string());
                 }
@@ -303,6 +278,41 @@ pub async fn run(options: &InitOptions, sandbox: Option<&dyn SandboxBackend>) ->
         }
     }
     Ok(Written { plan, files, warnings })
+}
+
+/// Start `target` the way `preflight` does and list its tools; a target that does not start or
+/// list them is [`InitError::Start`] with preflight's report (`init` and `scan` share it).
+pub async fn list_tools(
+    target: &Target,
+    campaign_dir: &Path,
+    sandbox: Option<&dyn SandboxBackend>,
+) -> Result<Vec<elengtis_core::agent::ToolInfo>, InitError> {
+    let run_id = preflight::new_run_id();
+    let listing = preflight::list_tools(Probe {
+        target,
+        bindings: serde_json::Map::new(),
+        campaign_dir,
+        templates: Templates::for_version(1),
+        limits: Limits::default(),
+        run_id: &run_id,
+        sandbox,
+    })
+    .await;
+    if listing.problems.is_empty() {
+        return Ok(listing.tools);
+    }
+    let check = TargetCheck {
+        target: target.id.clone(),
+        transport: target.transport.kind(),
+        ok: false,
+        tools: Vec::new(),
+        tool_list: Vec::new(),
+        problems: listing.problems,
+        findings: Vec::new(),
+        warning: None,
+        execution: listing.execution,
+    };
+    Err(InitError::Start { target: target.id.clone(), report: check.render().trim_end().to_owned() })
 }
 
 fn is_id(id: &str) -> bool {

@@ -23,16 +23,13 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use elengtis_core::format::seed::{Delivery, Weakness};
-use elengtis_core::refs::Templates;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use self::lint::DescriptionFinding;
 use self::roles::{Role, RoleOverrides, ToolRoles};
 use crate::init::{InitError, TargetSpec};
-use crate::preflight::{self, Probe, TargetCheck};
 use crate::sandbox::SandboxBackend;
-use crate::toolhost::mcp::Limits;
 
 /// Version of `scan.json`.
 pub const SCAN_SCHEMA_VERSION: u32 = 1;
@@ -310,32 +307,8 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
 pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) -> Result<ScanReport, ScanError> {
     let target_id = options.target_id.clone().unwrap_or_else(|| options.spec.default_id());
     let target = crate::init::target(&target_id, &options.spec);
-    let run_id = preflight::new_run_id();
-    let listing = preflight::list_tools(Probe {
-        target: &target,
-        bindings: serde_json::Map::new(),
-        campaign_dir: &std::env::current_dir().unwrap_or_default(),
-        templates: Templates::for_version(1),
-        limits: Limits::default(),
-        run_id: &run_id,
-        sandbox,
-    })
-    .await;
-    if !listing.problems.is_empty() {
-        let check = TargetCheck {
-            target: target_id.clone(),
-            transport: target.transport.kind(),
-            ok: false,
-            tools: Vec::new(),
-            tool_list: Vec::new(),
-            problems: listing.problems,
-            findings: Vec::new(),
-            warning: None,
-            execution: listing.execution,
-        };
-        return Err(InitError::Start { target: target_id, report: check.render().trim_end().to_owned() }.into());
-    }
-    let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    let listed = crate::init::list_tools(&target, &std::env::current_dir().unwrap_or_default(), sandbox).await?;
+    let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
     if let Some((file, overrides)) = &options.overrides {
         let unknown = overrides.unknown(&names);
         if !unknown.is_empty() {
@@ -348,7 +321,7 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
     }
     let mut tools = Vec::new();
     let mut description_findings = Vec::new();
-    for tool in &listing.tools {
+    for tool in &listed {
         let found = roles::classify(&tool.name, &tool.description, &tool.input_schema, tool.listing.get("annotations"));
         tools.push(match &options.overrides {
             Some((file, overrides)) => overrides.apply(found, file),

@@ -1535,17 +1535,7 @@ async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32
 
 async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error> {
     let options = args.options()?;
-    let sandbox = match elengtis::init::sandbox_needs(&options.spec) {
-        Some(needs) => Some(
-            docker::DockerBackend::prepare(
-                &docker_options(args.target.allow_vulnerable_engine, &args.target.runtime),
-                &needs,
-                &Terminal::new(false),
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let sandbox = target_sandbox(&options.spec, &args.target).await?;
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
     let written = elengtis::init::run(&options, sandbox).await?;
     for warning in &written.warnings {
@@ -1555,6 +1545,24 @@ async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error>
     Ok(exit_codes::SUCCESS)
 }
 
+/// The Docker sandbox a described target needs (`init`, `scan`); none for a stdio command.
+async fn target_sandbox(
+    spec: &elengtis::init::TargetSpec,
+    target: &elengtis::init::cli::TargetArgs,
+) -> Result<Option<docker::DockerBackend>, Error> {
+    match elengtis::init::sandbox_needs(spec) {
+        Some(needs) => Ok(Some(
+            docker::DockerBackend::prepare(
+                &docker_options(target.allow_vulnerable_engine, &target.runtime),
+                &needs,
+                &Terminal::new(false),
+            )
+            .await?,
+        )),
+        None => Ok(None),
+    }
+}
+
 async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error> {
     use elengtis::scan::ScanError;
     use elengtis::scan::cli::ScanArgsError;
@@ -1562,17 +1570,7 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
         ScanArgsError::Target(e) => Error::from(e),
         ScanArgsError::Roles(e) => Error::from(e),
     })?;
-    let sandbox = match elengtis::init::sandbox_needs(&options.spec) {
-        Some(needs) => Some(
-            docker::DockerBackend::prepare(
-                &docker_options(args.target.allow_vulnerable_engine, &args.target.runtime),
-                &needs,
-                &Terminal::new(false),
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let sandbox = target_sandbox(&options.spec, &args.target).await?;
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
     let report = elengtis::scan::run(&options, sandbox).await.map_err(|e| match e {
         ScanError::Target(e) => Error::from(e),
