@@ -115,6 +115,7 @@ pub mod metamorphic;
 pub mod report;
 pub mod rewrite;
 pub mod sarif;
+pub mod sequential;
 pub mod verdict;
 
 pub use calibration::{Calibration, CalibrationRun, CalibrationStatus};

@@ -292,7 +292,8 @@ pub async fn list_tools(
         target,
         bindings: serde_json::Map::new(),
         campaign_dir,
-        templates: Templates::for_version(1),
+        // Version 2: a scan's target may name runner values in string templates.
+        templates: Templates::for_version(2),
         limits: Limits::default(),
         run_id: &run_id,
         sandbox,

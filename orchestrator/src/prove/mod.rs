@@ -11,6 +11,7 @@
 
 pub mod ablate;
 pub mod campaign;
+pub mod fire;
 pub mod legs;
 pub mod outputs;
 

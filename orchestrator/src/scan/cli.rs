@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use elengtis_core::format::seed::Weakness;
 use elengtis_core::format::{Diagnostic, LoadError};
+use elengtis_core::prove::sequential::StoppingRule;
 
 use super::ScanOptions;
 use super::roles::RoleOverrides;
@@ -17,10 +18,22 @@ pub struct ScanArgs {
     /// Directory for scan.json (created if missing).
     #[arg(long, default_value = "scan-out")]
     pub out: PathBuf,
-    /// List the inventory and the candidates without running anything (running candidates is
-    /// not built yet, so this is required).
+    /// List the inventory and the candidates without writing or running anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// The most trials a candidate gets.
+    #[arg(long, default_value_t = elengtis_core::prove::sequential::DEFAULT_MAX_TRIALS, value_name = "N")]
+    pub max_trials: u32,
+    /// The fire rate candidates are judged against: a candidate fires when the 95% Wilson
+    /// interval of its fire rate lies above it, and is resisted when it lies below.
+    #[arg(long, default_value_t = elengtis_core::prove::sequential::DEFAULT_THRESHOLD, value_name = "P")]
+    pub threshold: f64,
+    /// Run every candidate to --max-trials instead of stopping once its interval decides.
+    #[arg(long)]
+    pub fixed: bool,
+    /// Trials run at once, over all candidates.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
     /// Print each tool's roles with the words that put it there.
     #[arg(long)]
     pub explain: bool,
@@ -62,14 +75,7 @@ pub enum ScanArgsError {
 impl ScanArgs {
     /// The scan the flags ask for.
     pub fn options(&self) -> Result<ScanOptions, ScanArgsError> {
-        if !self.dry_run {
-            return Err(InitError::Usage(
-                "failed to scan: running the candidates is not built yet; pass --dry-run to list the inventory and the \
-                 candidates (docs/scan.md)"
-                    .into(),
-            )
-            .into());
-        }
+        self.rule().check().map_err(|e| InitError::Usage(format!("failed to scan: {e}")))?;
         let overrides = match &self.roles {
             Some(path) => {
                 let text = elengtis_core::format::read_limited(path)?;
@@ -85,6 +91,12 @@ impl ScanArgs {
             overrides,
             classes: self.class.clone(),
             out: self.out.clone(),
+            run: None,
         })
+    }
+
+    /// The stopping rule the flags ask for.
+    pub fn rule(&self) -> StoppingRule {
+        StoppingRule { threshold: self.threshold, max_trials: self.max_trials, sequential: !self.fixed }
     }
 }

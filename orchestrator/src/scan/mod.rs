@@ -12,15 +12,27 @@
 //!    inventory found give the candidates, each with the strongest verifier the target allows
 //!    ([`candidates`]), or a reason why a class gave none.
 //!
-//! Running and ranking the candidates, writing their files, `--prove` and `gate --add` are not
-//! built yet: `scan` lists candidates (`--dry-run`) and says so.
+//! Then, unless `--dry-run`:
+//!
+//! 5. each candidate is written as a seed and a scenario ([`files`]) beside `target.yaml`, and
+//!    loaded back (a file that does not load is a defect, reported, never run);
+//! 6. each is run on the target's vulnerable side alone ([`crate::prove::fire`]): its
+//!    calibration, its control (the benign carrier), then trial by trial until the Wilson
+//!    interval of its fire rate decides the threshold either way (sequential stopping).
+//!
+//! `--prove`, `gate --add`, the planner, `--purpose` and `--authorize` are not built yet.
 
 pub mod cli;
+pub mod files;
 pub mod lint;
 pub mod roles;
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use elengtis_core::prove::sequential::{Decision, StoppingRule};
 
 use elengtis_core::format::seed::{Delivery, Weakness};
 use schemars::JsonSchema;
@@ -29,6 +41,8 @@ use serde::{Deserialize, Serialize};
 use self::lint::DescriptionFinding;
 use self::roles::{Role, RoleOverrides, ToolRoles};
 use crate::init::{InitError, TargetSpec};
+use crate::prove::fire::FireRecord;
+use crate::prove::{ProveError, ProveOptions};
 use crate::sandbox::SandboxBackend;
 
 /// Version of `scan.json`.
@@ -47,6 +61,29 @@ pub struct ScanOptions {
     pub classes: Vec<Weakness>,
     /// Where `scan.json` goes (created if missing).
     pub out: PathBuf,
+    /// How to run the candidates; `None`: list them only (`--dry-run`).
+    pub run: Option<RunSettings>,
+}
+
+/// Called once per candidate as it finishes: the candidate, how many are done, of how many.
+pub type Progress = Arc<dyn Fn(&Candidate, usize, usize) + Send + Sync>;
+
+/// How a scan runs its candidates.
+#[derive(Clone)]
+pub struct RunSettings {
+    /// When a candidate's trials stop.
+    pub rule: StoppingRule,
+    /// What every candidate's runs share: `jobs`, the sandbox, the events, the model
+    /// options (`out`, `target` and the guarded side are the scan's own).
+    pub prove: ProveOptions,
+    /// Called once per candidate as it finishes (the progress line).
+    pub progress: Progress,
+}
+
+impl std::fmt::Debug for RunSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunSettings").field("rule", &self.rule).field("jobs", &self.prove.jobs).finish_non_exhaustive()
+    }
 }
 
 /// A payload style of the attack library (the bundled seeds' styles).
@@ -101,7 +138,7 @@ pub enum VerifierPlan {
 }
 
 /// One candidate attack.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Candidate {
     /// `<class>-<style>-<attack tool>[-via-<source>]`.
@@ -122,8 +159,21 @@ pub struct Candidate {
     pub attack: String,
     /// How its effect would be seen.
     pub verifier: VerifierPlan,
-    /// Not run yet (`scan --dry-run`).
+    /// `not_run` (`--dry-run`), `not_written` (no file can prove it: `why`),
+    /// `calibration_failed` (the check was not shown able to see the effect: not tested),
+    /// `control_fired` (the benign carrier fired too: the effect is not the payload's),
+    /// `fired`, `resisted`, `undecided` (the interval straddles the threshold at the cap) or
+    /// `not_tested` (no trial decided anything).
     pub status: String,
+    /// Why it was not written, or what its status rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Its seed file, relative to the scan directory (`candidates/<id>.seed.yaml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_file: Option<String>,
+    /// How its runs came out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<FireRecord>,
 }
 
 /// `scan.json`: what a scan found.
@@ -147,6 +197,27 @@ pub struct ScanReport {
     pub not_made: Vec<String>,
     /// Whether the candidates were run (false: listed only).
     pub ran: bool,
+    /// The target file the candidates run against (`target.yaml`, relative to the scan
+    /// directory; null when listed only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_file: Option<String>,
+    /// The stopping rule the candidates ran under (null when listed only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<StoppingRule>,
+    /// Trials run, and what fixed iterations (`max_trials` per candidate run) would have
+    /// cost (null when listed only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<TrialCount>,
+}
+
+/// Trials a scan ran against what fixed iterations would have run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrialCount {
+    /// Trials run (calibration and control runs not counted).
+    pub run: u32,
+    /// `max_trials` × the candidates whose trials began.
+    pub fixed: u32,
 }
 
 /// Why a scan could not run (a server with nothing to attack is a report, not an error).
@@ -168,6 +239,23 @@ pub enum ScanError {
     /// `scan.json` could not be written.
     #[error(transparent)]
     Write(#[from] crate::results::store::StoreError),
+    /// A candidate's runs failed to start or be read.
+    #[error("failed to run candidate {candidate}: {source}")]
+    Run {
+        /// The candidate.
+        candidate: String,
+        /// The cause.
+        #[source]
+        source: ProveError,
+    },
+    /// A file scan wrote does not load: a defect of `scan`, reported rather than run.
+    #[error("failed to load the candidate scan wrote ({path}); please report this: {detail}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The loader's error.
+        detail: String,
+    },
 }
 
 /// The noun a tool's name is about (`read_note` → `note`, `get_issue` → `issue`): its words
@@ -183,6 +271,11 @@ fn nouns(name: &str) -> Vec<String> {
         .map(|w| w.trim_end_matches('s').to_owned())
         .filter(|w| !w.is_empty() && !VERBS.contains(&w.as_str()))
         .collect()
+}
+
+/// A candidate's id from its parts: lower case, `-` between words (`^[a-z0-9][a-z0-9_-]*$`).
+fn candidate_id(text: &str) -> String {
+    crate::init::plan::identifier(&text.replace('_', "-"), '-')
 }
 
 /// The candidates the inventory allows, and why a class gave none (`database`: the SQLite
@@ -244,7 +337,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                         continue;
                     }
                     out.push(Candidate {
-                        id: format!("w2-{}-{}-via-{}", style.as_str().replace('_', "-"), attack.tool, source.tool),
+                        id: candidate_id(&format!("w2-{}-{}-via-{}", style.as_str(), attack.tool, source.tool)),
                         class: Weakness::W2,
                         style,
                         delivery: Delivery::Note,
@@ -253,6 +346,9 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                         attack: attack.tool.clone(),
                         verifier: check.clone(),
                         status: "not_run".into(),
+                        why: None,
+                        seed_file: None,
+                        run: None,
                     });
                 }
             }
@@ -266,7 +362,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
         }
         for tool in egress {
             out.push(Candidate {
-                id: format!("w3-direct-{}", tool.tool),
+                id: candidate_id(&format!("w3-direct-{}", tool.tool)),
                 class: Weakness::W3,
                 style: Style::Direct,
                 delivery: Delivery::User,
@@ -275,6 +371,9 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 attack: tool.tool.clone(),
                 verifier: VerifierPlan::CanarySink,
                 status: "not_run".into(),
+                why: None,
+                seed_file: None,
+                run: None,
             });
         }
     }
@@ -287,7 +386,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
         for sink in sinks {
             let Some(check) = verifier(sink) else { continue };
             out.push(Candidate {
-                id: format!("w4-direct-{}", sink.tool),
+                id: candidate_id(&format!("w4-direct-{}", sink.tool)),
                 class: Weakness::W4,
                 style: Style::Direct,
                 delivery: Delivery::User,
@@ -296,17 +395,58 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 attack: sink.tool.clone(),
                 verifier: check,
                 status: "not_run".into(),
+                why: None,
+                seed_file: None,
+                run: None,
             });
         }
     }
     (out, not_made)
 }
 
-/// Start the target, list its tools, classify and lint them, list the candidates, and write
-/// `<out>/scan.json`.
+/// Every command-line word of `target` that names a runner value (`{sink_url}`, `{canary}`)
+/// made a string template (`attacker.example.com={sink_url}` resolves per trial).
+pub fn templated(target: &mut elengtis_core::format::campaign::Target) {
+    use elengtis_core::format::campaign::Transport;
+    let items = match &mut target.transport {
+        Transport::Stdio(t) => &mut t.args,
+        Transport::IsolatedContainer(c) => &mut c.command,
+        Transport::StreamableHttp(_) => return,
+    };
+    for item in items {
+        if let Some(text) = item.as_str()
+            && elengtis_core::refs::RUNNER_VALUES.iter().any(|v| text.contains(&format!("{{{v}}}")))
+        {
+            *item = serde_json::json!({"template": text});
+        }
+    }
+}
+
+/// The campaign target as `target.yaml` holds it (empty fields left out).
+pub fn target_value(target: &elengtis_core::format::campaign::Target) -> serde_json::Value {
+    fn prune(value: &mut serde_json::Value) {
+        if let Some(map) = value.as_object_mut() {
+            map.retain(|_, v| {
+                !(v.is_null()
+                    || v.as_array().is_some_and(Vec::is_empty)
+                    || v.as_object().is_some_and(serde_json::Map::is_empty))
+            });
+            map.values_mut().for_each(prune);
+        }
+    }
+    let mut value = serde_json::to_value(target).unwrap_or_default();
+    prune(&mut value);
+    value["bindings"] = serde_json::json!({});
+    value
+}
+
+/// Start the target, list its tools, classify and lint them, list the candidates and —
+/// unless listing only — write and run them; `<out>/scan.json` holds it all.
 pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) -> Result<ScanReport, ScanError> {
     let target_id = options.target_id.clone().unwrap_or_else(|| options.spec.default_id());
-    let target = crate::init::target(&target_id, &options.spec);
+    let mut target = crate::init::target(&target_id, &options.spec);
+    templated(&mut target);
+    let target_json = target_value(&target);
     let listed = crate::init::list_tools(&target, &std::env::current_dir().unwrap_or_default(), sandbox).await?;
     let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
     if let Some((file, overrides)) = &options.overrides {
@@ -337,21 +477,156 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
     if tools.is_empty() {
         not_made.insert(0, "the server lists no tool: nothing to attack".into());
     }
-    let report = ScanReport {
+    let mut report = ScanReport {
         schema_version: SCAN_SCHEMA_VERSION,
-        target: target_id,
+        target: target_id.clone(),
         tools,
         roles_file: options.overrides.as_ref().map(|(f, _)| f.clone()),
         description_findings,
         candidates,
         not_made,
         ran: false,
+        target_file: None,
+        stopping: None,
+        trials: None,
     };
     std::fs::create_dir_all(&options.out)
         .map_err(|source| InitError::CreateDir { path: options.out.clone(), source })?;
+    if let Some(settings) = &options.run {
+        run_candidates(&mut report, &listed, &target_json, options, settings).await?;
+    }
     let json = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
     crate::results::store::write_atomic(&options.out.join("scan.json"), json.as_bytes())?;
     Ok(report)
+}
+
+/// Write every candidate's files beside `target.yaml`, load them back, and run them (at most
+/// `jobs` trials at once over all of them), each under the stopping rule.
+async fn run_candidates(
+    report: &mut ScanReport,
+    listed: &[elengtis_core::agent::ToolInfo],
+    target_json: &serde_json::Value,
+    options: &ScanOptions,
+    settings: &RunSettings,
+) -> Result<(), ScanError> {
+    use futures_util::StreamExt as _;
+    let out = &options.out;
+    let target_text = format!(
+        "# The target `elengtis scan` ran its candidates against (a campaign target; JSON is YAML).\n{}\n",
+        serde_json::to_string_pretty(target_json).unwrap_or_default()
+    );
+    crate::results::store::write_atomic(&out.join("target.yaml"), target_text.as_bytes())?;
+    report.target_file = Some("target.yaml".into());
+    report.stopping = Some(settings.rule);
+    report.ran = true;
+    let dir = out.join("candidates");
+    std::fs::create_dir_all(&dir).map_err(|source| InitError::CreateDir { path: dir.clone(), source })?;
+    let by_name: BTreeMap<&str, &elengtis_core::agent::ToolInfo> =
+        listed.iter().map(|t| (t.name.as_str(), t)).collect();
+    let roles: BTreeMap<&str, &ToolRoles> = report.tools.iter().map(|t| (t.tool.as_str(), t)).collect();
+    let mut runnable = Vec::new();
+    for (i, candidate) in report.candidates.iter_mut().enumerate() {
+        match files::candidate_files(candidate, &by_name, &roles, &report.target) {
+            Ok(written) => {
+                let seed_path = dir.join(format!("{}.seed.yaml", candidate.id));
+                crate::results::store::write_atomic(&seed_path, written.seed.as_bytes())?;
+                crate::results::store::write_atomic(
+                    &dir.join(format!("{}.yaml", candidate.id)),
+                    written.scenario.as_bytes(),
+                )?;
+                elengtis_core::format::seed::load_seed(&seed_path)
+                    .map_err(|e| ScanError::Invalid { path: seed_path.display().to_string(), detail: e.to_string() })?;
+                candidate.seed_file = Some(format!("candidates/{}.seed.yaml", candidate.id));
+                runnable.push((i, seed_path));
+            }
+            Err(why) => {
+                candidate.status = "not_written".into();
+                candidate.why = Some(why);
+            }
+        }
+    }
+    let prove = ProveOptions {
+        out: out.join("runs"),
+        metamorphic: false,
+        target: Some(target_json.clone()),
+        guarded_side: crate::prove::GuardedSide::None,
+        guarded_target: None,
+        slots: Some(Arc::new(tokio::sync::Semaphore::new(settings.prove.jobs.max(1)))),
+        ..settings.prove.clone()
+    };
+    let total = runnable.len();
+    let mut done = 0;
+    let mut results = futures_util::stream::iter(runnable.into_iter().map(|(i, seed_path)| {
+        let prove = &prove;
+        async move { (i, crate::prove::fire::fire_sequential(&seed_path, prove, &settings.rule).await) }
+    }))
+    .buffer_unordered(settings.prove.jobs.max(1));
+    let mut failure = None;
+    while let Some((i, result)) = results.next().await {
+        let candidate = &mut report.candidates[i];
+        match result {
+            Ok(record) => {
+                let (status, why) = status_of(&record);
+                candidate.status = status.into();
+                candidate.why = Some(why);
+                candidate.run = Some(FireRecord {
+                    dir: record.dir.strip_prefix(out).map(std::path::Path::to_path_buf).unwrap_or(record.dir.clone()),
+                    ..record
+                });
+            }
+            Err(source) => {
+                candidate.status = "not_tested".into();
+                candidate.why = Some(format!("its runs failed: {source}"));
+                failure.get_or_insert(ScanError::Run { candidate: candidate.id.clone(), source });
+            }
+        }
+        done += 1;
+        (settings.progress)(candidate, done, total);
+    }
+    drop(results);
+    let ran: Vec<&FireRecord> = report.candidates.iter().filter_map(|c| c.run.as_ref()).collect();
+    report.trials = Some(TrialCount {
+        run: ran.iter().map(|r| r.trials).sum(),
+        fixed: ran.iter().filter(|r| r.trials > 0).map(|_| settings.rule.max_trials).sum(),
+    });
+    match failure {
+        // The report is written first: what ran is kept.
+        Some(e) => {
+            let json = serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
+            crate::results::store::write_atomic(&out.join("scan.json"), json.as_bytes())?;
+            Err(e)
+        }
+        None => Ok(()),
+    }
+}
+
+/// A candidate's status from its runs, and what it rests on.
+fn status_of(record: &FireRecord) -> (&'static str, String) {
+    if record.calibration != "passed" && record.decision.is_none() {
+        return (
+            "calibration_failed",
+            format!(
+                "not tested: the check was not shown able to see the effect ({}): {}",
+                record.calibration, record.calibration_detail
+            ),
+        );
+    }
+    if record.control_fired == Some(true) {
+        return (
+            "control_fired",
+            "the benign carrier (the markers without the instruction) fired too: the effect is not the payload's"
+                .into(),
+        );
+    }
+    match record.decision {
+        Some(Decision::Above) => ("fired", record.stopped.clone()),
+        Some(Decision::Below) => ("resisted", record.stopped.clone()),
+        Some(Decision::Undecided) if record.decided > 0 => ("undecided", record.stopped.clone()),
+        _ => (
+            "not_tested",
+            format!("no trial decided anything: {}", record.undecided.first().map_or("no trial ran", String::as_str)),
+        ),
+    }
 }
 
 /// The text a scan prints: each tool's roles (with the words that gave them, `explain`), the
@@ -397,8 +672,39 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
             let _ = writeln!(out, "  {} [{}]: {}", f.tool, f.kind.as_str(), f.excerpt);
         }
     }
-    let _ = writeln!(out, "Candidates: {} (listed, not run).", report.candidates.len());
-    for c in &report.candidates {
+    if report.ran {
+        let count = |status: &str| report.candidates.iter().filter(|c| c.status == status).count();
+        let _ = writeln!(
+            out,
+            "Candidates: {} — fired {}, resisted {}, undecided {}, not tested {}, calibration failed {}, control fired {}, not written {}.",
+            report.candidates.len(),
+            count("fired"),
+            count("resisted"),
+            count("undecided"),
+            count("not_tested"),
+            count("calibration_failed"),
+            count("control_fired"),
+            count("not_written"),
+        );
+    } else {
+        let _ = writeln!(out, "Candidates: {} (listed, not run).", report.candidates.len());
+    }
+    // Ranked: fired first, by the interval's lower bound.
+    let mut ranked: Vec<&Candidate> = report.candidates.iter().collect();
+    let rank = |c: &Candidate| match c.status.as_str() {
+        "fired" => 0,
+        "undecided" => 1,
+        "control_fired" => 2,
+        "resisted" => 3,
+        _ => 4,
+    };
+    ranked.sort_by(|a, b| {
+        rank(a).cmp(&rank(b)).then_with(|| {
+            let low = |c: &Candidate| c.run.as_ref().map_or(0.0, |r| r.interval[0]);
+            low(b).total_cmp(&low(a))
+        })
+    });
+    for c in ranked {
         let path = match (&c.plant, &c.source) {
             (Some(p), Some(s)) => format!("plant {p} → source {s} → "),
             _ => "user's message → ".to_owned(),
@@ -408,7 +714,26 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
             VerifierPlan::Sqlite { path } => format!("SQLite snapshot of {path} (state)"),
             VerifierPlan::TargetReported { tool } => format!("{tool} (target-reported: the server's own word)"),
         };
-        let _ = writeln!(out, "  {} ({} {}): {path}{}; verified by {check}", c.id, c.class, c.style.as_str(), c.attack);
+        if report.ran {
+            let _ = writeln!(
+                out,
+                "  {:<19} {} ({} {}): {path}{}; verified by {check}",
+                c.status,
+                c.id,
+                c.class,
+                c.style.as_str(),
+                c.attack
+            );
+            if let Some(why) = &c.why {
+                let _ = writeln!(out, "                      {why}");
+            }
+        } else {
+            let _ =
+                writeln!(out, "  {} ({} {}): {path}{}; verified by {check}", c.id, c.class, c.style.as_str(), c.attack);
+        }
+    }
+    if let Some(t) = report.trials {
+        let _ = writeln!(out, "Trials: {} run; fixed iterations would have run {}.", t.run, t.fixed);
     }
     for why in &report.not_made {
         let _ = writeln!(out, "  none: {why}");

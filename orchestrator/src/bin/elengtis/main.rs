@@ -1566,15 +1566,44 @@ async fn target_sandbox(
 async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error> {
     use elengtis::scan::ScanError;
     use elengtis::scan::cli::ScanArgsError;
-    let options = args.options().map_err(|e| match e {
+    let mut options = args.options().map_err(|e| match e {
         ScanArgsError::Target(e) => Error::from(e),
         ScanArgsError::Roles(e) => Error::from(e),
     })?;
     let sandbox = target_sandbox(&options.spec, &args.target).await?;
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
-    let report = elengtis::scan::run(&options, sandbox).await.map_err(|e| match e {
+    let terminal = Arc::new(Terminal::new(false));
+    if !args.dry_run {
+        let progress_terminal = terminal.clone();
+        let json = args.json;
+        options.run = Some(elengtis::scan::RunSettings {
+            rule: args.rule(),
+            prove: elengtis::prove::ProveOptions {
+                jobs: args.jobs.into(),
+                sandbox: SandboxChoice::Docker(docker_options(
+                    args.target.allow_vulnerable_engine,
+                    &args.target.runtime,
+                )),
+                events: Arc::new(elengtis::prove::WarnOnce::new(terminal.clone())),
+                ..elengtis::prove::ProveOptions::default()
+            },
+            progress: Arc::new(move |c: &elengtis::scan::Candidate, done: usize, total: usize| {
+                if !json {
+                    progress_terminal.print(&format!("[{done}/{total}] {}: {}", c.id, c.status));
+                }
+            }),
+        });
+    }
+    let result = elengtis::scan::run(&options, sandbox).await;
+    terminal.finish();
+    let report = result.map_err(|e| match e {
         ScanError::Target(e) => Error::from(e),
         ScanError::Write(e) => Error::from(e),
+        ScanError::Run { candidate, source } => {
+            terminal.print(&format!("failed to run candidate {candidate} (scan.json keeps what ran)"));
+            Error::from(source)
+        }
+        e @ ScanError::Invalid { .. } => Error::Unavailable(e.to_string()),
         ScanError::UnknownRoles { file, unknown, listed } => {
             Error::from(elengtis_core::format::LoadError::Invalid(vec![elengtis_core::format::Diagnostic {
                 severity: elengtis_core::format::Severity::Error,
