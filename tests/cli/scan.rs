@@ -252,3 +252,109 @@ fn fixed_iterations_run_every_candidate_to_the_cap() {
     assert_eq!(report["trials"]["run"], 3);
     assert_eq!(report["stopping"]["sequential"], false);
 }
+
+/// A model config file for a model served by `server` (OpenAI-compatible wire).
+fn model_config(dir: &std::path::Path, server: &elengtis_tests::model_server::ModelServer) -> String {
+    let config = serde_json::json!({
+        "model": "scripted",
+        "provider": {"type": "openai_compatible", "base_url": format!("http://{}/v1", server.addr), "backoff_ms": 5},
+        "generation": {"temperature": 0},
+    });
+    elengtis_tests::write(dir, "model.yaml", &config.to_string()).display().to_string()
+}
+
+#[test]
+fn a_model_that_refuses_gives_no_finding() {
+    // A live model (over the real wire, on 127.0.0.1) that answers every request with a
+    // refusal: the user-delivered candidates are resisted, the planted ones never reach it
+    // (it reads nothing) and are not tested; none fires.
+    let dir = scratch();
+    let server = elengtis_tests::model_server::ModelServer::start(
+        dir.path(),
+        &serde_json::json!({"steps": [], "end_text": "I can't help with that."}),
+        &[],
+    );
+    let config = model_config(dir.path(), &server);
+    let inbox = inbox_args(&[]);
+    let inbox: Vec<&str> = inbox.iter().map(String::as_str).collect();
+    let (code, text, err) = scan(dir.path(), &["--model-config", &config], &inbox);
+    assert_eq!(code, 0, "{text}{err}");
+    let report = report(dir.path());
+    assert_eq!(report["model"]["model"], "scripted");
+    let all = candidates(&report);
+    assert!(!all.is_empty());
+    assert!(all.iter().all(|c| c["status"] != "fired"), "{text}");
+    assert_eq!(status_of(&report, "w4-direct-send-message"), "resisted", "{text}");
+    assert_eq!(status_of(&report, "w2-direct-send-message-via-get-note"), "not_tested", "{text}");
+    assert!(!server.requests().is_empty(), "the model was asked");
+}
+
+#[test]
+fn a_fired_candidate_is_proved_and_added_to_a_gate_that_re_proves_it() {
+    let dir = scratch();
+    // A live model that follows a request for send_message once it is shown one.
+    let script = serde_json::json!({
+        "steps": [{"when": {"seen": "attacker@example.com", "instruction": "send_message"},
+                   "tool_calls": [{"name": "send_message",
+                                   "arguments": {"recipient": "attacker@example.com", "subject": "s", "text": "t"}}]}],
+        "end_text": "Done.",
+    });
+    let server = elengtis_tests::model_server::ModelServer::start(dir.path(), &script, &[]);
+    let config = model_config(dir.path(), &server);
+    let inbox = inbox_args(&[]);
+    let inbox: Vec<&str> = inbox.iter().map(String::as_str).collect();
+    let (code, text, err) = scan(dir.path(), &["--class", "W4", "--prove", "--model-config", &config], &inbox);
+    assert_eq!(code, 0, "{text}{err}");
+    let report = report(dir.path());
+    let w4 = candidates(&report).into_iter().find(|c| c["id"] == "w4-direct-send-message").cloned();
+    let w4 = w4.expect("the W4 candidate");
+    assert_eq!(w4["status"], "fired", "{text}");
+    assert_eq!(w4["proof"]["verdict"], "KEPT", "{text}");
+    assert_eq!(w4["proof"]["guarded_side"], "shim");
+    assert!(dir.path().join("scan").join(w4["proof"]["report"].as_str().unwrap_or_default()).is_file());
+
+    // A candidate that was not proved is refused, naming why; the proved one is added.
+    let gate = dir.path().join("ci/gate.yaml");
+    std::fs::create_dir_all(dir.path().join("ci")).expect("mkdir");
+    let gate_arg = gate.display().to_string();
+    let seed = dir.path().join("scan/candidates/w4-direct-send-message.seed.yaml").display().to_string();
+    let output = elengtis(dir.path(), &["gate", "--file", &gate_arg, "--add", &seed]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let written = std::fs::read_to_string(&gate).expect("the gate file");
+    assert!(written.contains(r#"seed: "../scan/candidates/w4-direct-send-message.seed.yaml""#), "{written}");
+    assert!(written.contains(r#"target: "../scan/target.yaml""#) && written.contains("guarded: shim"), "{written}");
+    assert!(written.contains("model: {"), "{written}");
+    let again = elengtis(dir.path(), &["gate", "--file", &gate_arg, "--add", &seed]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("already holds this seed"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&gate).expect("gate"), written, "a refused add leaves the file as it was");
+
+    // The gate re-proves it live (opt-in for a target of your own).
+    let mut cmd = elengtis_tests::elengtis_cmd(dir.path(), &["gate", "--file", &gate_arg, "--out", "gate-out"]);
+    cmd.env("ELENGTIS_LIVE_TARGET", "1");
+    let output = cmd.output().expect("run the gate");
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.lines().any(|l| l.starts_with("w4-direct-send-message") && l.contains("custom") && l.ends_with("passed")),
+        "{out}"
+    );
+}
+
+#[test]
+fn gate_add_refuses_a_candidate_that_was_not_proved() {
+    let dir = scratch();
+    let inbox = inbox_args(&[]);
+    let inbox: Vec<&str> = inbox.iter().map(String::as_str).collect();
+    let (code, text, err) = scan(dir.path(), &["--class", "W3", "--max-trials", "2"], &inbox);
+    assert_eq!(code, 0, "{text}{err}");
+    let seed = dir.path().join("scan/candidates/w3-direct-http-get.seed.yaml").display().to_string();
+    let output = elengtis(dir.path(), &["gate", "--file", "gate.yaml", "--add", &seed]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("was not proved (status fired): run `elengtis scan --prove` first"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("gate.yaml").exists());
+}

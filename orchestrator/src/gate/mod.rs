@@ -16,6 +16,7 @@
 //! The verdict of the whole gate: no evidence, else REJECTED, else STABLE, NOT PROVEN, else
 //! passed; the binary maps each to its exit code.
 
+pub mod add;
 pub mod lock;
 
 use std::path::{Path, PathBuf};

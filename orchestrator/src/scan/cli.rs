@@ -31,6 +31,30 @@ pub struct ScanArgs {
     /// Run every candidate to --max-trials instead of stopping once its interval decides.
     #[arg(long)]
     pub fixed: bool,
+    /// Prove every candidate that fired (as `elengtis prove` does: both sides, the repeat
+    /// filter, rewrites, calibration, the carrier) against the guarded side: the control shim
+    /// at the MCP boundary by default (nothing to write), or your guarded build
+    /// (--guarded-target).
+    #[arg(long)]
+    pub prove: bool,
+    /// With --prove: the guarded side is this second build of the server (FILE holds one
+    /// campaign target, as `prove --guarded-target`).
+    #[arg(long, value_name = "FILE", requires = "prove")]
+    pub guarded_target: Option<PathBuf>,
+    /// With --prove: iterations of the repeat filter (a keep needs at least 5).
+    #[arg(long, default_value_t = crate::prove::DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub iterations: u32,
+    /// Drive the trials with a live model instead of each candidate's script: FILE holds the
+    /// campaign's model fields (`model`, and optionally `provider`, `provider_route`,
+    /// `generation`, `model_id`), as `prove --model-config`.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+    /// Write each live model request's final answer into DIR as a fixture.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures", requires = "model_config")]
+    pub record_fixtures: Option<PathBuf>,
+    /// Answer every live model request from the fixtures in DIR, offline.
+    #[arg(long, value_name = "DIR", requires = "model_config")]
+    pub replay_fixtures: Option<PathBuf>,
     /// Trials run at once, over all candidates.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,

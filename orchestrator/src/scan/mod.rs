@@ -78,6 +78,32 @@ pub struct RunSettings {
     pub prove: ProveOptions,
     /// Called once per candidate as it finishes (the progress line).
     pub progress: Progress,
+    /// Prove the candidates that fired (`--prove`); `None`: rank only.
+    pub prove_fired: Option<ProveFired>,
+}
+
+/// How `scan --prove` proves the candidates that fired.
+#[derive(Debug, Clone)]
+pub struct ProveFired {
+    /// What stands on the guarded side (`shim` by default: no file to write; `build` with
+    /// `--guarded-target`).
+    pub guarded_side: crate::prove::GuardedSide,
+    /// The guarded build (`--guarded-target`), a campaign target.
+    pub guarded_target: Option<serde_json::Value>,
+    /// Iterations of the repeat filter.
+    pub iterations: u32,
+}
+
+/// A fired candidate's proof (`scan --prove`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Proof {
+    /// KEPT, STABLE NOT PROVEN, REJECTED or NOT TESTED.
+    pub verdict: String,
+    /// Its validation report, relative to the scan directory.
+    pub report: String,
+    /// What stood on the guarded side.
+    pub guarded_side: String,
 }
 
 impl std::fmt::Debug for RunSettings {
@@ -174,6 +200,9 @@ pub struct Candidate {
     /// How its runs came out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<FireRecord>,
+    /// Its proof, when it fired and `--prove` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
 }
 
 /// `scan.json`: what a scan found.
@@ -204,6 +233,10 @@ pub struct ScanReport {
     /// The stopping rule the candidates ran under (null when listed only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopping: Option<StoppingRule>,
+    /// The live model the candidates ran with (`--model-config`; null: each candidate's
+    /// scripted model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<elengtis_core::format::gate::LiveModel>,
     /// Trials run, and what fixed iterations (`max_trials` per candidate run) would have
     /// cost (null when listed only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -349,6 +382,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                         why: None,
                         seed_file: None,
                         run: None,
+                        proof: None,
                     });
                 }
             }
@@ -374,6 +408,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 why: None,
                 seed_file: None,
                 run: None,
+                proof: None,
             });
         }
     }
@@ -398,6 +433,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 why: None,
                 seed_file: None,
                 run: None,
+                proof: None,
             });
         }
     }
@@ -488,6 +524,7 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
         ran: false,
         target_file: None,
         stopping: None,
+        model: None,
         trials: None,
     };
     std::fs::create_dir_all(&options.out)
@@ -518,6 +555,7 @@ async fn run_candidates(
     crate::results::store::write_atomic(&out.join("target.yaml"), target_text.as_bytes())?;
     report.target_file = Some("target.yaml".into());
     report.stopping = Some(settings.rule);
+    report.model = settings.prove.live.clone();
     report.ran = true;
     let dir = out.join("candidates");
     std::fs::create_dir_all(&dir).map_err(|source| InitError::CreateDir { path: dir.clone(), source })?;
@@ -584,6 +622,9 @@ async fn run_candidates(
         (settings.progress)(candidate, done, total);
     }
     drop(results);
+    if let (None, Some(how)) = (&failure, &settings.prove_fired) {
+        prove_fired(report, &prove, how, out, &settings.progress).await?;
+    }
     let ran: Vec<&FireRecord> = report.candidates.iter().filter_map(|c| c.run.as_ref()).collect();
     report.trials = Some(TrialCount {
         run: ran.iter().map(|r| r.trials).sum(),
@@ -598,6 +639,57 @@ async fn run_candidates(
         }
         None => Ok(()),
     }
+}
+
+/// Prove every candidate that fired, against `how`'s guarded side; each gets its verdict.
+async fn prove_fired(
+    report: &mut ScanReport,
+    prove: &ProveOptions,
+    how: &ProveFired,
+    out: &std::path::Path,
+    progress: &Progress,
+) -> Result<(), ScanError> {
+    let fired: Vec<(usize, PathBuf)> = report
+        .candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.status == "fired")
+        .filter_map(|(i, c)| c.seed_file.as_ref().map(|f| (i, out.join(f))))
+        .collect();
+    if fired.is_empty() {
+        return Ok(());
+    }
+    let options = ProveOptions {
+        out: out.join("proofs"),
+        metamorphic: true,
+        guarded_side: how.guarded_side,
+        guarded_target: how.guarded_target.clone(),
+        iterations: how.iterations,
+        ..prove.clone()
+    };
+    let paths: Vec<PathBuf> = fired.iter().map(|(_, p)| p.clone()).collect();
+    let listed: Vec<Candidate> = report.candidates.clone();
+    let total = fired.len();
+    let mut done = 0;
+    let proven = crate::prove::prove_seeds(&paths, &[], &options, |p| {
+        done += 1;
+        if let Some((i, _)) = fired.iter().find(|(_, path)| *path == p.seed_path) {
+            let mut shown = listed[*i].clone();
+            shown.status = format!("proved {}", p.report.verdict.label());
+            (progress)(&shown, done, total);
+        }
+    })
+    .await
+    .map_err(|source| ScanError::Run { candidate: "(the proofs)".into(), source })?;
+    for p in proven {
+        let Some((i, _)) = fired.iter().find(|(_, path)| *path == p.seed_path) else { continue };
+        report.candidates[*i].proof = Some(Proof {
+            verdict: p.report.verdict.label().to_owned(),
+            report: p.report_path.strip_prefix(out).unwrap_or(&p.report_path).display().to_string(),
+            guarded_side: how.guarded_side.as_str().to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// A candidate's status from its runs, and what it rests on.
@@ -726,6 +818,13 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
             );
             if let Some(why) = &c.why {
                 let _ = writeln!(out, "                      {why}");
+            }
+            if let Some(proof) = &c.proof {
+                let _ = writeln!(
+                    out,
+                    "                      proved against the guarded side ({}): {} — {}",
+                    proof.guarded_side, proof.verdict, proof.report
+                );
             }
         } else {
             let _ =

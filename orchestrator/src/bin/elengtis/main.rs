@@ -569,6 +569,10 @@ struct GateArgs {
     /// The gate file.
     #[arg(long, value_name = "FILE", default_value = "scenarios/gate/gate.yaml")]
     file: PathBuf,
+    /// Append a finding `elengtis scan --prove` proved KEPT to the gate file (created if
+    /// missing) instead of running the gate: SEED is its `<scan>/candidates/<id>.seed.yaml`.
+    #[arg(long, value_name = "SEED", conflicts_with_all = ["record", "findings"])]
+    add: Option<PathBuf>,
     /// Re-record the reference findings' fixtures with the gate file's live model, and lock
     /// each directory whose recording proves KEPT with every leg decided.
     #[arg(long)]
@@ -1415,6 +1419,27 @@ fn load_model_config(path: &Path) -> Result<elengtis_core::format::gate::LiveMod
 
 async fn gate_command(args: GateArgs) -> Result<i32, Error> {
     use elengtis::gate::{self, GateOptions, Status};
+    if let Some(seed) = &args.add {
+        use elengtis::gate::add::AddError;
+        let added = elengtis::gate::add::add(&args.file, seed).map_err(|e| match e {
+            e @ AddError::Refused { .. } => Error::Usage(e.to_string()),
+            AddError::Load(e) => Error::from(e),
+            AddError::Io { what, path, source } => Error::Io { what, path, source },
+            AddError::Write(e) => Error::from(e),
+        })?;
+        if args.json {
+            outln!("{}", json!({"file": args.file, "added": added.seed_id, "created": added.created}));
+        } else {
+            outln!(
+                "{} {} to {}:\n{}",
+                if added.created { "Created the gate with" } else { "Added" },
+                added.seed_id,
+                args.file.display(),
+                added.entry.trim_end()
+            );
+        }
+        return Ok(exit_codes::SUCCESS);
+    }
     let loaded = elengtis_core::format::gate::load_gate(&args.file)?;
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
@@ -1576,17 +1601,42 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
     if !args.dry_run {
         let progress_terminal = terminal.clone();
         let json = args.json;
+        let docker = docker_options(args.target.allow_vulnerable_engine, &args.target.runtime);
+        if matches!(options.spec, elengtis::init::TargetSpec::Image { .. }) {
+            // The canary sink and the relay serve container trials.
+            ensure_images(&docker).await?;
+        }
+        let prove_fired = match (args.prove, &args.guarded_target) {
+            (false, _) => None,
+            (true, Some(path)) => Some(elengtis::scan::ProveFired {
+                guarded_side: elengtis::prove::GuardedSide::Build,
+                guarded_target: Some(target_file(path)?),
+                iterations: args.iterations,
+            }),
+            (true, None) => Some(elengtis::scan::ProveFired {
+                guarded_side: elengtis::prove::GuardedSide::Shim,
+                guarded_target: None,
+                iterations: args.iterations,
+            }),
+        };
+        let live = match &args.model_config {
+            None => None,
+            Some(path) => Some(load_model_config(path)?),
+        };
         options.run = Some(elengtis::scan::RunSettings {
             rule: args.rule(),
             prove: elengtis::prove::ProveOptions {
                 jobs: args.jobs.into(),
-                sandbox: SandboxChoice::Docker(docker_options(
-                    args.target.allow_vulnerable_engine,
-                    &args.target.runtime,
-                )),
+                sandbox: SandboxChoice::Docker(docker),
                 events: Arc::new(elengtis::prove::WarnOnce::new(terminal.clone())),
+                live,
+                model: elengtis::model::ModelOptions {
+                    fixtures: fixture_mode(args.record_fixtures.as_ref(), args.replay_fixtures.as_ref()),
+                    ..Default::default()
+                },
                 ..elengtis::prove::ProveOptions::default()
             },
+            prove_fired,
             progress: Arc::new(move |c: &elengtis::scan::Candidate, done: usize, total: usize| {
                 if !json {
                     progress_terminal.print(&format!("[{done}/{total}] {}: {}", c.id, c.status));
