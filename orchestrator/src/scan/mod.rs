@@ -25,6 +25,7 @@
 pub mod cli;
 pub mod files;
 pub mod lint;
+pub mod probe;
 pub mod roles;
 
 use std::collections::BTreeMap;
@@ -562,9 +563,10 @@ async fn run_candidates(
     let by_name: BTreeMap<&str, &elengtis_core::agent::ToolInfo> =
         listed.iter().map(|t| (t.name.as_str(), t)).collect();
     let roles: BTreeMap<&str, &ToolRoles> = report.tools.iter().map(|t| (t.tool.as_str(), t)).collect();
+    let databases = probe_databases(&report.candidates, &by_name, &roles, target_json, out, settings).await;
     let mut runnable = Vec::new();
     for (i, candidate) in report.candidates.iter_mut().enumerate() {
-        match files::candidate_files(candidate, &by_name, &roles, &report.target) {
+        match files::candidate_files(candidate, &by_name, &roles, &report.target, &databases) {
             Ok(written) => {
                 let seed_path = dir.join(format!("{}.seed.yaml", candidate.id));
                 crate::results::store::write_atomic(&seed_path, written.seed.as_bytes())?;
@@ -639,6 +641,70 @@ async fn run_candidates(
         }
         None => Ok(()),
     }
+}
+
+/// Probe, once per attack tool whose effect a database snapshot would show, where the effect
+/// lands ([`probe`]): the tables and columns, or why none were found.
+async fn probe_databases(
+    candidates: &[Candidate],
+    tools: &BTreeMap<&str, &elengtis_core::agent::ToolInfo>,
+    roles: &BTreeMap<&str, &ToolRoles>,
+    target_json: &serde_json::Value,
+    out: &std::path::Path,
+    settings: &RunSettings,
+) -> BTreeMap<String, Result<Vec<probe::Place>, String>> {
+    let mut found = BTreeMap::new();
+    for c in candidates {
+        let VerifierPlan::Sqlite { path } = &c.verifier else { continue };
+        if found.contains_key(&c.attack) {
+            continue;
+        }
+        let (Some(tool), Some(tool_roles)) = (tools.get(c.attack.as_str()), roles.get(c.attack.as_str())) else {
+            continue;
+        };
+        let Some((arguments, marker)) = files::marked_call(tool, tool_roles, &c.verifier) else { continue };
+        let dir = out.join("probes").join(&c.attack);
+        let result = run_probe(&dir, target_json, &c.attack, &arguments, path, &marker, settings).await;
+        found.insert(c.attack.clone(), result);
+    }
+    found
+}
+
+async fn run_probe(
+    dir: &std::path::Path,
+    target: &serde_json::Value,
+    tool: &str,
+    arguments: &serde_json::Value,
+    database: &str,
+    marker: &str,
+    settings: &RunSettings,
+) -> Result<Vec<probe::Place>, String> {
+    let (campaign, scenario) = probe::documents(target, tool, arguments, database, marker);
+    let campaign_dir = dir.join("campaign");
+    std::fs::create_dir_all(&campaign_dir).map_err(|e| format!("failed to create {}: {e}", campaign_dir.display()))?;
+    let write = |name: &str, value: &serde_json::Value| {
+        let path = campaign_dir.join(name);
+        std::fs::write(&path, serde_json::to_string_pretty(value).unwrap_or_default())
+            .map_err(|e| format!("failed to write {}: {e}", path.display()))
+            .map(|()| path)
+    };
+    write("probe.yaml", &scenario)?;
+    let path = write("campaign.yaml", &campaign)?;
+    let bundle = elengtis_core::load::load_campaign(&path, &elengtis_core::validate::LoadOptions::default())
+        .map_err(|e| format!("the probe's campaign does not load: {e}"))?;
+    let results = dir.join("results");
+    let options = crate::run::RunOptions {
+        limits: crate::toolhost::mcp::Limits::default(),
+        jobs: 1,
+        prepare_ahead: 0,
+        sandbox: settings.prove.sandbox.clone(),
+        events: settings.prove.events.clone(),
+        model: settings.prove.model.clone(),
+        slots: None,
+        partition: None,
+    };
+    crate::run::start(&bundle, &results, false, &options).await.map_err(|e| format!("the probe did not run: {e}"))?;
+    probe::places_in(&results)
 }
 
 /// Prove every candidate that fired, against `how`'s guarded side; each gets its verdict.

@@ -1,0 +1,82 @@
+//! `elengtis scan --image`: the vulnerable twin's image scanned in hardened containers with
+//! no hand-written attack file — the canary sink for its fetch, a SQLite snapshot for its
+//! send (where the send lands found by a probe trial), a blind check said, not run — and
+//! the findings proved KEPT against the guarded twin's image.
+
+use elengtis_tests::{bundled_images, docker_or_skip, elengtis, read_json, scratch, stderr, stdout};
+
+#[test]
+fn a_scan_of_the_twin_image_finds_and_proves_its_findings_against_the_guarded_twin() {
+    if !docker_or_skip("a_scan_of_the_twin_image_finds_and_proves_its_findings_against_the_guarded_twin") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    let image = format!("elengtis/twin:{}", env!("CARGO_PKG_VERSION"));
+    // The guarded build: a description of the server you would ship, not an attack.
+    let guarded = elengtis_tests::write(
+        dir.path(),
+        "guarded.yaml",
+        &format!(
+            "id: twin-guarded\ntransport:\n  type: isolated_container\n  image: {image}\n  mcp_transport: stdio\n  uid: \
+             65534\n  gid: 65534\n  volumes: [/data]\n  command: [--build, guarded, --mail-db, /data/mail.db, \
+             --resolve, {{template: \"attacker.example.com={{sink_url}}\"}}]\nbindings: {{}}\n"
+        ),
+    );
+    let guarded = guarded.display().to_string();
+    let output = elengtis(
+        dir.path(),
+        &[
+            "scan",
+            "--out",
+            "scan",
+            "--jobs",
+            "4",
+            "--class",
+            "W3,W4",
+            "--prove",
+            "--guarded-target",
+            &guarded,
+            "--image",
+            &image,
+            "--transport",
+            "stdio",
+            "--database",
+            "/data/mail.db",
+            "--",
+            "--build",
+            "vulnerable",
+            "--mail-db",
+            "/data/mail.db",
+            "--resolve",
+            "attacker.example.com={sink_url}",
+        ],
+    );
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{out}{err}");
+    let report = read_json(&dir.path().join("scan/scan.json"));
+    let by_id = |id: &str| {
+        report["candidates"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["id"] == id).cloned())
+            .unwrap_or_else(|| panic!("no candidate {id}: {out}"))
+    };
+    let fetch = by_id("w3-direct-web-fetch");
+    assert_eq!(
+        (fetch["status"].as_str(), fetch["proof"]["verdict"].as_str()),
+        (Some("fired"), Some("KEPT")),
+        "{fetch}"
+    );
+    assert_eq!(fetch["verifier"]["kind"], "canary_sink");
+    // The send lands in the twin's SQLite database: its check was written from the probe.
+    let send = by_id("w4-direct-send-email");
+    assert_eq!((send["status"].as_str(), send["proof"]["verdict"].as_str()), (Some("fired"), Some("KEPT")), "{send}");
+    let scenario =
+        std::fs::read_to_string(dir.path().join("scan/candidates/w4-direct-send-email.yaml")).expect("scenario");
+    assert!(scenario.contains("container_sqlite_query") && scenario.contains("sent_emails"), "{scenario}");
+    // The twin keeps its notes in memory, not in the database: that check is blind, and the
+    // candidate is not tested — never resisted.
+    let note = by_id("w4-direct-write-note");
+    assert_eq!(note["status"], "calibration_failed", "{note}");
+    assert!(note["proof"].is_null());
+}
