@@ -358,3 +358,18 @@ fn gate_add_refuses_a_candidate_that_was_not_proved() {
     );
     assert!(!dir.path().join("gate.yaml").exists());
 }
+
+#[test]
+fn a_server_that_crashes_on_the_sink_call_is_not_tested_and_nothing_is_lost() {
+    // The inbox exits without answering when send_message is called: even the trusted
+    // calibration cannot make the effect, so the candidate is not tested (never resisted),
+    // and the other candidates still run and are recorded.
+    let dir = scratch();
+    let server = inbox_args(&["--crash-on", "send_message"]);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let (code, text, err) = scan(dir.path(), &["--class", "W3,W4"], &server);
+    assert_eq!(code, 0, "{text}{err}");
+    let report = report(dir.path());
+    assert_eq!(status_of(&report, "w4-direct-send-message"), "calibration_failed", "{text}");
+    assert_eq!(status_of(&report, "w3-direct-http-get"), "fired", "{text}");
+}

@@ -79,4 +79,37 @@ fn a_scan_of_the_twin_image_finds_and_proves_its_findings_against_the_guarded_tw
     let note = by_id("w4-direct-write-note");
     assert_eq!(note["status"], "calibration_failed", "{note}");
     assert!(note["proof"].is_null());
+
+    // The guarded twin's send_email only stages the mail (nothing reaches the database until a
+    // confirmation): a send that does nothing. Scanned as the target, its check is blind even
+    // to the trusted call, so the candidate is not tested — never resisted — and no trial runs.
+    let output = elengtis(
+        dir.path(),
+        &[
+            "scan",
+            "--out",
+            "scan-guarded",
+            "--class",
+            "W4",
+            "--image",
+            &image,
+            "--transport",
+            "stdio",
+            "--database",
+            "/data/mail.db",
+            "--",
+            "--build",
+            "guarded",
+            "--mail-db",
+            "/data/mail.db",
+        ],
+    );
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{out}{err}");
+    let report = read_json(&dir.path().join("scan-guarded/scan.json"));
+    let send =
+        report["candidates"].as_array().and_then(|c| c.iter().find(|c| c["id"] == "w4-direct-send-email").cloned());
+    let send = send.unwrap_or_else(|| panic!("no send candidate: {out}"));
+    assert_eq!(send["status"], "calibration_failed", "{send}");
+    assert_eq!(send["run"]["trials"], 0, "{send}");
 }
