@@ -19,7 +19,8 @@ use crate::records::{Evidence, Manifest, Row, Seal};
 
 pub use crate::jsonschema::schema_for;
 
-fn render(schema: &Schema) -> String {
+/// A schema as the checked-in files hold it (pretty JSON, a final newline).
+pub fn render(schema: &Schema) -> String {
     serde_json::to_string_pretty(schema).unwrap_or_default() + "\n"
 }
 

@@ -164,6 +164,11 @@ fn a_scan_of_the_inbox_finds_w2_w3_and_w4_with_no_hand_written_file_and_a_findin
     assert_eq!(report["trials"]["run"], 22);
     assert_eq!(report["trials"]["fixed"], 110);
     assert!(text.contains("Trials: 22 run; fixed iterations would have run 110."), "{text}");
+    // scan.json is valid against its checked-in schema.
+    let schema = elengtis_tests::read_json(&elengtis_tests::workspace().join("docs/schema/scan.schema.json"));
+    let validator = jsonschema::validator_for(&schema).expect("the scan schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&report).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 
     // Every written candidate loads and re-runs as written: prove it against a guarded build.
     let scan_dir = dir.path().join("scan");

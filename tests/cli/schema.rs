@@ -6,7 +6,7 @@ use std::path::Path;
 use elengtis_tests::{copy_example, elengtis, files_under, read_json, rows, scratch, stderr, stdout, workspace};
 
 const REGENERATE: &str = "run `cargo run -p elengtis -- schema --out DIR`, copy campaign, scenario, seed and gate.schema.json \
-                          into scenarios/schema/ and row, evidence, manifest, seal, validation_report, ablation and events.schema.json \
+                          into scenarios/schema/ and row, evidence, manifest, seal, validation_report, ablation, events and scan.schema.json \
                           into docs/schema/, \
                           and commit the result";
 
@@ -21,6 +21,7 @@ const CHECKED_IN: [(&str, &[&str]); 2] = [
             "evidence.schema.json",
             "manifest.schema.json",
             "row.schema.json",
+            "scan.schema.json",
             "seal.schema.json",
             "validation_report.schema.json",
         ],
@@ -63,6 +64,7 @@ fn checked_in_schemas_match_the_generated_ones() {
             "gate.schema.json",
             "manifest.schema.json",
             "row.schema.json",
+            "scan.schema.json",
             "scenario.schema.json",
             "seal.schema.json",
             "seed.schema.json",

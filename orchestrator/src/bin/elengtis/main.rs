@@ -1680,7 +1680,8 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
 
 fn schema(out: &Path) -> Result<i32, Error> {
     std::fs::create_dir_all(out).map_err(Error::io("create", out))?;
-    for (name, content) in elengtis_core::schema::schemas() {
+    let scan = elengtis_core::schema::render(&elengtis_core::schema::schema_for::<elengtis::scan::ScanReport>());
+    for (name, content) in elengtis_core::schema::schemas().into_iter().chain([("scan.schema.json", scan)]) {
         let path = out.join(name);
         elengtis::results::store::write_atomic(&path, content.as_bytes())?;
         outln!("{}", path.display());
