@@ -378,3 +378,40 @@ fn a_server_that_crashes_on_the_sink_call_is_not_tested_and_nothing_is_lost() {
     assert_eq!(status_of(&report, "w4-direct-send-message"), "calibration_failed", "{text}");
     assert_eq!(status_of(&report, "w3-direct-http-get"), "fired", "{text}");
 }
+
+#[test]
+fn a_target_file_with_its_own_controls_is_scanned_and_proved_against_them() {
+    let dir = scratch();
+    let target = elengtis_tests::write(
+        dir.path(),
+        "inbox.yaml",
+        &format!(
+            "id: inbox\ntransport:\n  type: stdio\n  command: {}\n  args: [--resolve, {{template: \
+             \"attacker.example.com={{sink_url}}\"}}]\nbindings: {{}}\ncontrol_env:\n  taint-lock: {{INBOX_TAINT_LOCK: \
+             \"1\"}}\n",
+            bin("elengtis-inbox").display()
+        ),
+    );
+    let target = target.display().to_string();
+    let out = dir.path().join("scan").display().to_string();
+    let output = elengtis(dir.path(), &["scan", "--out", &out, "--target", &target, "--class", "W2", "--prove"]);
+    let (text, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{text}{err}");
+    let report = report(dir.path());
+    assert_eq!(report["target"], "inbox");
+    let direct = candidates(&report).into_iter().find(|c| c["id"] == "w2-direct-send-message-via-get-note").cloned();
+    let direct = direct.expect("the W2 candidate");
+    assert_eq!(direct["proof"]["verdict"], "KEPT", "{text}");
+    assert_eq!(direct["proof"]["guarded_side"], "controls", "its own taint lock, switched on");
+
+    // A server at a URL is beyond the trial's sandbox: refused until --authorize exists.
+    let remote = elengtis_tests::write(
+        dir.path(),
+        "remote.yaml",
+        "id: remote\ntransport:\n  type: streamable_http\n  url: http://192.0.2.1:9/mcp\nbindings: {}\n",
+    );
+    let remote = remote.display().to_string();
+    let output = elengtis(dir.path(), &["scan", "--dry-run", "--out", &out, "--target", &remote]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--authorize"), "{}", stderr(&output));
+}

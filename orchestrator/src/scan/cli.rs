@@ -71,6 +71,10 @@ pub struct ScanArgs {
     /// Print scan.json instead of the text.
     #[arg(long)]
     pub json: bool,
+    /// The server is this campaign target file (one target: a stdio command or an isolated
+    /// container, with its env, volumes and controls), instead of --image or a command.
+    #[arg(long = "target", value_name = "FILE", conflicts_with_all = ["image", "command", "rest"])]
+    pub target_file: Option<PathBuf>,
     #[command(flatten)]
     pub target: TargetArgs,
 }
@@ -110,7 +114,21 @@ impl ScanArgs {
             None => None,
         };
         Ok(ScanOptions {
-            spec: self.target.spec()?,
+            spec: match &self.target_file {
+                Some(path) => {
+                    let target = elengtis_core::format::gate::load_target(path)?;
+                    if matches!(target.transport, elengtis_core::format::campaign::Transport::StreamableHttp(_)) {
+                        return Err(InitError::Usage(format!(
+                            "failed to scan {}: it is a server at a URL, beyond the trial's own sandbox; scanning one needs \
+                             an explicit --authorize SCOPE, which is not built yet (give a stdio command or an image)",
+                            path.display()
+                        ))
+                        .into());
+                    }
+                    super::ScanTarget::File(Box::new(target))
+                }
+                None => super::ScanTarget::Described(self.target.spec()?),
+            },
             target_id: self.target.id.clone(),
             overrides,
             classes: self.class.clone(),

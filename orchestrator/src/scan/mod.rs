@@ -49,11 +49,72 @@ use crate::sandbox::SandboxBackend;
 /// Version of `scan.json`.
 pub const SCAN_SCHEMA_VERSION: u32 = 1;
 
+/// What a scan scans: a target described on the command line (as `init` takes one), or a
+/// campaign target file (`--target FILE`).
+#[derive(Debug, Clone)]
+pub enum ScanTarget {
+    /// `--image IMG … -- ARGS`, or `-- CMD ARGS` for a local stdio server.
+    Described(TargetSpec),
+    /// `--target FILE`: one campaign target (stdio or an isolated container).
+    File(Box<elengtis_core::format::campaign::Target>),
+}
+
+impl ScanTarget {
+    /// The target's id when none is given.
+    pub fn default_id(&self) -> String {
+        match self {
+            ScanTarget::Described(spec) => spec.default_id(),
+            ScanTarget::File(target) => target.id.clone(),
+        }
+    }
+
+    /// The campaign target, with `id`.
+    pub fn target(&self, id: &str) -> elengtis_core::format::campaign::Target {
+        match self {
+            ScanTarget::Described(spec) => crate::init::target(id, spec),
+            ScanTarget::File(target) => {
+                let mut target = (**target).clone();
+                id.clone_into(&mut target.id);
+                target
+            }
+        }
+    }
+
+    /// The SQLite database a snapshot reads (`--database`).
+    pub fn database(&self) -> Option<&str> {
+        match self {
+            ScanTarget::Described(TargetSpec::Image { database, .. }) => database.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// What the sandbox must provide to start it (None: no container).
+    pub fn needs(&self) -> Option<crate::sandbox::RunNeeds> {
+        use elengtis_core::format::campaign::{ContainerMcp, Transport};
+        match self {
+            ScanTarget::Described(spec) => crate::init::sandbox_needs(spec),
+            ScanTarget::File(target) => match &target.transport {
+                Transport::IsolatedContainer(c) => Some(crate::sandbox::RunNeeds {
+                    images: vec![crate::sandbox::ImageNeed {
+                        image: c.image.clone(),
+                        http: c.mcp_transport == ContainerMcp::StreamableHttp,
+                        relay_image: c.relay_image.clone(),
+                        runtime: c.runtime.clone(),
+                        egress_proxy: target.egress_proxy.is_some(),
+                    }],
+                    sink: false,
+                }),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// How to scan.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
     /// The target.
-    pub spec: TargetSpec,
+    pub spec: ScanTarget,
     /// Its id (default: from the image or command name).
     pub target_id: Option<String>,
     /// A `roles:` file (its path as given, and its content).
@@ -481,7 +542,7 @@ pub fn target_value(target: &elengtis_core::format::campaign::Target) -> serde_j
 /// unless listing only — write and run them; `<out>/scan.json` holds it all.
 pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) -> Result<ScanReport, ScanError> {
     let target_id = options.target_id.clone().unwrap_or_else(|| options.spec.default_id());
-    let mut target = crate::init::target(&target_id, &options.spec);
+    let mut target = options.spec.target(&target_id);
     templated(&mut target);
     let target_json = target_value(&target);
     let listed = crate::init::list_tools(&target, &std::env::current_dir().unwrap_or_default(), sandbox).await?;
@@ -506,11 +567,7 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
         });
         description_findings.extend(lint::lint(&tool.name, &tool.description, &names));
     }
-    let database = match &options.spec {
-        TargetSpec::Image { database, .. } => database.clone(),
-        TargetSpec::Stdio { .. } => None,
-    };
-    let (candidates, mut not_made) = candidates(&tools, &options.classes, database.as_deref());
+    let (candidates, mut not_made) = candidates(&tools, &options.classes, options.spec.database());
     if tools.is_empty() {
         not_made.insert(0, "the server lists no tool: nothing to attack".into());
     }

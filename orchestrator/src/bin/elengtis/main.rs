@@ -1595,14 +1595,24 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
         ScanArgsError::Target(e) => Error::from(e),
         ScanArgsError::Roles(e) => Error::from(e),
     })?;
-    let sandbox = target_sandbox(&options.spec, &args.target).await?;
+    let sandbox = match options.spec.needs() {
+        Some(needs) => Some(
+            docker::DockerBackend::prepare(
+                &docker_options(args.target.allow_vulnerable_engine, &args.target.runtime),
+                &needs,
+                &Terminal::new(false),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
     let terminal = Arc::new(Terminal::new(false));
     if !args.dry_run {
         let progress_terminal = terminal.clone();
         let json = args.json;
         let docker = docker_options(args.target.allow_vulnerable_engine, &args.target.runtime);
-        if matches!(options.spec, elengtis::init::TargetSpec::Image { .. }) {
+        if options.spec.needs().is_some() {
             // The canary sink and the relay serve container trials.
             ensure_images(&docker).await?;
         }
@@ -1613,11 +1623,25 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
                 guarded_target: Some(target_file(path)?),
                 iterations: args.iterations,
             }),
-            (true, None) => Some(elengtis::scan::ProveFired {
-                guarded_side: elengtis::prove::GuardedSide::Shim,
-                guarded_target: None,
-                iterations: args.iterations,
-            }),
+            (true, None) => {
+                // A target file that declares its own controls is proved against them switched
+                // on (as `prove --target` does); otherwise against the shim.
+                let declared = match &options.spec {
+                    elengtis::scan::ScanTarget::File(t) => {
+                        serde_json::to_value(t).map(|t| elengtis::prove::declared_controls(&t)).unwrap_or_default()
+                    }
+                    elengtis::scan::ScanTarget::Described(_) => Vec::new(),
+                };
+                Some(elengtis::scan::ProveFired {
+                    guarded_side: if declared.is_empty() {
+                        elengtis::prove::GuardedSide::Shim
+                    } else {
+                        elengtis::prove::GuardedSide::Controls
+                    },
+                    guarded_target: None,
+                    iterations: args.iterations,
+                })
+            }
         };
         let live = match &args.model_config {
             None => None,
