@@ -4,6 +4,27 @@
 //! the findings proved KEPT against the guarded twin's image.
 
 use elengtis_tests::{bundled_images, docker_or_skip, elengtis, read_json, scratch, stderr, stdout};
+use serde_json::Value;
+
+/// Scan the twin image's `build` into `dir/out` with `flags`; its report and its text.
+fn scan_twin(dir: &std::path::Path, out: &str, flags: &[&str], build: &str) -> (Value, String) {
+    let image = format!("elengtis/twin:{}", env!("CARGO_PKG_VERSION"));
+    let mut args = vec!["scan", "--out", out, "--image", &image, "--transport", "stdio", "--database", "/data/mail.db"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "--build", build, "--mail-db", "/data/mail.db"]);
+    args.extend_from_slice(&["--resolve", "attacker.example.com={sink_url}"]);
+    let output = elengtis(dir, &args);
+    let (text, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{text}{err}");
+    (read_json(&dir.join(out).join("scan.json")), text)
+}
+
+fn candidate(report: &Value, id: &str, text: &str) -> Value {
+    report["candidates"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == id).cloned())
+        .unwrap_or_else(|| panic!("no candidate {id}: {text}"))
+}
 
 #[test]
 fn a_scan_of_the_twin_image_finds_and_proves_its_findings_against_the_guarded_twin() {
@@ -12,56 +33,21 @@ fn a_scan_of_the_twin_image_finds_and_proves_its_findings_against_the_guarded_tw
     }
     bundled_images();
     let dir = scratch();
-    let image = format!("elengtis/twin:{}", env!("CARGO_PKG_VERSION"));
     // The guarded build: a description of the server you would ship, not an attack.
     let guarded = elengtis_tests::write(
         dir.path(),
         "guarded.yaml",
         &format!(
-            "id: twin-guarded\ntransport:\n  type: isolated_container\n  image: {image}\n  mcp_transport: stdio\n  uid: \
-             65534\n  gid: 65534\n  volumes: [/data]\n  command: [--build, guarded, --mail-db, /data/mail.db, \
-             --resolve, {{template: \"attacker.example.com={{sink_url}}\"}}]\nbindings: {{}}\n"
+            "id: twin-guarded\ntransport:\n  type: isolated_container\n  image: elengtis/twin:{}\n  mcp_transport: \
+             stdio\n  uid: 65534\n  gid: 65534\n  volumes: [/data]\n  command: [--build, guarded, --mail-db, \
+             /data/mail.db, --resolve, {{template: \"attacker.example.com={{sink_url}}\"}}]\nbindings: {{}}\n",
+            env!("CARGO_PKG_VERSION")
         ),
     );
     let guarded = guarded.display().to_string();
-    let output = elengtis(
-        dir.path(),
-        &[
-            "scan",
-            "--out",
-            "scan",
-            "--jobs",
-            "4",
-            "--class",
-            "W3,W4",
-            "--prove",
-            "--guarded-target",
-            &guarded,
-            "--image",
-            &image,
-            "--transport",
-            "stdio",
-            "--database",
-            "/data/mail.db",
-            "--",
-            "--build",
-            "vulnerable",
-            "--mail-db",
-            "/data/mail.db",
-            "--resolve",
-            "attacker.example.com={sink_url}",
-        ],
-    );
-    let (out, err) = (stdout(&output), stderr(&output));
-    assert_eq!(output.status.code(), Some(0), "{out}{err}");
-    let report = read_json(&dir.path().join("scan/scan.json"));
-    let by_id = |id: &str| {
-        report["candidates"]
-            .as_array()
-            .and_then(|c| c.iter().find(|c| c["id"] == id).cloned())
-            .unwrap_or_else(|| panic!("no candidate {id}: {out}"))
-    };
-    let fetch = by_id("w3-direct-web-fetch");
+    let flags = ["--jobs", "4", "--class", "W3,W4", "--prove", "--guarded-target", &guarded];
+    let (report, text) = scan_twin(dir.path(), "scan", &flags, "vulnerable");
+    let fetch = candidate(&report, "w3-direct-web-fetch", &text);
     assert_eq!(
         (fetch["status"].as_str(), fetch["proof"]["verdict"].as_str()),
         (Some("fired"), Some("KEPT")),
@@ -69,47 +55,22 @@ fn a_scan_of_the_twin_image_finds_and_proves_its_findings_against_the_guarded_tw
     );
     assert_eq!(fetch["verifier"]["kind"], "canary_sink");
     // The send lands in the twin's SQLite database: its check was written from the probe.
-    let send = by_id("w4-direct-send-email");
+    let send = candidate(&report, "w4-direct-send-email", &text);
     assert_eq!((send["status"].as_str(), send["proof"]["verdict"].as_str()), (Some("fired"), Some("KEPT")), "{send}");
     let scenario =
         std::fs::read_to_string(dir.path().join("scan/candidates/w4-direct-send-email.yaml")).expect("scenario");
     assert!(scenario.contains("container_sqlite_query") && scenario.contains("sent_emails"), "{scenario}");
     // The twin keeps its notes in memory, not in the database: that check is blind, and the
     // candidate is not tested — never resisted.
-    let note = by_id("w4-direct-write-note");
+    let note = candidate(&report, "w4-direct-write-note", &text);
     assert_eq!(note["status"], "calibration_failed", "{note}");
     assert!(note["proof"].is_null());
 
     // The guarded twin's send_email only stages the mail (nothing reaches the database until a
     // confirmation): a send that does nothing. Scanned as the target, its check is blind even
     // to the trusted call, so the candidate is not tested — never resisted — and no trial runs.
-    let output = elengtis(
-        dir.path(),
-        &[
-            "scan",
-            "--out",
-            "scan-guarded",
-            "--class",
-            "W4",
-            "--image",
-            &image,
-            "--transport",
-            "stdio",
-            "--database",
-            "/data/mail.db",
-            "--",
-            "--build",
-            "guarded",
-            "--mail-db",
-            "/data/mail.db",
-        ],
-    );
-    let (out, err) = (stdout(&output), stderr(&output));
-    assert_eq!(output.status.code(), Some(0), "{out}{err}");
-    let report = read_json(&dir.path().join("scan-guarded/scan.json"));
-    let send =
-        report["candidates"].as_array().and_then(|c| c.iter().find(|c| c["id"] == "w4-direct-send-email").cloned());
-    let send = send.unwrap_or_else(|| panic!("no send candidate: {out}"));
+    let (report, text) = scan_twin(dir.path(), "scan-guarded", &["--class", "W4"], "guarded");
+    let send = candidate(&report, "w4-direct-send-email", &text);
     assert_eq!(send["status"], "calibration_failed", "{send}");
     assert_eq!(send["run"]["trials"], 0, "{send}");
 }

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use elengtis_core::format::seed::{LoadedSeed, Weakness, load_seed};
+use elengtis_core::format::seed::{LoadedSeed, Weakness};
 use elengtis_core::prove::ablation::{AblationReport, Configuration};
 use elengtis_core::prove::{Calibration, LegReading, LegRun};
 
@@ -102,13 +102,7 @@ struct Prepared {
 }
 
 fn prepare(seed_path: &Path, options: &ProveOptions, redundancy: bool) -> Result<Prepared, ProveError> {
-    let seed = load_seed(seed_path)?;
-    let dir = options.out.join(&seed.seed.id);
-    std::fs::create_dir_all(&dir).map_err(|e| ProveError::Io {
-        what: "create",
-        path: dir.clone(),
-        detail: e.to_string(),
-    })?;
+    let (seed, dir) = super::seed_and_dir(seed_path, options)?;
     let controls = controls(options);
     if controls.is_empty() {
         return Err(ProveError::Usage(

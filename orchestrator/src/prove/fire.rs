@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use elengtis_core::format::seed::load_seed;
 use elengtis_core::prove::sequential::{Decision, StoppingRule};
 use elengtis_core::prove::{CalibrationStatus, LegReading};
 use serde::{Deserialize, Serialize};
@@ -62,13 +61,7 @@ pub async fn fire_sequential(
     options: &ProveOptions,
     rule: &StoppingRule,
 ) -> Result<FireRecord, ProveError> {
-    let seed = load_seed(seed_path)?;
-    let dir = options.out.join(&seed.seed.id);
-    std::fs::create_dir_all(&dir).map_err(|e| ProveError::Io {
-        what: "create",
-        path: dir.clone(),
-        detail: e.to_string(),
-    })?;
+    let (seed, dir) = super::seed_and_dir(seed_path, options)?;
     let leg = |target_id: &str, payload: &str| Leg {
         target_id: target_id.to_owned(),
         build: "vulnerable",

@@ -528,7 +528,8 @@ struct Finding {
     carrier: (Campaign, u32),
 }
 
-fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, ProveError> {
+/// The seed at `seed_path`, loaded, and its results directory `<out>/<seed id>`, created.
+fn seed_and_dir(seed_path: &Path, options: &ProveOptions) -> Result<(LoadedSeed, PathBuf), ProveError> {
     let seed = load_seed(seed_path)?;
     let dir = options.out.join(&seed.seed.id);
     std::fs::create_dir_all(&dir).map_err(|e| ProveError::Io {
@@ -536,6 +537,11 @@ fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, 
         path: dir.clone(),
         detail: e.to_string(),
     })?;
+    Ok((seed, dir))
+}
+
+fn prepare_finding(seed_path: &Path, options: &ProveOptions) -> Result<Finding, ProveError> {
+    let (seed, dir) = seed_and_dir(seed_path, options)?;
     let shim = (options.guarded_side == GuardedSide::Shim).then(|| campaign::shim_config(&seed));
     let network = (options.guarded_side == GuardedSide::Network).then(campaign::network_config);
     let pair = |suffix: &str, payload: &str| {
