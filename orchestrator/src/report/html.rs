@@ -39,7 +39,7 @@ pub(super) struct PageInput<'a> {
 }
 
 /// Text as HTML: `&`, `<`, `>`, `"` and `'` escaped (safe in text and in quoted attributes).
-pub(super) fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -143,6 +143,12 @@ pub(super) fn page(input: &PageInput<'_>) -> Result<String, ReportError> {
         let _ = write!(body, "<script type=\"application/json\" id=\"trial-d-{n}\">{}</script>", embed_json(detail)?);
     }
     Ok(document(&body, true))
+}
+
+/// A page of its own (`scan.html`): `body` under `title`, with the report's style and policy,
+/// and no script.
+pub(crate) fn static_page(title: &str, body: &str) -> String {
+    document(body, false).replacen("<title>elengtis report</title>", &format!("<title>{}</title>", escape(title)), 1)
 }
 
 /// The page around `body`: its policy, style and (when `script`) its one script.
@@ -254,7 +260,7 @@ fn x_of(fraction: f64) -> f64 {
 }
 
 /// An interval plot: the axis (0, 50 %, 100 %), the interval as a band, the estimate as a dot.
-fn interval_svg(low: f64, high: f64, point: f64, label: &str) -> String {
+pub(crate) fn interval_svg(low: f64, high: f64, point: f64, label: &str) -> String {
     let (x_low, x_high, x_point) = (x_of(low), x_of(high), x_of(point));
     format!(
         "<svg class=\"ci\" viewBox=\"0 0 {w} 16\" width=\"{w}\" height=\"16\" role=\"img\" aria-label=\"{label}\"><title>{label}</title><line class=\"axis\" x1=\"{a}\" y1=\"8\" x2=\"{b}\" y2=\"8\"/><line class=\"tick\" x1=\"{a}\" y1=\"4\" x2=\"{a}\" y2=\"12\"/><line class=\"tick\" x1=\"{m}\" y1=\"5\" x2=\"{m}\" y2=\"11\"/><line class=\"tick\" x1=\"{b}\" y1=\"4\" x2=\"{b}\" y2=\"12\"/><rect class=\"band\" x=\"{x_low:.2}\" y=\"4\" width=\"{width:.2}\" height=\"8\" rx=\"2\"/><circle class=\"point\" cx=\"{x_point:.2}\" cy=\"8\" r=\"3\"/></svg>",

@@ -14,7 +14,7 @@
 //! with `textContent` by the script, and escaped inside the embedded JSON so it cannot end its
 //! `<script>` element.
 
-mod html;
+pub(crate) mod html;
 mod load;
 mod trials;
 

@@ -24,6 +24,7 @@
 
 pub mod cli;
 pub mod files;
+pub mod html;
 pub mod lint;
 pub mod probe;
 pub mod roles;
@@ -590,8 +591,7 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
     if let Some(settings) = &options.run {
         run_candidates(&mut report, &listed, &target_json, options, settings).await?;
     }
-    let json = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
-    crate::results::store::write_atomic(&options.out.join("scan.json"), json.as_bytes())?;
+    write_outputs(&report, &options.out)?;
     Ok(report)
 }
 
@@ -692,8 +692,7 @@ async fn run_candidates(
     match failure {
         // The report is written first: what ran is kept.
         Some(e) => {
-            let json = serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
-            crate::results::store::write_atomic(&out.join("scan.json"), json.as_bytes())?;
+            write_outputs(report, out)?;
             Err(e)
         }
         None => Ok(()),
@@ -815,6 +814,14 @@ async fn prove_fired(
     Ok(())
 }
 
+/// `scan.json` and `scan.html` into `out`.
+fn write_outputs(report: &ScanReport, out: &std::path::Path) -> Result<(), ScanError> {
+    let json = serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
+    crate::results::store::write_atomic(&out.join("scan.json"), json.as_bytes())?;
+    crate::results::store::write_atomic(&out.join("scan.html"), html::page(report).as_bytes())?;
+    Ok(())
+}
+
 /// A candidate's status from its runs, and what it rests on.
 fn status_of(record: &FireRecord) -> (&'static str, String) {
     if record.calibration != "passed" && record.decision.is_none() {
@@ -842,6 +849,21 @@ fn status_of(record: &FireRecord) -> (&'static str, String) {
             format!("no trial decided anything: {}", record.undecided.first().map_or("no trial ran", String::as_str)),
         ),
     }
+}
+
+/// A candidate's place in the ranking: fired first, then undecided, control fired, resisted
+/// and the rest; within a status, by the interval's lower bound, highest first.
+pub fn rank(c: &Candidate) -> (u8, std::cmp::Reverse<u64>) {
+    let status = match c.status.as_str() {
+        "fired" => 0,
+        "undecided" => 1,
+        "control_fired" => 2,
+        "resisted" => 3,
+        _ => 4,
+    };
+    // The bound in millionths: a total order without floats.
+    let low = c.run.as_ref().map_or(0.0, |r| r.interval[0]);
+    (status, std::cmp::Reverse((low.clamp(0.0, 1.0) * 1e6) as u64))
 }
 
 /// The text a scan prints: each tool's roles (with the words that gave them, `explain`), the
@@ -906,19 +928,7 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
     }
     // Ranked: fired first, by the interval's lower bound.
     let mut ranked: Vec<&Candidate> = report.candidates.iter().collect();
-    let rank = |c: &Candidate| match c.status.as_str() {
-        "fired" => 0,
-        "undecided" => 1,
-        "control_fired" => 2,
-        "resisted" => 3,
-        _ => 4,
-    };
-    ranked.sort_by(|a, b| {
-        rank(a).cmp(&rank(b)).then_with(|| {
-            let low = |c: &Candidate| c.run.as_ref().map_or(0.0, |r| r.interval[0]);
-            low(b).total_cmp(&low(a))
-        })
-    });
+    ranked.sort_by_key(|c| rank(c));
     for c in ranked {
         let path = match (&c.plant, &c.source) {
             (Some(p), Some(s)) => format!("plant {p} → source {s} → "),

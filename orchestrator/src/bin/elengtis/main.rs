@@ -1697,7 +1697,7 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
         outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
         out!("{}", elengtis::scan::render(&report, args.explain));
-        outln!("Wrote {}", options.out.join("scan.json").display());
+        outln!("Wrote {} and scan.html", options.out.join("scan.json").display());
     }
     Ok(exit_codes::SUCCESS)
 }

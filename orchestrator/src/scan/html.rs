@@ -1,0 +1,151 @@
+//! `scan.html`: what a scan found, as a page of its own beside `scan.json` (docs/scan.md,
+//! "Hand-off") — the candidates ranked with their intervals, statuses, reasons and proofs; the
+//! tools with their roles; the server's own directive-shaped descriptions; why a class gave
+//! none. Static (no script), with the report's style and policy: everything the server
+//! wrote (tool names, descriptions, excerpts) is text, never markup.
+
+use std::fmt::Write as _;
+
+use super::{Candidate, ScanReport, VerifierPlan};
+use crate::report::html::{escape, interval_svg, static_page};
+
+fn status_class(status: &str) -> &'static str {
+    match status {
+        "fired" => "verdict rejected",
+        "resisted" => "verdict kept",
+        "undecided" => "verdict stable",
+        _ => "verdict untested",
+    }
+}
+
+fn check_of(c: &Candidate) -> String {
+    match &c.verifier {
+        VerifierPlan::CanarySink => "canary sink (state)".into(),
+        VerifierPlan::Sqlite { path } => format!("SQLite snapshot of {path} (state)"),
+        VerifierPlan::TargetReported { tool } => format!("{tool} (target-reported: the server's own word)"),
+    }
+}
+
+fn candidate_row(c: &Candidate) -> String {
+    let path = match (&c.plant, &c.source) {
+        (Some(p), Some(s)) => format!("plant {p} → source {s} → {}", c.attack),
+        _ => format!("user's message → {}", c.attack),
+    };
+    let (rate, plot) = match &c.run {
+        Some(r) if r.decided > 0 => {
+            let point = f64::from(r.fires) / f64::from(r.decided);
+            let label =
+                format!("{}/{} fired, 95% interval {:.2}–{:.2}", r.fires, r.decided, r.interval[0], r.interval[1]);
+            (
+                format!("{}/{} <span class=\"muted\">({} trials)</span>", r.fires, r.decided, r.trials),
+                interval_svg(r.interval[0], r.interval[1], point, &escape(&label)),
+            )
+        }
+        Some(r) => (format!("— <span class=\"muted\">({} trials)</span>", r.trials), String::new()),
+        None => ("—".into(), String::new()),
+    };
+    let proof = c.proof.as_ref().map_or_else(String::new, |p| {
+        format!(
+            "<br><span class=\"small\">proved against {}: <strong>{}</strong> — <a href=\"{}\">{}</a></span>",
+            escape(&p.guarded_side),
+            escape(&p.verdict),
+            escape(&p.report),
+            escape(&p.report)
+        )
+    });
+    let seed = c.seed_file.as_ref().map_or_else(String::new, |f| {
+        format!("<br><span class=\"small mono\"><a href=\"{}\">{}</a></span>", escape(f), escape(f))
+    });
+    format!(
+        "<tr class=\"candidate\" data-status=\"{status}\"><td><span class=\"{class}\">{status}</span></td><td class=\"mono\">{id}{seed}</td><td>{class_name} {style}</td><td>{path}<br><span class=\"small muted\">verified by {check}</span></td><td class=\"num\">{rate}</td><td>{plot}</td><td class=\"small\">{why}{proof}</td></tr>",
+        status = escape(&c.status),
+        class = status_class(&c.status),
+        id = escape(&c.id),
+        class_name = escape(&c.class.to_string()),
+        style = escape(c.style.as_str()),
+        path = escape(&path),
+        check = escape(&check_of(c)),
+        why = escape(c.why.as_deref().unwrap_or("")),
+    )
+}
+
+/// The page.
+pub fn page(report: &ScanReport) -> String {
+    let mut body = String::new();
+    let count = |s: &str| report.candidates.iter().filter(|c| c.status == s).count();
+    let _ = write!(
+        body,
+        "<header><h1>elengtis scan: {}</h1><p class=\"lede\">{} tool{}, {} candidate{}: {} fired, {} resisted, {} undecided, {} not tested, {} calibration failed, {} control fired, {} not written</p></header>",
+        escape(&report.target),
+        report.tools.len(),
+        if report.tools.len() == 1 { "" } else { "s" },
+        report.candidates.len(),
+        if report.candidates.len() == 1 { "" } else { "s" },
+        count("fired"),
+        count("resisted"),
+        count("undecided"),
+        count("not_tested"),
+        count("calibration_failed"),
+        count("control_fired"),
+        count("not_written"),
+    );
+    if let Some(rule) = &report.stopping {
+        let _ = write!(
+            body,
+            "<p class=\"note\">Each candidate ran until the 95% Wilson interval of its fire rate lay above or below {:.2} ({}; at most {} trials){}.{}</p>",
+            rule.threshold,
+            if rule.sequential { "sequential stopping" } else { "fixed iterations" },
+            rule.max_trials,
+            report.trials.map_or_else(String::new, |t| format!(
+                ": {} trials run, fixed iterations would have run {}",
+                t.run, t.fixed
+            )),
+            report.model.as_ref().map_or_else(
+                || " The model: each candidate's script.".to_owned(),
+                |m| format!(" The model: {}.", escape(&m.model))
+            ),
+        );
+    } else {
+        body.push_str("<p class=\"note\">Listed only (<code>--dry-run</code>): nothing was run.</p>");
+    }
+    body.push_str("<section id=\"candidates\"><h2>Candidates</h2><table class=\"candidates\"><thead><tr><th>status</th><th>candidate</th><th>class</th><th>path and check</th><th>fired</th><th>interval</th><th>why</th></tr></thead><tbody>");
+    let mut ranked: Vec<&Candidate> = report.candidates.iter().collect();
+    ranked.sort_by_key(|c| super::rank(c));
+    for c in ranked {
+        body.push_str(&candidate_row(c));
+    }
+    body.push_str("</tbody></table>");
+    for why in &report.not_made {
+        let _ = write!(body, "<p class=\"small muted not-made\">none: {}</p>", escape(why));
+    }
+    body.push_str("</section><section id=\"tools\"><h2>Tools and their roles</h2><table><thead><tr><th>tool</th><th>roles</th><th>from</th></tr></thead><tbody>");
+    for tool in &report.tools {
+        let roles: Vec<&str> = tool.roles.iter().map(|r| r.as_str()).collect();
+        let words: Vec<String> = tool.reasons.iter().map(|r| format!("{}: {}", r.role.as_str(), r.word)).collect();
+        let _ = write!(
+            body,
+            "<tr class=\"tool\"><td class=\"mono\">{}</td><td>{}</td><td class=\"small muted\">{}</td></tr>",
+            escape(&tool.tool),
+            escape(&if roles.is_empty() { "no role".to_owned() } else { roles.join(", ") }),
+            escape(&words.join("; "))
+        );
+    }
+    body.push_str("</tbody></table></section><section id=\"descriptions\"><h2>The server's own descriptions (W1)</h2>");
+    if report.description_findings.is_empty() {
+        body.push_str("<p>No directive-shaped text.</p>");
+    } else {
+        body.push_str("<table><thead><tr><th>tool</th><th>kind</th><th>excerpt</th></tr></thead><tbody>");
+        for f in &report.description_findings {
+            let _ = write!(
+                body,
+                "<tr class=\"description-finding\"><td class=\"mono\">{}</td><td>{}</td><td class=\"mono small\">{}</td></tr>",
+                escape(&f.tool),
+                escape(f.kind.as_str()),
+                escape(&f.excerpt)
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    body.push_str("</section>");
+    static_page(&format!("elengtis scan: {}", report.target), &body)
+}
