@@ -43,8 +43,26 @@ pub const NO_EVIDENCE: i32 = 9;
 /// key `analyze` and `report` still read such a directory (with a note); with one they refuse
 /// it with this code; `run --resume` does not resume results without a chain.
 pub const UNVERIFIED: i32 = 10;
-/// Interrupted by Ctrl-C or SIGTERM; the current trial was not recorded. Resume continues.
+/// Interrupted by Ctrl-C (SIGINT, 128 + 2); the current trial was not recorded. Resume
+/// continues.
 pub const INTERRUPTED: i32 = 130;
+/// Stopped by SIGTERM (128 + 15, what `timeout` and CI runners expect); as [`INTERRUPTED`]
+/// otherwise.
+pub const TERMINATED: i32 = 143;
+
+/// Whether the interruption a run saw was a SIGTERM (set by the run's signal handler).
+static SIGTERM_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Record that the interruption was a SIGTERM.
+pub fn note_sigterm() {
+    SIGTERM_SEEN.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The exit code of an interrupted command: [`TERMINATED`] after a SIGTERM, else
+/// [`INTERRUPTED`].
+pub fn interrupted() -> i32 {
+    if SIGTERM_SEEN.load(std::sync::atomic::Ordering::SeqCst) { TERMINATED } else { INTERRUPTED }
+}
 /// The command did what it was asked, but its stdout was closed before it printed everything
 /// (the reader of a pipe went away: `elengtis … | head -1`): the status a shell shows for a
 /// filter killed by SIGPIPE (128 + 13). Everything it writes to files is written. A command

@@ -370,6 +370,16 @@ fn incomplete_attempts_stop_the_run_and_resume_retries_them() {
 
 #[test]
 fn sigint_interrupts_and_resume_completes() {
+    interrupt_then_resume(Signal::SIGINT, 130);
+}
+
+/// SIGTERM is what `timeout` and CI runners send: 128 + 15, not Ctrl-C's 130.
+#[test]
+fn sigterm_interrupts_with_143_and_resume_completes() {
+    interrupt_then_resume(Signal::SIGTERM, 143);
+}
+
+fn interrupt_then_resume(signal: Signal, code: i32) {
     let dir = scratch();
     let needle = s(dir.path()).to_owned();
     let config = slow_campaign(dir.path(), 6, "0.2", true);
@@ -383,9 +393,9 @@ fn sigint_interrupts_and_resume_completes() {
             .expect("spawn elengtis"),
     );
     assert!(wait_until(Duration::from_secs(30), || complete_lines(&log) >= 1), "no row within 30 s");
-    kill(Pid::from_raw(i32::try_from(runner.id()).expect("pid")), Signal::SIGINT).expect("SIGINT the runner");
+    kill(Pid::from_raw(i32::try_from(runner.id()).expect("pid")), signal).expect("signal the runner");
     let output = runner.wait_output(Duration::from_secs(20));
-    assert_eq!(output.status.code(), Some(130), "{}{}", stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(code), "{}{}", stdout(&output), stderr(&output));
     let err = stderr(&output);
     assert!(err.contains("interrupted") && err.contains("--resume"), "{err}");
     let done = complete_lines(&log);

@@ -450,7 +450,7 @@ pub async fn run(
     match stop {
         Some(Stop::Interrupted) => {
             print(&format!("Interrupted; {resume_hint}"));
-            Ok(exit_codes::INTERRUPTED)
+            Ok(exit_codes::interrupted())
         }
         Some(Stop::Stopped(reason)) => {
             print(&format!(

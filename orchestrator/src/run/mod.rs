@@ -1139,6 +1139,7 @@ async fn interrupted() {
         match term.as_mut() {
             Some(s) => {
                 s.recv().await;
+                crate::exit_codes::note_sigterm();
             }
             None => std::future::pending::<()>().await,
         }

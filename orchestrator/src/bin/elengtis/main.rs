@@ -27,7 +27,7 @@ use self::render::{OutputArgs, Terminal, interactive};
 
 /// Audit MCP servers, and the agents that use them, for prompt-injection weaknesses.
 #[derive(Debug, Parser)]
-#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 7 prove: rejected, 8 prove: only stable, not proven, 9 gate: no evidence, 130 interrupted, 141 stdout closed).")]
+#[command(name = "elengtis", version, about, long_about = None, after_help = "Exit codes: see docs/exit-codes.md (0 success, 1 incomplete run, 2 usage, 3 invalid campaign, 4 results directory, 5 unavailable, 6 I/O, 7 prove: rejected, 8 prove: only stable, not proven, 9 gate: no evidence, 130 interrupted, 141 stdout closed, 143 terminated).")]
 struct Cli {
     /// Log filter for diagnostics on stderr (e.g. `info`, `elengtis=debug`, `warn,rmcp=warn`
     /// for the MCP library's own messages); also ELENGTIS_LOG. Default: `warn,rmcp=off`.
@@ -933,7 +933,7 @@ fn report(report: &RunReport, json: bool, verbose: bool, quiet: bool) -> i32 {
         RunEnd::Complete => (exit_codes::SUCCESS, None),
         RunEnd::Incomplete(m) | RunEnd::Stopped(m) => (exit_codes::RUN_INCOMPLETE, Some(m.clone())),
         RunEnd::Interrupted => (
-            exit_codes::INTERRUPTED,
+            exit_codes::interrupted(),
             Some(format!(
                 "interrupted; the trial in progress was not recorded. Continue with `elengtis run --resume --out {}`",
                 report.out.display()
