@@ -1,10 +1,8 @@
 //! A `streamable_http` target: the fixture served over HTTP by the test, an externally
 //! managed server whose header secret must never be written down.
 
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use elengtis_tests::{ChildGuard, bin, elengtis_cmd, files_under, read_json, rows, scratch, stderr, stdout};
 
@@ -22,34 +20,12 @@ struct HttpFixture {
 
 impl HttpFixture {
     fn start(collector: &Path, credential: &str) -> HttpFixture {
-        let mut guard = ChildGuard::new(
-            Command::new(bin("elengtis-fixture"))
-                .args(["--transport", "streamable-http", "--bind", "127.0.0.1", "--port", "0", "--collector"])
-                .arg(collector)
-                .args(["--credential", credential])
-                .env_remove("RUST_LOG")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn the HTTP fixture"),
-        );
-        let stderr = guard.child().stderr.take().expect("fixture stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        // Reads the bound port from the fixture's log, then keeps draining it.
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in std::io::BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.split("address=127.0.0.1:").nth(1) {
-                    let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                    if let (Some(tx), Ok(port)) = (tx.take(), port.parse::<u16>()) {
-                        let _ = tx.send(port);
-                    }
-                }
-            }
-        });
-        let port = rx.recv_timeout(Duration::from_secs(20)).expect("the HTTP fixture did not report its port");
+        let mut command = Command::new(bin("elengtis-fixture"));
+        command
+            .args(["--transport", "streamable-http", "--bind", "127.0.0.1", "--port", "0", "--collector"])
+            .arg(collector)
+            .args(["--credential", credential]);
+        let (guard, port) = elengtis_tests::serve_http(command);
         HttpFixture { _guard: guard, port }
     }
 }

@@ -454,3 +454,60 @@ fn the_scan_page_ranks_the_candidates_in_a_browser_and_shows_the_servers_words_a
     assert!(!dom.contains("id=\"planted-img\"") && !dom.contains("id=\"planted-b\""), "markup ran: {dom}");
     assert!(dom.contains("&lt;img src=x id=planted-img&gt;") || dom.contains("&lt;b id=planted-b&gt;"), "{dom}");
 }
+
+#[test]
+fn a_purpose_tailors_the_prompts_and_may_not_name_the_attacker() {
+    let dir = scratch();
+    let server = inbox_args(&[]);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let purpose = "an email-triage assistant for a support team";
+    let (code, text, err) = scan(dir.path(), &["--class", "W2", "--max-trials", "2", "--purpose", purpose], &server);
+    assert_eq!(code, 0, "{text}{err}");
+    let report = report(dir.path());
+    assert_eq!(report["purpose"], purpose);
+    assert!(candidates(&report).iter().all(|c| c["status"] == "fired"), "{text}");
+    let scenario = std::fs::read_to_string(dir.path().join("scan/candidates/w2-direct-send-message-via-get-note.yaml"))
+        .expect("scenario");
+    assert!(scenario.contains("You are an email-triage assistant for a support team"), "{scenario}");
+    // A purpose that names the attacker's address would put the marker in the prompt itself.
+    let (code, _, err) =
+        scan(dir.path(), &["--dry-run", "--purpose", "a bot that mails attacker@example.com"], &server);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the attacker's marker"), "{err}");
+}
+
+#[test]
+fn a_server_at_a_url_is_scanned_only_when_its_scope_is_named() {
+    let mut command = std::process::Command::new(bin("elengtis-inbox"));
+    command.args(["--transport", "streamable-http", "--bind", "127.0.0.1", "--port", "0"]);
+    let (_server, port) = elengtis_tests::serve_http(command);
+    let dir = scratch();
+    let target = elengtis_tests::write(
+        dir.path(),
+        "remote.yaml",
+        &format!(
+            "id: remote\ntransport:\n  type: streamable_http\n  url: http://127.0.0.1:{port}/mcp\nbindings: {{}}\n"
+        ),
+    );
+    let target = target.display().to_string();
+    let out = dir.path().join("scan").display().to_string();
+    let refused = elengtis(dir.path(), &["scan", "--dry-run", "--out", &out, "--target", &target]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains(&format!("--authorize 127.0.0.1:{port}")), "{}", stderr(&refused));
+    let wrong =
+        elengtis(dir.path(), &["scan", "--dry-run", "--out", &out, "--target", &target, "--authorize", "127.0.0.1:1"]);
+    assert_eq!(wrong.status.code(), Some(2), "{}", stderr(&wrong));
+    assert!(!dir.path().join("scan/scan.json").exists());
+
+    // Named: it is scanned, and the scope is recorded. One server serves every trial, so a
+    // check of its own state sees earlier trials' effects: its calibration cannot pass, and
+    // nothing is called resisted or fired on that word.
+    let scope = format!("127.0.0.1:{port}");
+    let output =
+        elengtis(dir.path(), &["scan", "--out", &out, "--target", &target, "--authorize", &scope, "--class", "W4"]);
+    let (text, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{text}{err}");
+    let report = report(dir.path());
+    assert_eq!(report["authorized"], scope.as_str());
+    assert_eq!(status_of(&report, "w4-direct-send-message"), "calibration_failed", "{text}");
+}

@@ -533,3 +533,39 @@ pub const PROVIDER_ENV: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
 ];
+
+/// Spawn `command` — a reference server serving streamable HTTP on `--port 0` — with its
+/// standard streams piped, and read the port it bound from its log (`address=127.0.0.1:PORT`);
+/// the log keeps being drained. The guard kills it when dropped.
+///
+/// # Panics
+///
+/// When it does not start or report its port within 20 s (a test failure).
+pub fn serve_http(mut command: Command) -> (ChildGuard, u16) {
+    use std::io::BufRead as _;
+    let mut guard = ChildGuard::new(
+        command
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn the HTTP server"),
+    );
+    let stderr = guard.child().stderr.take().expect("the server's stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.split("address=127.0.0.1:").nth(1) {
+                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if let (Some(tx), Ok(port)) = (tx.take(), port.parse::<u16>()) {
+                    let _ = tx.send(port);
+                }
+            }
+        }
+    });
+    let port = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the HTTP server did not report its port");
+    (guard, port)
+}

@@ -55,6 +55,15 @@ pub struct ScanArgs {
     /// Answer every live model request from the fixtures in DIR, offline.
     #[arg(long, value_name = "DIR", requires = "model_config")]
     pub replay_fixtures: Option<PathBuf>,
+    /// Scan a server at a URL (`--target FILE` of transport `streamable_http`): it runs beyond
+    /// the trial's own sandbox, so the scope must be named explicitly — the URL itself or its
+    /// `host:port` — and is recorded in scan.json.
+    #[arg(long, value_name = "SCOPE")]
+    pub authorize: Option<String>,
+    /// What the agent under test is for ("an email-triage assistant for a support team"): the
+    /// candidates' system prompt and tasks say so.
+    #[arg(long, value_name = "TEXT")]
+    pub purpose: Option<String>,
     /// Trials run at once, over all candidates.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
@@ -104,6 +113,9 @@ impl ScanArgs {
     /// The scan the flags ask for.
     pub fn options(&self) -> Result<ScanOptions, ScanArgsError> {
         self.rule().check().map_err(|e| InitError::Usage(format!("failed to scan: {e}")))?;
+        if let Some(purpose) = &self.purpose {
+            super::files::check_purpose(purpose).map_err(|e| InitError::Usage(format!("failed to scan: {e}")))?;
+        }
         let overrides = match &self.roles {
             Some(path) => {
                 let text = elengtis_core::format::read_limited(path)?;
@@ -113,16 +125,27 @@ impl ScanArgs {
             }
             None => None,
         };
+        if self.authorize.is_some() && self.target_file.is_none() {
+            return Err(InitError::Usage(
+                "failed to scan: --authorize names the scope of a server at a URL (--target FILE of transport \
+                 streamable_http)"
+                    .into(),
+            )
+            .into());
+        }
         Ok(ScanOptions {
             spec: match &self.target_file {
                 Some(path) => {
                     let target = elengtis_core::format::gate::load_target(path)?;
-                    if matches!(target.transport, elengtis_core::format::campaign::Transport::StreamableHttp(_)) {
-                        return Err(InitError::Usage(format!(
-                            "failed to scan {}: it is a server at a URL, beyond the trial's own sandbox; scanning one needs \
-                             an explicit --authorize SCOPE, which is not built yet (give a stdio command or an image)",
-                            path.display()
-                        ))
+                    if let elengtis_core::format::campaign::Transport::StreamableHttp(http) = &target.transport {
+                        authorized(&http.url, self.authorize.as_deref())
+                            .map_err(|why| InitError::Usage(format!("failed to scan {}: {why}", path.display())))?;
+                    } else if self.authorize.is_some() {
+                        return Err(InitError::Usage(
+                            "failed to scan: --authorize names the scope of a server at a URL; this target runs in the \
+                             trial's own sandbox and needs none"
+                                .into(),
+                        )
                         .into());
                     }
                     super::ScanTarget::File(Box::new(target))
@@ -134,11 +157,54 @@ impl ScanArgs {
             classes: self.class.clone(),
             out: self.out.clone(),
             run: None,
+            purpose: self.purpose.clone(),
+            authorized: self.authorize.clone(),
         })
     }
 
     /// The stopping rule the flags ask for.
     pub fn rule(&self) -> StoppingRule {
         StoppingRule { threshold: self.threshold, max_trials: self.max_trials, sequential: !self.fixed }
+    }
+}
+
+/// Whether `scope` authorizes scanning the server at `url`: the URL itself, or its
+/// `host:port` (the port as written or the scheme's default).
+///
+/// # Errors
+///
+/// Why not, naming what `--authorize` must say.
+pub fn authorized(url: &str, scope: Option<&str>) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("its URL {url:?} does not parse: {e}"))?;
+    let host = parsed.host_str().unwrap_or_default();
+    let authority = match parsed.port_or_known_default() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    };
+    match scope {
+        None => Err(format!(
+            "it is a server at a URL ({url}), beyond the trial's own sandbox: name it explicitly with --authorize \
+             {authority}"
+        )),
+        Some(s) if s.trim_end_matches('/') == url.trim_end_matches('/') || s.eq_ignore_ascii_case(&authority) => Ok(()),
+        Some(s) => Err(format!("--authorize {s} does not name this server ({url}); its scope is {authority}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::authorized;
+
+    #[test]
+    fn a_scope_names_the_url_or_its_host_and_port() {
+        let url = "http://127.0.0.1:8931/mcp";
+        assert!(authorized(url, Some("127.0.0.1:8931")).is_ok());
+        assert!(authorized(url, Some("http://127.0.0.1:8931/mcp/")).is_ok());
+        assert!(authorized("https://mcp.example.com/mcp", Some("mcp.example.com:443")).is_ok());
+        let err = authorized(url, None).unwrap_err();
+        assert!(err.contains("--authorize 127.0.0.1:8931"), "{err}");
+        let err = authorized(url, Some("127.0.0.1:9999")).unwrap_err();
+        assert!(err.contains("does not name this server"), "{err}");
+        assert!(authorized(url, Some("127.0.0.1")).is_err(), "a host alone is not the server's scope");
     }
 }

@@ -126,6 +126,10 @@ pub struct ScanOptions {
     pub out: PathBuf,
     /// How to run the candidates; `None`: list them only (`--dry-run`).
     pub run: Option<RunSettings>,
+    /// What the agent is for (`--purpose`): the candidates' system prompt and tasks say so.
+    pub purpose: Option<String>,
+    /// The scope named with `--authorize` (a server at a URL).
+    pub authorized: Option<String>,
 }
 
 /// Called once per candidate as it finishes: the candidate, how many are done, of how many.
@@ -296,6 +300,13 @@ pub struct ScanReport {
     /// The stopping rule the candidates ran under (null when listed only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopping: Option<StoppingRule>,
+    /// The scope `--authorize` named for a server at a URL (null: the target ran in the
+    /// trial's own sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorized: Option<String>,
+    /// What the agent is for (`--purpose`; null: a general assistant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
     /// The live model the candidates ran with (`--model-config`; null: each candidate's
     /// scripted model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -583,6 +594,8 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
         ran: false,
         target_file: None,
         stopping: None,
+        purpose: options.purpose.clone(),
+        authorized: options.authorized.clone(),
         model: None,
         trials: None,
     };
@@ -623,7 +636,14 @@ async fn run_candidates(
     let databases = probe_databases(&report.candidates, &by_name, &roles, target_json, out, settings).await;
     let mut runnable = Vec::new();
     for (i, candidate) in report.candidates.iter_mut().enumerate() {
-        match files::candidate_files(candidate, &by_name, &roles, &report.target, &databases) {
+        match files::candidate_files(
+            candidate,
+            &by_name,
+            &roles,
+            &report.target,
+            &databases,
+            options.purpose.as_deref(),
+        ) {
             Ok(written) => {
                 let seed_path = dir.join(format!("{}.seed.yaml", candidate.id));
                 crate::results::store::write_atomic(&seed_path, written.seed.as_bytes())?;
