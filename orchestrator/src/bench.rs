@@ -16,6 +16,7 @@
 
 pub mod original;
 pub mod prove;
+pub mod scan;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -131,6 +132,8 @@ pub struct BenchReport {
     pub runsc: RunscBench,
     /// One finding proven end to end, against its floor and the bridge layout.
     pub prove: prove::ProveBench,
+    /// The scan figure: sequential stopping against fixed iterations.
+    pub scan: scan::ScanBench,
     /// Against the original 0.1.0 on a Python MCP HTTP server image (`--original`,
     /// `--original-image`); its fields are null, with the reason, without them.
     #[serde(flatten)]
@@ -587,6 +590,7 @@ pub async fn run(trials: u32, stdio_trials: u32, settings: &BenchSettings) -> Re
     // Before the other container measurements, so that its peak memory is its own.
     let prove = prove::prove(settings).await?;
     let stdio_throughput = stdio(stdio_trials, settings.events.clone()).await?;
+    let scan = scan::scan().await?;
     let dir = tempfile::Builder::new().prefix("elengtis-bench-").tempdir()?;
     let image = images::fixture_ref();
     let (stdio, stdio_wall) = run_campaign(dir.path(), "stdio", STDIO_CAMPAIGN, trials, (1, 0), settings).await?;
@@ -664,6 +668,7 @@ pub async fn run(trials: u32, stdio_trials: u32, settings: &BenchSettings) -> Re
         provider,
         runsc,
         prove,
+        scan,
         original: compared,
     })
 }
@@ -694,7 +699,7 @@ pub fn render(r: &BenchReport) -> String {
          throughput           {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4\n\
          prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
-         runner peak RSS      {:.1} MiB\n{}{}{}{}{}",
+         runner peak RSS      {:.1} MiB\n{}{}{}{}{}{}",
         r.trials,
         r.stdio_ms_median,
         r.stdio_ms_p95,
@@ -721,6 +726,7 @@ pub fn render(r: &BenchReport) -> String {
         render_provider(&r.provider),
         render_runsc(&r.runsc),
         prove::render(&r.prove),
+        scan::render(&r.scan),
         original::render(&r.original),
     )
 }
