@@ -319,8 +319,8 @@ fn a_fired_candidate_is_proved_and_added_to_a_gate_that_re_proves_it() {
     assert!(dir.path().join("scan").join(w4["proof"]["report"].as_str().unwrap_or_default()).is_file());
 
     // A candidate that was not proved is refused, naming why; the proved one is added.
+    // The gate's directory does not exist yet: it is made.
     let gate = dir.path().join("ci/gate.yaml");
-    std::fs::create_dir_all(dir.path().join("ci")).expect("mkdir");
     let gate_arg = gate.display().to_string();
     let seed = dir.path().join("scan/candidates/w4-direct-send-message.seed.yaml").display().to_string();
     let output = elengtis(dir.path(), &["gate", "--file", &gate_arg, "--add", &seed]);

@@ -119,6 +119,11 @@ pub fn add(gate: &Path, seed: &Path) -> Result<Added, AddError> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    std::fs::create_dir_all(&gate_dir).map_err(|source| AddError::Io {
+        what: "create the directory of",
+        path: gate.to_path_buf(),
+        source,
+    })?;
     let seed_rel = relative(seed, &gate_dir);
     let target_rel = relative(&target, &gate_dir);
     let entry = format!(
