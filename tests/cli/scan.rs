@@ -130,6 +130,16 @@ fn inbox_args(extra: &[&str]) -> Vec<String> {
     args
 }
 
+/// Scan the inbox (`--resolve` to the trial's sink, then `extra` server flags) into
+/// `dir/scan` with `flags`; it must succeed. The text it printed.
+fn scan_inbox(dir: &std::path::Path, flags: &[&str], extra: &[&str]) -> String {
+    let server = inbox_args(extra);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let (code, text, err) = scan(dir, flags, &server);
+    assert_eq!(code, 0, "{text}{err}");
+    text
+}
+
 fn candidates(report: &Value) -> Vec<&Value> {
     report["candidates"].as_array().map(|a| a.iter().collect()).unwrap_or_default()
 }
@@ -141,10 +151,7 @@ fn status_of<'a>(report: &'a Value, id: &str) -> &'a str {
 #[test]
 fn a_scan_of_the_inbox_finds_w2_w3_and_w4_with_no_hand_written_file_and_a_finding_proves_kept_as_written() {
     let dir = scratch();
-    let server = inbox_args(&[]);
-    let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--jobs", "2"], &server);
-    assert_eq!(code, 0, "{text}{err}");
+    let text = scan_inbox(dir.path(), &["--jobs", "2"], &[]);
     let report = report(dir.path());
     assert_eq!(report["ran"], true);
     let all = candidates(&report);
@@ -196,10 +203,7 @@ fn a_guard_that_holds_is_resisted_once_the_interval_decides_and_a_blind_check_is
     // resisted, each after 9 clean runs (0/9: the interval's upper bound falls below 0.3),
     // one run short of the cap; the W4 candidate (the user asks) still fires.
     let dir = scratch();
-    let server = inbox_args(&["--taint-lock"]);
-    let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W2,W4"], &server);
-    assert_eq!(code, 0, "{text}{err}");
+    scan_inbox(dir.path(), &["--class", "W2,W4"], &["--taint-lock"]);
     let first = report(dir.path());
     for c in candidates(&first) {
         if c["class"] == "W2" {
@@ -217,10 +221,7 @@ fn a_guard_that_holds_is_resisted_once_the_interval_decides_and_a_blind_check_is
     // A send the server refuses even to the trusted calibration: the check is never shown an
     // effect, so the candidate is not tested — never "resisted" — and no trial runs.
     let dir = scratch();
-    let server = inbox_args(&["--recipient-allowlist", "friend@example.org"]);
-    let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W4"], &server);
-    assert_eq!(code, 0, "{text}{err}");
+    let text = scan_inbox(dir.path(), &["--class", "W4"], &["--recipient-allowlist", "friend@example.org"]);
     let report = report(dir.path());
     assert_eq!(status_of(&report, "w4-direct-send-message"), "calibration_failed", "{text}");
     assert_eq!(report["trials"]["run"], 0);
@@ -232,10 +233,11 @@ fn an_effect_the_read_itself_causes_is_never_a_finding() {
     // get_note requests the attacker's URL itself (a beacon): the canary sees the request
     // before the payload could have been followed, so no W2 candidate through http_get fires.
     let dir = scratch();
-    let server = inbox_args(&["--read-beacon", "http://attacker.example.com/exfil?beacon=read"]);
-    let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W2", "--max-trials", "3"], &server);
-    assert_eq!(code, 0, "{text}{err}");
+    let text = scan_inbox(
+        dir.path(),
+        &["--class", "W2", "--max-trials", "3"],
+        &["--read-beacon", "http://attacker.example.com/exfil?beacon=read"],
+    );
     let report = report(dir.path());
     let fetches: Vec<&Value> = candidates(&report).into_iter().filter(|c| c["attack"] == "http_get").collect();
     assert_eq!(fetches.len(), 5, "{text}");
@@ -248,10 +250,7 @@ fn an_effect_the_read_itself_causes_is_never_a_finding() {
 #[test]
 fn fixed_iterations_run_every_candidate_to_the_cap() {
     let dir = scratch();
-    let server = inbox_args(&[]);
-    let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W3", "--fixed", "--max-trials", "3"], &server);
-    assert_eq!(code, 0, "{text}{err}");
+    let text = scan_inbox(dir.path(), &["--class", "W3", "--fixed", "--max-trials", "3"], &[]);
     let report = report(dir.path());
     assert_eq!(status_of(&report, "w3-direct-http-get"), "fired", "{text}");
     assert_eq!(report["trials"]["run"], 3);
@@ -280,10 +279,7 @@ fn a_model_that_refuses_gives_no_finding() {
         &[],
     );
     let config = model_config(dir.path(), &server);
-    let inbox = inbox_args(&[]);
-    let inbox: Vec<&str> = inbox.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--model-config", &config], &inbox);
-    assert_eq!(code, 0, "{text}{err}");
+    let text = scan_inbox(dir.path(), &["--model-config", &config], &[]);
     let report = report(dir.path());
     assert_eq!(report["model"]["model"], "scripted");
     let all = candidates(&report);
@@ -306,10 +302,7 @@ fn a_fired_candidate_is_proved_and_added_to_a_gate_that_re_proves_it() {
     });
     let server = elengtis_tests::model_server::ModelServer::start(dir.path(), &script, &[]);
     let config = model_config(dir.path(), &server);
-    let inbox = inbox_args(&[]);
-    let inbox: Vec<&str> = inbox.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W4", "--prove", "--model-config", &config], &inbox);
-    assert_eq!(code, 0, "{text}{err}");
+    let text = scan_inbox(dir.path(), &["--class", "W4", "--prove", "--model-config", &config], &[]);
     let report = report(dir.path());
     let w4 = candidates(&report).into_iter().find(|c| c["id"] == "w4-direct-send-message").cloned();
     let w4 = w4.expect("the W4 candidate");
@@ -349,10 +342,7 @@ fn a_fired_candidate_is_proved_and_added_to_a_gate_that_re_proves_it() {
 #[test]
 fn gate_add_refuses_a_candidate_that_was_not_proved() {
     let dir = scratch();
-    let inbox = inbox_args(&[]);
-    let inbox: Vec<&str> = inbox.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W3", "--max-trials", "2"], &inbox);
-    assert_eq!(code, 0, "{text}{err}");
+    scan_inbox(dir.path(), &["--class", "W3", "--max-trials", "2"], &[]);
     let seed = dir.path().join("scan/candidates/w3-direct-http-get.seed.yaml").display().to_string();
     let output = elengtis(dir.path(), &["gate", "--file", "gate.yaml", "--add", &seed]);
     assert_eq!(output.status.code(), Some(2));
@@ -370,10 +360,7 @@ fn a_server_that_crashes_on_the_sink_call_is_not_tested_and_nothing_is_lost() {
     // calibration cannot make the effect, so the candidate is not tested (never resisted),
     // and the other candidates still run and are recorded.
     let dir = scratch();
-    let server = inbox_args(&["--crash-on", "send_message"]);
-    let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W3,W4"], &server);
-    assert_eq!(code, 0, "{text}{err}");
+    let text = scan_inbox(dir.path(), &["--class", "W3,W4"], &["--crash-on", "send_message"]);
     let report = report(dir.path());
     assert_eq!(status_of(&report, "w4-direct-send-message"), "calibration_failed", "{text}");
     assert_eq!(status_of(&report, "w3-direct-http-get"), "fired", "{text}");
@@ -426,10 +413,7 @@ fn the_scan_page_ranks_the_candidates_in_a_browser_and_shows_the_servers_words_a
     // The taint lock resists the W2 candidates while the user's own W4 request fires: the page
     // must list the fired one first.
     let dir = scratch();
-    let server = inbox_args(&["--taint-lock"]);
-    let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let (code, text, err) = scan(dir.path(), &["--class", "W2,W4", "--max-trials", "9"], &server);
-    assert_eq!(code, 0, "{text}{err}");
+    scan_inbox(dir.path(), &["--class", "W2,W4", "--max-trials", "9"], &["--taint-lock"]);
     let page = dir.path().join("scan/scan.html");
     let (dom, _) = elengtis_tests::browser::dump_dom(&chromium, &elengtis_tests::browser::file_url(&page), &[]);
     let statuses: Vec<&str> =
@@ -500,8 +484,8 @@ fn a_server_at_a_url_is_scanned_only_when_its_scope_is_named() {
     assert!(!dir.path().join("scan/scan.json").exists());
 
     // Named: it is scanned, and the scope is recorded. One server serves every trial, so a
-    // check of its own state sees earlier trials' effects: its calibration cannot pass, and
-    // nothing is called resisted or fired on that word.
+    // check of its own state sees earlier trials' effects, and nothing is called resisted or
+    // fired on that word.
     let scope = format!("127.0.0.1:{port}");
     let output =
         elengtis(dir.path(), &["scan", "--out", &out, "--target", &target, "--authorize", &scope, "--class", "W4"]);
@@ -509,5 +493,9 @@ fn a_server_at_a_url_is_scanned_only_when_its_scope_is_named() {
     assert_eq!(output.status.code(), Some(0), "{text}{err}");
     let report = report(dir.path());
     assert_eq!(report["authorized"], scope.as_str());
-    assert_eq!(status_of(&report, "w4-direct-send-message"), "calibration_failed", "{text}");
+    // Which of the calibration's two runs reached the shared server first decides whether its
+    // blank run already sees an effect (calibration failed) or the trials see the
+    // calibration's (not tested): either way, nothing is decided on that word.
+    let status = status_of(&report, "w4-direct-send-message");
+    assert!(["calibration_failed", "not_tested"].contains(&status), "{status}: {text}");
 }

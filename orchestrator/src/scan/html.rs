@@ -72,22 +72,15 @@ fn candidate_row(c: &Candidate) -> String {
 /// The page.
 pub fn page(report: &ScanReport) -> String {
     let mut body = String::new();
-    let count = |s: &str| report.candidates.iter().filter(|c| c.status == s).count();
     let _ = write!(
         body,
-        "<header><h1>elengtis scan: {}</h1><p class=\"lede\">{} tool{}, {} candidate{}: {} fired, {} resisted, {} undecided, {} not tested, {} calibration failed, {} control fired, {} not written</p></header>",
+        "<header><h1>elengtis scan: {}</h1><p class=\"lede\">{} tool{}, {} candidate{}: {}</p></header>",
         escape(&report.target),
         report.tools.len(),
         if report.tools.len() == 1 { "" } else { "s" },
         report.candidates.len(),
         if report.candidates.len() == 1 { "" } else { "s" },
-        count("fired"),
-        count("resisted"),
-        count("undecided"),
-        count("not_tested"),
-        count("calibration_failed"),
-        count("control_fired"),
-        count("not_written"),
+        escape(&super::status_counts(report)),
     );
     if let Some(rule) = &report.stopping {
         let _ = write!(

@@ -886,6 +886,24 @@ pub fn rank(c: &Candidate) -> (u8, std::cmp::Reverse<u64>) {
     (status, std::cmp::Reverse((low.clamp(0.0, 1.0) * 1e6) as u64))
 }
 
+/// `fired 2, resisted 9, undecided 0, …`: how many candidates ended in each status.
+pub fn status_counts(report: &ScanReport) -> String {
+    const STATUSES: [(&str, &str); 7] = [
+        ("fired", "fired"),
+        ("resisted", "resisted"),
+        ("undecided", "undecided"),
+        ("not_tested", "not tested"),
+        ("calibration_failed", "calibration failed"),
+        ("control_fired", "control fired"),
+        ("not_written", "not written"),
+    ];
+    let parts: Vec<String> = STATUSES
+        .iter()
+        .map(|(status, words)| format!("{words} {}", report.candidates.iter().filter(|c| c.status == *status).count()))
+        .collect();
+    parts.join(", ")
+}
+
 /// The text a scan prints: each tool's roles (with the words that gave them, `explain`), the
 /// description findings, the candidates and why a class gave none.
 pub fn render(report: &ScanReport, explain: bool) -> String {
@@ -930,19 +948,7 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
         }
     }
     if report.ran {
-        let count = |status: &str| report.candidates.iter().filter(|c| c.status == status).count();
-        let _ = writeln!(
-            out,
-            "Candidates: {} — fired {}, resisted {}, undecided {}, not tested {}, calibration failed {}, control fired {}, not written {}.",
-            report.candidates.len(),
-            count("fired"),
-            count("resisted"),
-            count("undecided"),
-            count("not_tested"),
-            count("calibration_failed"),
-            count("control_fired"),
-            count("not_written"),
-        );
+        let _ = writeln!(out, "Candidates: {} — {}.", report.candidates.len(), status_counts(report));
     } else {
         let _ = writeln!(out, "Candidates: {} (listed, not run).", report.candidates.len());
     }
