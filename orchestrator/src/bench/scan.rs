@@ -75,8 +75,8 @@ pub async fn scan() -> Result<ScanBench, BenchError> {
     let dir = tempfile::Builder::new().prefix("elengtis-bench-scan-").tempdir()?;
     let (sequential, wall_sequential) = scan_once(dir.path(), "sequential", true).await?;
     let (fixed, wall_fixed) = scan_once(dir.path(), "fixed", false).await?;
-    let statuses = |r: &crate::scan::ScanReport| -> Vec<(String, String)> {
-        r.candidates.iter().map(|c| (c.id.clone(), c.status.clone())).collect()
+    let statuses = |r: &crate::scan::ScanReport| -> Vec<(String, crate::scan::CandidateStatus)> {
+        r.candidates.iter().map(|c| (c.id.clone(), c.status)).collect()
     };
     if statuses(&sequential) != statuses(&fixed) {
         return Err(BenchError::Failed(format!(
@@ -89,7 +89,7 @@ pub async fn scan() -> Result<ScanBench, BenchError> {
     let (ts, tf) = (trials(&sequential), trials(&fixed));
     Ok(ScanBench {
         candidates: sequential.candidates.len(),
-        fired: sequential.candidates.iter().filter(|c| c.status == "fired").count(),
+        fired: sequential.candidates.iter().filter(|c| c.status == crate::scan::CandidateStatus::Fired).count(),
         trials_sequential: ts,
         trials_fixed: tf,
         wall_s_sequential: wall_sequential,

@@ -21,9 +21,8 @@ use super::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FireRecord {
-    /// The calibration's status (`passed`, `blind`, `vacuous`, `undecided`, `not_calibrated`)
-    /// and what it means.
-    pub calibration: String,
+    /// The calibration's status (`passed`, `blind`, `vacuous`, `undecided`, `not_calibrated`).
+    pub calibration: CalibrationStatus,
     /// The calibration's detail.
     pub calibration_detail: String,
     /// Whether the benign carrier (the markers without the instruction) fired: `None` when
@@ -100,7 +99,7 @@ pub async fn fire_sequential(
     let pool = Pool::new(&all, options).await?;
 
     let mut record = FireRecord {
-        calibration: CalibrationStatus::NotCalibrated.as_str().to_owned(),
+        calibration: CalibrationStatus::NotCalibrated,
         calibration_detail: String::new(),
         control_fired: None,
         control_undecided: Vec::new(),
@@ -117,7 +116,7 @@ pub async fn fire_sequential(
         Some(campaign) => {
             let runs = run_campaign(campaign, &pool, options).await?;
             let calibration = calibration_of(&seed, &runs, CALIBRATION_TARGET);
-            record.calibration = calibration.status.as_str().to_owned();
+            record.calibration = calibration.status;
             record.calibration_detail = calibration.detail.clone();
             calibration.status == CalibrationStatus::Passed
         }

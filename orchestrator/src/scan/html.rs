@@ -6,31 +6,19 @@
 
 use std::fmt::Write as _;
 
-use super::{Candidate, ScanReport, VerifierPlan};
+use super::{Candidate, CandidateStatus, ScanReport};
 use crate::report::html::{escape, interval_svg, static_page};
 
-fn status_class(status: &str) -> &'static str {
+fn status_class(status: CandidateStatus) -> &'static str {
     match status {
-        "fired" => "verdict rejected",
-        "resisted" => "verdict kept",
-        "undecided" => "verdict stable",
+        CandidateStatus::Fired => "verdict rejected",
+        CandidateStatus::Resisted => "verdict kept",
+        CandidateStatus::Undecided => "verdict stable",
         _ => "verdict untested",
     }
 }
 
-fn check_of(c: &Candidate) -> String {
-    match &c.verifier {
-        VerifierPlan::CanarySink => "canary sink (state)".into(),
-        VerifierPlan::Sqlite { path } => format!("SQLite snapshot of {path} (state)"),
-        VerifierPlan::TargetReported { tool } => format!("{tool} (target-reported: the server's own word)"),
-    }
-}
-
 fn candidate_row(c: &Candidate) -> String {
-    let path = match (&c.plant, &c.source) {
-        (Some(p), Some(s)) => format!("plant {p} → source {s} → {}", c.attack),
-        _ => format!("user's message → {}", c.attack),
-    };
     let (rate, plot) = match &c.run {
         Some(r) if r.decided > 0 => {
             let point = f64::from(r.fires) / f64::from(r.decided);
@@ -58,13 +46,13 @@ fn candidate_row(c: &Candidate) -> String {
     });
     format!(
         "<tr class=\"candidate\" data-status=\"{status}\"><td><span class=\"{class}\">{status}</span></td><td class=\"mono\">{id}{seed}</td><td>{class_name} {style}</td><td>{path}<br><span class=\"small muted\">verified by {check}</span></td><td class=\"num\">{rate}</td><td>{plot}</td><td class=\"small\">{why}{proof}</td></tr>",
-        status = escape(&c.status),
-        class = status_class(&c.status),
+        status = c.status.as_str(),
+        class = status_class(c.status),
         id = escape(&c.id),
         class_name = escape(&c.class.to_string()),
         style = escape(c.style.as_str()),
-        path = escape(&path),
-        check = escape(&check_of(c)),
+        path = escape(&c.path()),
+        check = escape(&c.verifier.describe()),
         why = escape(c.why.as_deref().unwrap_or("")),
     )
 }

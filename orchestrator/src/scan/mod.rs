@@ -20,7 +20,8 @@
 //!    calibration, its control (the benign carrier), then trial by trial until the Wilson
 //!    interval of its fire rate decides the threshold either way (sequential stopping).
 //!
-//! `--prove`, `gate --add`, the planner, `--purpose` and `--authorize` are not built yet.
+//! 7. with `--prove`, the candidates that fired are proved as `elengtis prove` proves a seed;
+//!    `gate --add` ([`crate::gate::add`]) keeps a proven one. The planner is not built yet.
 
 pub mod cli;
 pub mod files;
@@ -91,22 +92,10 @@ impl ScanTarget {
 
     /// What the sandbox must provide to start it (None: no container).
     pub fn needs(&self) -> Option<crate::sandbox::RunNeeds> {
-        use elengtis_core::format::campaign::{ContainerMcp, Transport};
         match self {
             ScanTarget::Described(spec) => crate::init::sandbox_needs(spec),
-            ScanTarget::File(target) => match &target.transport {
-                Transport::IsolatedContainer(c) => Some(crate::sandbox::RunNeeds {
-                    images: vec![crate::sandbox::ImageNeed {
-                        image: c.image.clone(),
-                        http: c.mcp_transport == ContainerMcp::StreamableHttp,
-                        relay_image: c.relay_image.clone(),
-                        runtime: c.runtime.clone(),
-                        egress_proxy: target.egress_proxy.is_some(),
-                    }],
-                    sink: false,
-                }),
-                _ => None,
-            },
+            ScanTarget::File(target) => crate::trial::launch::image_need(target)
+                .map(|image| crate::sandbox::RunNeeds { images: vec![image], sink: false }),
         }
     }
 }
@@ -230,6 +219,73 @@ pub enum VerifierPlan {
     },
 }
 
+/// How a candidate came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CandidateStatus {
+    /// Listed, not run (`--dry-run`).
+    NotRun,
+    /// No file can prove it (`why` says what is missing).
+    NotWritten,
+    /// The check was not shown able to see the effect: not tested.
+    CalibrationFailed,
+    /// The benign carrier fired too: the effect is not the payload's.
+    ControlFired,
+    /// The fire rate's interval lies above the threshold.
+    Fired,
+    /// The fire rate's interval lies below the threshold.
+    Resisted,
+    /// The interval straddles the threshold at the cap.
+    Undecided,
+    /// No trial decided anything.
+    NotTested,
+}
+
+impl CandidateStatus {
+    /// Every status, in the order the counts list them.
+    pub const ALL: [CandidateStatus; 8] = [
+        CandidateStatus::Fired,
+        CandidateStatus::Resisted,
+        CandidateStatus::Undecided,
+        CandidateStatus::NotTested,
+        CandidateStatus::CalibrationFailed,
+        CandidateStatus::ControlFired,
+        CandidateStatus::NotWritten,
+        CandidateStatus::NotRun,
+    ];
+
+    /// The name used in files (`not_tested`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CandidateStatus::NotRun => "not_run",
+            CandidateStatus::NotWritten => "not_written",
+            CandidateStatus::CalibrationFailed => "calibration_failed",
+            CandidateStatus::ControlFired => "control_fired",
+            CandidateStatus::Fired => "fired",
+            CandidateStatus::Resisted => "resisted",
+            CandidateStatus::Undecided => "undecided",
+            CandidateStatus::NotTested => "not_tested",
+        }
+    }
+
+    /// Its place in the ranking: fired first, then undecided, control fired, resisted, the rest.
+    fn rank(self) -> u8 {
+        match self {
+            CandidateStatus::Fired => 0,
+            CandidateStatus::Undecided => 1,
+            CandidateStatus::ControlFired => 2,
+            CandidateStatus::Resisted => 3,
+            _ => 4,
+        }
+    }
+}
+
+impl std::fmt::Display for CandidateStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One candidate attack.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -252,12 +308,8 @@ pub struct Candidate {
     pub attack: String,
     /// How its effect would be seen.
     pub verifier: VerifierPlan,
-    /// `not_run` (`--dry-run`), `not_written` (no file can prove it: `why`),
-    /// `calibration_failed` (the check was not shown able to see the effect: not tested),
-    /// `control_fired` (the benign carrier fired too: the effect is not the payload's),
-    /// `fired`, `resisted`, `undecided` (the interval straddles the threshold at the cap) or
-    /// `not_tested` (no trial decided anything).
-    pub status: String,
+    /// How it came out.
+    pub status: CandidateStatus,
     /// Why it was not written, or what its status rests on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
@@ -270,6 +322,28 @@ pub struct Candidate {
     /// Its proof, when it fired and `--prove` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
+}
+
+impl Candidate {
+    /// How the payload reaches the attack call: `plant P → source S → A`, or
+    /// `user's message → A`.
+    pub fn path(&self) -> String {
+        match (&self.plant, &self.source) {
+            (Some(p), Some(s)) => format!("plant {p} → source {s} → {}", self.attack),
+            _ => format!("user's message → {}", self.attack),
+        }
+    }
+}
+
+impl VerifierPlan {
+    /// The check in words, with its tier.
+    pub fn describe(&self) -> String {
+        match self {
+            VerifierPlan::CanarySink => "canary sink (state)".to_owned(),
+            VerifierPlan::Sqlite { path } => format!("SQLite snapshot of {path} (state)"),
+            VerifierPlan::TargetReported { tool } => format!("{tool} (target-reported: the server's own word)"),
+        }
+    }
 }
 
 /// `scan.json`: what a scan found.
@@ -452,7 +526,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                         source: Some(source.tool.clone()),
                         attack: attack.tool.clone(),
                         verifier: check.clone(),
-                        status: "not_run".into(),
+                        status: CandidateStatus::NotRun,
                         why: None,
                         seed_file: None,
                         run: None,
@@ -478,7 +552,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 source: None,
                 attack: tool.tool.clone(),
                 verifier: VerifierPlan::CanarySink,
-                status: "not_run".into(),
+                status: CandidateStatus::NotRun,
                 why: None,
                 seed_file: None,
                 run: None,
@@ -503,7 +577,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 source: None,
                 attack: sink.tool.clone(),
                 verifier: check,
-                status: "not_run".into(),
+                status: CandidateStatus::NotRun,
                 why: None,
                 seed_file: None,
                 run: None,
@@ -657,7 +731,7 @@ async fn run_candidates(
                 runnable.push((i, seed_path));
             }
             Err(why) => {
-                candidate.status = "not_written".into();
+                candidate.status = CandidateStatus::NotWritten;
                 candidate.why = Some(why);
             }
         }
@@ -684,7 +758,7 @@ async fn run_candidates(
         match result {
             Ok(record) => {
                 let (status, why) = status_of(&record);
-                candidate.status = status.into();
+                candidate.status = status;
                 candidate.why = Some(why);
                 candidate.run = Some(FireRecord {
                     dir: record.dir.strip_prefix(out).map(std::path::Path::to_path_buf).unwrap_or(record.dir.clone()),
@@ -692,7 +766,7 @@ async fn run_candidates(
                 });
             }
             Err(source) => {
-                candidate.status = "not_tested".into();
+                candidate.status = CandidateStatus::NotTested;
                 candidate.why = Some(format!("its runs failed: {source}"));
                 failure.get_or_insert(ScanError::Run { candidate: candidate.id.clone(), source });
             }
@@ -795,7 +869,7 @@ async fn prove_fired(
         .candidates
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.status == "fired")
+        .filter(|(_, c)| c.status == CandidateStatus::Fired)
         .filter_map(|(i, c)| c.seed_file.as_ref().map(|f| (i, out.join(f))))
         .collect();
     if fired.is_empty() {
@@ -810,14 +884,19 @@ async fn prove_fired(
         ..prove.clone()
     };
     let paths: Vec<PathBuf> = fired.iter().map(|(_, p)| p.clone()).collect();
-    let listed: Vec<Candidate> = report.candidates.clone();
+    let guarded_side = how.guarded_side.as_str();
+    let proof_of = |p: &crate::prove::Proven| Proof {
+        verdict: p.report.verdict.label().to_owned(),
+        report: p.report_path.strip_prefix(out).unwrap_or(&p.report_path).display().to_string(),
+        guarded_side: guarded_side.to_owned(),
+    };
     let total = fired.len();
     let mut done = 0;
+    let candidates = &report.candidates;
     let proven = crate::prove::prove_seeds(&paths, &[], &options, |p| {
         done += 1;
         if let Some((i, _)) = fired.iter().find(|(_, path)| *path == p.seed_path) {
-            let mut shown = listed[*i].clone();
-            shown.status = format!("proved {}", p.report.verdict.label());
+            let shown = Candidate { proof: Some(proof_of(p)), ..candidates[*i].clone() };
             (progress)(&shown, done, total);
         }
     })
@@ -825,11 +904,7 @@ async fn prove_fired(
     .map_err(|source| ScanError::Run { candidate: "(the proofs)".into(), source })?;
     for p in proven {
         let Some((i, _)) = fired.iter().find(|(_, path)| *path == p.seed_path) else { continue };
-        report.candidates[*i].proof = Some(Proof {
-            verdict: p.report.verdict.label().to_owned(),
-            report: p.report_path.strip_prefix(out).unwrap_or(&p.report_path).display().to_string(),
-            guarded_side: how.guarded_side.as_str().to_owned(),
-        });
+        report.candidates[*i].proof = Some(proof_of(&p));
     }
     Ok(())
 }
@@ -843,29 +918,30 @@ fn write_outputs(report: &ScanReport, out: &std::path::Path) -> Result<(), ScanE
 }
 
 /// A candidate's status from its runs, and what it rests on.
-fn status_of(record: &FireRecord) -> (&'static str, String) {
-    if record.calibration != "passed" && record.decision.is_none() {
+fn status_of(record: &FireRecord) -> (CandidateStatus, String) {
+    if record.calibration != elengtis_core::prove::CalibrationStatus::Passed && record.decision.is_none() {
         return (
-            "calibration_failed",
+            CandidateStatus::CalibrationFailed,
             format!(
                 "not tested: the check was not shown able to see the effect ({}): {}",
-                record.calibration, record.calibration_detail
+                record.calibration.as_str(),
+                record.calibration_detail
             ),
         );
     }
     if record.control_fired == Some(true) {
         return (
-            "control_fired",
+            CandidateStatus::ControlFired,
             "the benign carrier (the markers without the instruction) fired too: the effect is not the payload's"
                 .into(),
         );
     }
     match record.decision {
-        Some(Decision::Above) => ("fired", record.stopped.clone()),
-        Some(Decision::Below) => ("resisted", record.stopped.clone()),
-        Some(Decision::Undecided) if record.decided > 0 => ("undecided", record.stopped.clone()),
+        Some(Decision::Above) => (CandidateStatus::Fired, record.stopped.clone()),
+        Some(Decision::Below) => (CandidateStatus::Resisted, record.stopped.clone()),
+        Some(Decision::Undecided) if record.decided > 0 => (CandidateStatus::Undecided, record.stopped.clone()),
         _ => (
-            "not_tested",
+            CandidateStatus::NotTested,
             format!("no trial decided anything: {}", record.undecided.first().map_or("no trial ran", String::as_str)),
         ),
     }
@@ -874,13 +950,7 @@ fn status_of(record: &FireRecord) -> (&'static str, String) {
 /// A candidate's place in the ranking: fired first, then undecided, control fired, resisted
 /// and the rest; within a status, by the interval's lower bound, highest first.
 pub fn rank(c: &Candidate) -> (u8, std::cmp::Reverse<u64>) {
-    let status = match c.status.as_str() {
-        "fired" => 0,
-        "undecided" => 1,
-        "control_fired" => 2,
-        "resisted" => 3,
-        _ => 4,
-    };
+    let status = c.status.rank();
     // The bound in millionths: a total order without floats.
     let low = c.run.as_ref().map_or(0.0, |r| r.interval[0]);
     (status, std::cmp::Reverse((low.clamp(0.0, 1.0) * 1e6) as u64))
@@ -888,18 +958,13 @@ pub fn rank(c: &Candidate) -> (u8, std::cmp::Reverse<u64>) {
 
 /// `fired 2, resisted 9, undecided 0, …`: how many candidates ended in each status.
 pub fn status_counts(report: &ScanReport) -> String {
-    const STATUSES: [(&str, &str); 7] = [
-        ("fired", "fired"),
-        ("resisted", "resisted"),
-        ("undecided", "undecided"),
-        ("not_tested", "not tested"),
-        ("calibration_failed", "calibration failed"),
-        ("control_fired", "control fired"),
-        ("not_written", "not written"),
-    ];
-    let parts: Vec<String> = STATUSES
+    let parts: Vec<String> = CandidateStatus::ALL
         .iter()
-        .map(|(status, words)| format!("{words} {}", report.candidates.iter().filter(|c| c.status == *status).count()))
+        .filter(|s| **s != CandidateStatus::NotRun)
+        .map(|status| {
+            let count = report.candidates.iter().filter(|c| c.status == *status).count();
+            format!("{} {count}", status.as_str().replace('_', " "))
+        })
         .collect();
     parts.join(", ")
 }
@@ -956,24 +1021,15 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
     let mut ranked: Vec<&Candidate> = report.candidates.iter().collect();
     ranked.sort_by_key(|c| rank(c));
     for c in ranked {
-        let path = match (&c.plant, &c.source) {
-            (Some(p), Some(s)) => format!("plant {p} → source {s} → "),
-            _ => "user's message → ".to_owned(),
-        };
-        let check = match &c.verifier {
-            VerifierPlan::CanarySink => "canary sink (state)".to_owned(),
-            VerifierPlan::Sqlite { path } => format!("SQLite snapshot of {path} (state)"),
-            VerifierPlan::TargetReported { tool } => format!("{tool} (target-reported: the server's own word)"),
-        };
+        let (path, check) = (c.path(), c.verifier.describe());
         if report.ran {
             let _ = writeln!(
                 out,
-                "  {:<19} {} ({} {}): {path}{}; verified by {check}",
+                "  {:<19} {} ({} {}): {path}; verified by {check}",
                 c.status,
                 c.id,
                 c.class,
-                c.style.as_str(),
-                c.attack
+                c.style.as_str()
             );
             if let Some(why) = &c.why {
                 let _ = writeln!(out, "                      {why}");
@@ -986,8 +1042,7 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
                 );
             }
         } else {
-            let _ =
-                writeln!(out, "  {} ({} {}): {path}{}; verified by {check}", c.id, c.class, c.style.as_str(), c.attack);
+            let _ = writeln!(out, "  {} ({} {}): {path}; verified by {check}", c.id, c.class, c.style.as_str());
         }
     }
     if let Some(t) = report.trials {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use elengtis_core::format::Bundle;
-use elengtis_core::format::campaign::{ContainerMcp, ControlLaunch, EgressProxy, EnvRef, Transport};
+use elengtis_core::format::campaign::{ContainerMcp, ControlLaunch, EgressProxy, EnvRef, Target, Transport};
 use elengtis_core::refs::{self, Templates, Values};
 use serde_json::{Value, json};
 
@@ -142,23 +142,25 @@ pub fn pairs(bundle: &Bundle) -> impl Iterator<Item = (usize, usize)> + '_ {
     (0..bundle.campaign.value.targets.len()).flat_map(move |t| (0..bundle.scenarios.len()).map(move |s| (t, s)))
 }
 
+/// The image a container target needs (None: not a container target).
+pub fn image_need(target: &Target) -> Option<ImageNeed> {
+    match &target.transport {
+        Transport::IsolatedContainer(c) => Some(ImageNeed {
+            image: c.image.clone(),
+            http: c.mcp_transport == ContainerMcp::StreamableHttp,
+            relay_image: c.relay_image.clone(),
+            runtime: c.runtime.clone(),
+            egress_proxy: target.egress_proxy.is_some(),
+        }),
+        _ => None,
+    }
+}
+
 /// What a bundle needs from a sandbox backend: the images of its container targets and
 /// whether any of them starts a sink. `None` when it has no container target.
 pub fn sandbox_needs(bundle: &Bundle) -> Option<RunNeeds> {
     let targets = &bundle.campaign.value.targets;
-    let images: Vec<ImageNeed> = targets
-        .iter()
-        .filter_map(|t| match &t.transport {
-            Transport::IsolatedContainer(c) => Some(ImageNeed {
-                image: c.image.clone(),
-                http: c.mcp_transport == ContainerMcp::StreamableHttp,
-                relay_image: c.relay_image.clone(),
-                runtime: c.runtime.clone(),
-                egress_proxy: t.egress_proxy.is_some(),
-            }),
-            _ => None,
-        })
-        .collect();
+    let images: Vec<ImageNeed> = targets.iter().filter_map(image_need).collect();
     if images.is_empty() {
         return None;
     }

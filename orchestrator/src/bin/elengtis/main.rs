@@ -1560,7 +1560,7 @@ async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32
 
 async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error> {
     let options = args.options()?;
-    let sandbox = target_sandbox(&options.spec, &args.target).await?;
+    let sandbox = target_sandbox(elengtis::init::sandbox_needs(&options.spec), &args.target).await?;
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
     let written = elengtis::init::run(&options, sandbox).await?;
     for warning in &written.warnings {
@@ -1571,11 +1571,12 @@ async fn init_command(args: elengtis::init::cli::InitArgs) -> Result<i32, Error>
 }
 
 /// The Docker sandbox a described target needs (`init`, `scan`); none for a stdio command.
+/// The sandbox `init` and `scan` start their target in to list its tools (None: a stdio target).
 async fn target_sandbox(
-    spec: &elengtis::init::TargetSpec,
+    needs: Option<elengtis::sandbox::RunNeeds>,
     target: &elengtis::init::cli::TargetArgs,
 ) -> Result<Option<docker::DockerBackend>, Error> {
-    match elengtis::init::sandbox_needs(spec) {
+    match needs {
         Some(needs) => Ok(Some(
             docker::DockerBackend::prepare(
                 &docker_options(target.allow_vulnerable_engine, &target.runtime),
@@ -1595,24 +1596,14 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
         ScanArgsError::Target(e) => Error::from(e),
         ScanArgsError::Roles(e) => Error::from(e),
     })?;
-    let sandbox = match options.spec.needs() {
-        Some(needs) => Some(
-            docker::DockerBackend::prepare(
-                &docker_options(args.target.allow_vulnerable_engine, &args.target.runtime),
-                &needs,
-                &Terminal::new(false),
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let sandbox = target_sandbox(options.spec.needs(), &args.target).await?;
     let sandbox = sandbox.as_ref().map(|s| s as &dyn elengtis::sandbox::SandboxBackend);
     let terminal = Arc::new(Terminal::new(false));
     if !args.dry_run {
         let progress_terminal = terminal.clone();
         let json = args.json;
         let docker = docker_options(args.target.allow_vulnerable_engine, &args.target.runtime);
-        if options.spec.needs().is_some() {
+        if sandbox.is_some() {
             // The canary sink and the relay serve container trials.
             ensure_images(&docker).await?;
         }
@@ -1663,7 +1654,12 @@ async fn scan_command(args: elengtis::scan::cli::ScanArgs) -> Result<i32, Error>
             prove_fired,
             progress: Arc::new(move |c: &elengtis::scan::Candidate, done: usize, total: usize| {
                 if !json {
-                    progress_terminal.print(&format!("[{done}/{total}] {}: {}", c.id, c.status));
+                    match &c.proof {
+                        Some(proof) => {
+                            progress_terminal.print(&format!("[{done}/{total}] {}: proved {}", c.id, proof.verdict))
+                        }
+                        None => progress_terminal.print(&format!("[{done}/{total}] {}: {}", c.id, c.status)),
+                    }
                 }
             }),
         });
