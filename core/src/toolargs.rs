@@ -591,6 +591,22 @@ struct Call<'a> {
     /// The arguments (`None`: a place that only names a tool).
     arguments: Option<(Node, Path)>,
     keys: &'static [&'static str],
+    /// When the tool is a `{binding: NAME}` the target binds: the binding and where the
+    /// campaign writes it (`campaign.yaml:15:28`), the place of a typo in the tool's name.
+    bound: Option<(String, String)>,
+}
+
+/// The binding a tool reference names and where the campaign binds it for `target`, when the
+/// tool is a `{binding: NAME}` reference the target binds.
+fn bound_at(bundle: &Bundle, target: &Target, scenario: &str, tool: &Value) -> Option<(String, String)> {
+    let Some((RefKind::Binding, Value::String(name))) = refs::as_reference(tool) else { return None };
+    target.bindings.get(scenario)?.get(name)?;
+    let t = bundle.campaign.value.targets.iter().position(|x| x.id == target.id)?;
+    let at = Path::root().key("targets").index(t).key("bindings").key(scenario).key(name.clone());
+    let mark = bundle.campaign.node.find(&at)?.mark;
+    let path = &bundle.campaign.path;
+    let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+    Some((name.clone(), format!("{file}:{}:{}", mark.line, mark.column)))
 }
 
 /// The tool name `tool` stands for with the scenario's bindings (`fallback` when it does not
@@ -632,6 +648,7 @@ fn examples<'a>(
                 tool_at: at.key("name"),
                 arguments: Some((arguments_node(doc, &at.key("arguments"), &at), at.key("arguments"))),
                 keys: PER_TRIAL_KEYS,
+                bound: None,
             });
         }
     }
@@ -664,6 +681,7 @@ fn calls<'a>(bundle: &'a Bundle, scenario: usize, target: &Target) -> Vec<Call<'
                 tool_at: at.key("tool"),
                 arguments: Some((arguments_node(&doc.node, &at.key("arguments"), &at), at.key("arguments"))),
                 keys: PER_TRIAL_KEYS,
+                bound: bound_at(bundle, target, &s.id, &a.tool),
             });
         }
     }
@@ -678,6 +696,7 @@ fn calls<'a>(bundle: &'a Bundle, scenario: usize, target: &Target) -> Vec<Call<'
                 tool_at: at.key("tool"),
                 arguments: None,
                 keys: PER_TRIAL_KEYS,
+                bound: bound_at(bundle, target, &s.id, &rule.tool),
             });
             examples(&mut out, &doc.path, &doc.node, &at, &rule.id, &rule.examples);
         }
@@ -692,6 +711,7 @@ fn calls<'a>(bundle: &'a Bundle, scenario: usize, target: &Target) -> Vec<Call<'
                 tool_at: Path::root().key("exercise").key("tools").index(i),
                 arguments: None,
                 keys: PER_TRIAL_KEYS,
+                bound: bound_at(bundle, target, &s.id, item),
             });
         }
     }
@@ -726,6 +746,7 @@ fn calls<'a>(bundle: &'a Bundle, scenario: usize, target: &Target) -> Vec<Call<'
                     tool_at: if written { at.key("tool") } else { Path::root().key("script") },
                     arguments: Some((arguments, at.key("arguments"))),
                     keys: SCRIPT_PER_TRIAL_KEYS,
+                    bound: bound_at(bundle, target, &s.id, &call.tool),
                 });
             }
         }
@@ -784,7 +805,15 @@ pub fn check(bundle: &Bundle, target: &Target, tools: &[ListedTool]) -> Vec<Find
                         &call.tool_at,
                         mark,
                         String::new(),
-                        format!("target {} lists no tool `{tool}`; it lists: {listed}", target.id),
+                        format!(
+                            "target {} lists no tool `{tool}`{}; it lists: {listed}{}",
+                            target.id,
+                            call.bound
+                                .as_ref()
+                                .map(|(name, at)| format!(" (binding `{name}`, bound to it at {at})"))
+                                .unwrap_or_default(),
+                            crate::format::quote::did_you_mean(&tool, tools.iter().map(|t| t.name.as_str())),
+                        ),
                         None,
                     ),
                     &mut findings,

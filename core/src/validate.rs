@@ -53,6 +53,9 @@ pub struct LoadOptions {
     pub env_is_set: fn(&str) -> bool,
     /// Largest `trials` accepted: 100 in files (the format's range), more from `--trials`.
     pub max_trials: u32,
+    /// The tools the targets list, when known (`validate --tools`): a rule's example that a
+    /// binding's typo keeps from matching is reported at the typo, with the nearest listed tool.
+    pub tools: Option<crate::toolargs::ToolLists>,
 }
 
 /// Largest `--trials` override (the file format allows at most 100).
@@ -65,6 +68,7 @@ impl Default for LoadOptions {
             check_examples: true,
             env_is_set: |name| std::env::var_os(name).is_some(),
             max_trials: 100,
+            tools: None,
         }
     }
 }
@@ -695,6 +699,11 @@ enum Reach {
     /// would fail, so loading refuses it (the original accepted the file and then failed
     /// each trial).
     EveryTrial,
+    /// A verify check's action or assertion: as [`Reach::EveryTrial`], except that a name of
+    /// the wrong type (`{binding: 3}`, which the original's schema accepts) is a warning: the
+    /// check is undecided in every trial (its `passed` and the trial's `completed` are null),
+    /// as the original's check fails when it runs.
+    VerifyCheck,
     /// Resolved only when a model runs (`exercise.tools`): refused unless the campaign is
     /// model-free, where it is never resolved (as in the original).
     ModelTrials,
@@ -747,7 +756,7 @@ impl<'a> Scope<'a> {
 /// the labelled examples report it).
 fn unresolved_consequence(reach: Reach, scope: &Scope<'_>) -> Option<(Severity, String)> {
     Some(match reach {
-        Reach::EveryTrial => (Severity::Error, "every trial would fail here".to_owned()),
+        Reach::EveryTrial | Reach::VerifyCheck => (Severity::Error, "every trial would fail here".to_owned()),
         Reach::ModelTrials if scope.runs_model => (Severity::Error, "every trial with a model would fail here".to_owned()),
         Reach::ModelTrials => (Severity::Warning, "it is not used while the campaign is model_free".to_owned()),
         Reach::RecordedCalls => (
@@ -762,6 +771,40 @@ fn unresolved_consequence(reach: Reach, scope: &Scope<'_>) -> Option<(Severity, 
 /// `schema_version: 1` document).
 pub(crate) const LITERAL_TEMPLATE_WARNING: &str = "`{template: …}` is a literal map here, sent as written: in a schema_version 1 document a free-form value keeps the original tool's meaning; write `schema_version: 2` to make it a string template";
 
+/// Check a `{template: …}` map in a free-form value of a `schema_version: 1` document, where
+/// it is a literal map (the original tool's meaning): an error when its text names a value
+/// the document can name (`known`) — written as a template, it would be sent unrendered, and
+/// the check or call it feeds would see nothing —, else the warning that it stays literal (a
+/// tool may well take an argument called `template`).
+fn check_literal_template<T>(
+    c: &mut Checker,
+    doc: &Document<T>,
+    where_: &At,
+    template: Option<&str>,
+    known: impl Fn(&str) -> bool,
+) {
+    let named = template.and_then(|t| refs::template_fields(t).ok()).unwrap_or_default().into_iter().find(|n| known(n));
+    match named {
+        Some(name) => {
+            let file = doc
+                .path
+                .file_name()
+                .map_or_else(|| doc.path.display().to_string(), |f| f.to_string_lossy().into_owned());
+            c.push(
+                Severity::Error,
+                &doc.path,
+                &doc.node,
+                where_,
+                format!(
+                    "`{{template: …}}` names `{}` as a string template does, but {file} is schema_version 1, where a free-form value keeps the original tool's meaning: the map would be sent as written, unrendered; write `schema_version: 2` at the top of {file} to render it (version 2 is version 1 plus string templates)",
+                    q(&name)
+                ),
+            );
+        }
+        None => c.push(Severity::Warning, &doc.path, &doc.node, where_, LITERAL_TEMPLATE_WARNING.to_owned()),
+    }
+}
+
 /// Check one `{template: …}` map found at `where_`.
 fn check_template<T>(
     c: &mut Checker,
@@ -772,7 +815,7 @@ fn check_template<T>(
     reach: Reach,
 ) {
     if scope.templates == Templates::Literal {
-        c.push(Severity::Warning, &doc.path, &doc.node, where_, LITERAL_TEMPLATE_WARNING.to_owned());
+        check_literal_template(c, doc, where_, template, |n| scope.origin(n).is_some() || scope.declared.contains(n));
         return;
     }
     let Some((severity, consequence)) = unresolved_consequence(reach, scope) else { return };
@@ -905,11 +948,24 @@ fn check_value_refs<T>(c: &mut Checker, doc: &Document<T>, at: &At, value: &Valu
                 }
             }
             _ => {
-                let shown = name.map_or_else(
-                    || format!("{{{key}: …}} (the name must be a string)"),
-                    |n| format!("{{{key}: {}}}", q(n)),
-                );
-                let Some((severity, consequence)) = unresolved_consequence(reach, scope) else { continue };
+                // The name as written, when it is a number (`{binding: 3}`).
+                let number = value
+                    .pointer(&found.pointer)
+                    .and_then(refs::as_reference)
+                    .and_then(|(_, n)| n.is_number().then(|| n.to_string()));
+                let shown = match (name, &number) {
+                    (Some(n), _) => format!("{{{key}: {}}}", q(n)),
+                    (None, Some(n)) => format!("{{{key}: {n}}} (the name is a number; names are strings)"),
+                    (None, None) => format!("{{{key}: …}} (the name must be a string)"),
+                };
+                let consequence = match (reach, &number) {
+                    (Reach::VerifyCheck, Some(_)) => Some((
+                        Severity::Warning,
+                        "the check cannot run, so it is undecided in every trial: its `passed` and the trial's `completed` are null, with a verification error (the original accepts the file too, and its check fails when it runs)".to_owned(),
+                    )),
+                    _ => unresolved_consequence(reach, scope),
+                };
+                let Some((severity, consequence)) = consequence else { continue };
                 let known = if let Some(n) = name
                     && !scope.declared.contains(n)
                     && found.kind == RefKind::Binding
@@ -953,8 +1009,22 @@ fn check_pointer<T>(c: &mut Checker, doc: &Document<T>, at: &At, pointer: &str, 
     }
 }
 
+/// Where predicates are checked: a pattern that does not compile is an error in a proposal
+/// rule (its labelled examples reach it: the original refuses the file), a warning in a safety
+/// rule or a verify assertion (the original accepts the file and raises `re.error` in the
+/// first trial that evaluates it; here the predicate is undecided, null, in every trial).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PredicatesOf {
+    /// A proposal rule's predicates.
+    Proposal,
+    /// A safety rule's predicates.
+    Safety,
+    /// A verify check's assertions.
+    Assertions,
+}
+
 /// Target-independent checks of predicates (paths, patterns).
-fn check_predicates(c: &mut Checker, doc: &Document<Scenario>, at: &At, predicates: &[Predicate]) {
+fn check_predicates(c: &mut Checker, doc: &Document<Scenario>, at: &At, predicates: &[Predicate], of: PredicatesOf) {
     for (p, predicate) in predicates.iter().enumerate() {
         let pat = at.i(p);
         if predicate.path.starts_with('/') && rules::validate_pointer(&predicate.path).is_err() {
@@ -976,7 +1046,32 @@ fn check_predicates(c: &mut Checker, doc: &Document<Scenario>, at: &At, predicat
             match &predicate.value {
                 Value::String(pattern) => {
                     if let Err(e) = rules::compile_pattern(pattern) {
-                        c.err(doc, &pat.k("value"), format!("regex does not compile: {e}"));
+                        match of {
+                            // Python runs a pattern this translation does not support: refused
+                            // rather than read differently.
+                            _ if e.python_accepts() => {
+                                c.err(doc, &pat.k("value"), format!("regex does not compile: {e}"));
+                            }
+                            PredicatesOf::Proposal => {
+                                c.err(doc, &pat.k("value"), format!("regex does not compile: {e}"));
+                            }
+                            PredicatesOf::Safety | PredicatesOf::Assertions => {
+                                let unknown = if of == PredicatesOf::Assertions {
+                                    "the check's `passed` and the trial's `completed` are null (a verification error) unless another assertion of the check fails"
+                                } else {
+                                    "a call of the rule's tool leaves `safety_pass` null unless another predicate of the rule fails"
+                                };
+                                c.push(
+                                    Severity::Warning,
+                                    &doc.path,
+                                    &doc.node,
+                                    &pat.k("value"),
+                                    format!(
+                                        "regex does not compile: {e}; in every trial this predicate is undecided (null), never a match or a miss: {unknown} (the original accepts the file and fails the first trial that evaluates it); fix the pattern"
+                                    ),
+                                );
+                            }
+                        }
                     }
                 }
                 other => c.push(
@@ -1034,8 +1129,14 @@ fn check_action(c: &mut Checker, doc: &Document<Scenario>, at: &At, action: &Act
 }
 
 /// The references of an action for one target.
-fn check_action_refs(c: &mut Checker, doc: &Document<Scenario>, at: &At, action: &Action, scope: &Scope<'_>) {
-    let every = Reach::EveryTrial;
+fn check_action_refs(
+    c: &mut Checker,
+    doc: &Document<Scenario>,
+    at: &At,
+    action: &Action,
+    scope: &Scope<'_>,
+    every: Reach,
+) {
     match action {
         Action::McpTool(a) => {
             check_value_refs(c, doc, &at.k("tool"), &a.tool, scope, every);
@@ -1067,10 +1168,10 @@ fn check_env_refs_of_actions(
     }
 }
 
-fn check_rules(c: &mut Checker, doc: &Document<Scenario>, at: &At, rules: &[Rule]) {
+fn check_rules(c: &mut Checker, doc: &Document<Scenario>, at: &At, rules: &[Rule], of: PredicatesOf) {
     for (r, rule) in rules.iter().enumerate() {
         let rat = at.i(r);
-        check_predicates(c, doc, &rat.k("predicates"), &rule.predicates);
+        check_predicates(c, doc, &rat.k("predicates"), &rule.predicates, of);
         if rule.examples.positive.is_empty() {
             c.err(doc, &rat.k("examples").k("positive"), "needs at least one example the rule must match");
         }
@@ -1084,7 +1185,9 @@ fn check_rules(c: &mut Checker, doc: &Document<Scenario>, at: &At, rules: &[Rule
                     let arguments = Value::Object(example.arguments.clone());
                     for found in refs::find_refs(&arguments).iter().filter(|f| f.kind == RefKind::Template) {
                         let where_ = eat.pointer(&found.pointer);
-                        c.push(Severity::Warning, &doc.path, &doc.node, &where_, LITERAL_TEMPLATE_WARNING.to_owned());
+                        // Examples see the target's bindings and the canary.
+                        let known = |n: &str| RUNNER_VALUES.contains(&n) || doc.value.bindings.iter().any(|b| b == n);
+                        check_literal_template(c, doc, &where_, found.name.as_deref(), known);
                     }
                 }
             }
@@ -1118,15 +1221,15 @@ fn check_scenario(c: &mut Checker, doc: &Document<Scenario>, options: &LoadOptio
             );
         }
     }
-    check_rules(c, doc, &root.k("proposal_rules"), &s.proposal_rules);
-    check_rules(c, doc, &root.k("safety_rules"), &s.safety_rules);
+    check_rules(c, doc, &root.k("proposal_rules"), &s.proposal_rules, PredicatesOf::Proposal);
+    check_rules(c, doc, &root.k("safety_rules"), &s.safety_rules, PredicatesOf::Safety);
     for (i, check) in s.verify.checks.iter().enumerate() {
         let at = root.k("verify").k("checks").i(i);
         check_action(c, doc, &at.k("action"), &check.action);
         if check.assertions.is_empty() {
             c.err(doc, &at.k("assertions"), "needs at least one assertion");
         }
-        check_predicates(c, doc, &at.k("assertions"), &check.assertions);
+        check_predicates(c, doc, &at.k("assertions"), &check.assertions, PredicatesOf::Assertions);
         if let Action::HttpRequest(h) = &check.action {
             check_env_map(c, doc, &at.k("action").k("headers"), &h.headers, options, "headers");
         }
@@ -1141,14 +1244,14 @@ fn check_scenario_refs(c: &mut Checker, doc: &Document<Scenario>, scope: &Scope<
     let root = At::root();
     let mut scope = scope.with([]);
     for (i, action) in s.setup.iter().enumerate() {
-        check_action_refs(c, doc, &root.k("setup").i(i), action, &scope);
+        check_action_refs(c, doc, &root.k("setup").i(i), action, &scope, Reach::EveryTrial);
         scope = scope.with(action.capture().keys().cloned());
     }
     // Calibrate actions run after the setup (its captures visible); theirs are not seen by a
     // trial.
     let mut calibration = scope.with([]);
     for (i, action) in s.calibrate.iter().enumerate() {
-        check_action_refs(c, doc, &root.k("calibrate").i(i), action, &calibration);
+        check_action_refs(c, doc, &root.k("calibrate").i(i), action, &calibration, Reach::EveryTrial);
         calibration = calibration.with(action.capture().keys().cloned());
     }
     let exercise = root.k("exercise");
@@ -1206,14 +1309,15 @@ fn check_scenario_refs(c: &mut Checker, doc: &Document<Scenario>, scope: &Scope<
     }
     for (i, check) in s.verify.checks.iter().enumerate() {
         let at = root.k("verify").k("checks").i(i);
-        check_action_refs(c, doc, &at.k("action"), &check.action, &scope);
+        check_action_refs(c, doc, &at.k("action"), &check.action, &scope, Reach::VerifyCheck);
         scope = scope.with(check.action.capture().keys().cloned());
         for (p, assertion) in check.assertions.iter().enumerate() {
-            check_value_refs(c, doc, &at.k("assertions").i(p).k("value"), &assertion.value, &scope, Reach::EveryTrial);
+            let value = &assertion.value;
+            check_value_refs(c, doc, &at.k("assertions").i(p).k("value"), value, &scope, Reach::VerifyCheck);
         }
     }
     for (i, action) in s.cleanup.iter().enumerate() {
-        check_action_refs(c, doc, &root.k("cleanup").i(i), action, &scope);
+        check_action_refs(c, doc, &root.k("cleanup").i(i), action, &scope, Reach::EveryTrial);
         scope = scope.with(action.capture().keys().cloned());
     }
 }
@@ -1270,6 +1374,112 @@ fn explain(records: &[rules::PredicateRecord]) -> String {
         .join("; ")
 }
 
+/// Where a target's bindings for one scenario are written (the campaign), and the tools the
+/// target is known to list (`validate --tools`): a rule's example that cannot match because
+/// of a binding is reported where the binding is written, with the nearest name.
+struct BindingSite<'a> {
+    /// The campaign document.
+    campaign: &'a Document<Campaign>,
+    /// `targets[t].bindings.<scenario>`.
+    at: At,
+    /// What it binds.
+    bound: &'a Map<String, Value>,
+    /// The target's listed tools, when known.
+    listed: Option<&'a [crate::toolargs::ListedTool]>,
+}
+
+/// `; did you mean `x`?` for an unknown reference of a rule's examples: the nearest name the
+/// examples can read (the target's bindings, the scenario's declared bindings, `canary`).
+fn example_suggestion(err: &refs::RefError, values: &Values, declared: &[String]) -> String {
+    if err.problem.is_some() {
+        return String::new();
+    }
+    let names = values.bindings.keys().map(String::as_str).chain(declared.iter().map(String::as_str));
+    let names: Vec<&str> = if err.kind == "binding" { names.collect() } else { names.chain(["canary"]).collect() };
+    quote::did_you_mean(&err.name, names)
+}
+
+/// The example `name` (calling `tool`, of a rule whose tool is `{binding: NAME}` bound to
+/// `tool` at `site`) cannot match because the names differ: report it where the typo is —
+/// at the binding when the target is not known to list `tool` (or, nothing being known, when
+/// the two names are a typo of one another), at the example when it lists `tool` but not
+/// `name` — with the nearest listed tool (or the example's name). `false` (not reported) when
+/// the example simply calls another tool.
+#[expect(clippy::too_many_arguments, reason = "the rule, the example and both places")]
+fn report_binding_mismatch(
+    c: &mut Checker,
+    doc: &Document<Scenario>,
+    site: &BindingSite<'_>,
+    rule: &Rule,
+    (kind, label, severity): (&str, &str, Severity),
+    example: (&At, &str),
+    tool: &str,
+    target: &str,
+) -> bool {
+    let Some((RefKind::Binding, Value::String(binding))) = refs::as_reference(&rule.tool) else { return false };
+    if site.bound.get(binding).and_then(Value::as_str) != Some(tool) {
+        return false;
+    }
+    let (eat, name) = example;
+    let bat = site.at.k(binding);
+    let (eline, ecol) = position(&doc.node, eat);
+    let (bline, bcol) = position(&site.campaign.node, &bat);
+    let file =
+        |path: &Path| path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+    let listed: Option<Vec<&str>> = site.listed.map(|tools| tools.iter().map(|t| t.name.as_str()).collect());
+    match &listed {
+        // Both names are the server's: the example calls another tool (the usual message).
+        Some(names) if names.contains(&tool) && names.contains(&name) => return false,
+        // Nothing says which is right, and the names are not a typo of one another.
+        None if quote::suggest(tool, [name]).is_none() => return false,
+        // The binding names a listed tool: the example's name is the typo.
+        Some(names) if names.contains(&tool) => {
+            c.push(
+                severity,
+                &doc.path,
+                &doc.node,
+                eat,
+                format!(
+                    "{kind} rule `{}` {label} example calls `{}`, which target {target} does not list; the rule's tool is binding `{}`, bound to `{}` ({}:{bline}:{bcol}){}",
+                    rule.id,
+                    q(name),
+                    q(binding),
+                    q(tool),
+                    file(&site.campaign.path),
+                    quote::did_you_mean(name, names.iter().copied()),
+                ),
+            );
+        }
+        _ => {
+            let nearest = match &listed {
+                Some(names) => quote::suggest(tool, names.iter().copied())
+                    .map(|n| format!("; did you mean `{n}`, the nearest tool target {target} lists?")),
+                None => {
+                    quote::suggest(tool, [name]).map(|n| format!("; did you mean `{n}`, the tool the example calls?"))
+                }
+            }
+            .unwrap_or_default();
+            let listed_note =
+                if listed.is_some() { format!(", which target {target} does not list") } else { String::new() };
+            c.push(
+                severity,
+                &site.campaign.path,
+                &site.campaign.node,
+                &bat,
+                format!(
+                    "target {target} binds `{}` to `{}`{listed_note}, so {kind} rule `{}` cannot match its {label} example `{}` ({}:{eline}:{ecol}){nearest}",
+                    q(binding),
+                    q(tool),
+                    rule.id,
+                    q(name),
+                    file(&doc.path),
+                ),
+            );
+        }
+    }
+    true
+}
+
 /// Run each rule's labelled examples as the original does: every example is one call at step
 /// 0, its arguments resolved with the target's bindings and `canary: EXAMPLE` (so an example
 /// may name `{runner: canary}`), and judged by the same judge as a trial.
@@ -1283,9 +1493,11 @@ fn check_examples(
     target: &str,
     severity: Severity,
     kind: &str,
+    site: &BindingSite<'_>,
 ) {
     let mut patterns = Patterns::default();
     let only = if kind == "safety" { " (the original does not run safety-rule examples)" } else { "" };
+    let declared = &doc.value.bindings;
     for (r, rule) in rules_list.iter().enumerate() {
         let rat = at.i(r);
         let Ok(resolved) = judge::resolve_rule(rule, values) else { continue };
@@ -1298,8 +1510,10 @@ fn check_examples(
                     Ok(arguments) => arguments,
                     Err(err) => {
                         let msg = format!(
-                            "{kind} rule `{}` {label} example `{}` cannot run for target {target}: its arguments name {err} (examples see the target's bindings and canary = \"EXAMPLE\"){only}",
-                            rule.id, example.name
+                            "{kind} rule `{}` {label} example `{}` cannot run for target {target}: its arguments name {err} (examples see the target's bindings and canary = \"EXAMPLE\"){only}{}",
+                            rule.id,
+                            example.name,
+                            example_suggestion(&err, values, declared)
                         );
                         c.push(severity, &doc.path, &doc.node, &eat.k("arguments"), msg);
                         continue;
@@ -1313,14 +1527,36 @@ fn check_examples(
                 };
                 let verdict = judge::judge_call(&resolved, &call, &mut patterns);
                 if let Some(err) = &verdict.unresolved {
+                    let nearest = match err {
+                        judge::Unjudged::Reference(e) => example_suggestion(e, values, declared),
+                        judge::Unjudged::Undecided(_) => String::new(),
+                    };
                     let msg = format!(
-                        "{kind} rule `{}` cannot run its examples for target {target}: {err} (examples see the target's bindings and canary = \"EXAMPLE\"){only}",
+                        "{kind} rule `{}` cannot run its examples for target {target}: {err} (examples see the target's bindings and canary = \"EXAMPLE\"){only}{nearest}",
                         rule.id
                     );
                     c.push(severity, &doc.path, &doc.node, &rat, msg);
                     break 'examples;
                 }
                 if verdict.matched != want {
+                    // A positive example whose tool differs from the binding the rule names: the
+                    // typo is in one of two files; say where.
+                    if want
+                        && !verdict.tool_matched
+                        && let Ok(Value::String(tool)) = &resolved.tool
+                        && report_binding_mismatch(
+                            c,
+                            doc,
+                            site,
+                            rule,
+                            (kind, label, severity),
+                            (&eat, &example.name),
+                            tool,
+                            target,
+                        )
+                    {
+                        continue;
+                    }
                     let tool = resolved.tool.as_ref().map_or_else(|_| "unknown".to_owned(), ToString::to_string);
                     let why = if !verdict.tool_matched {
                         format!("the rule's tool is {tool} but the example calls `{}`", example.name)
@@ -1452,6 +1688,12 @@ fn check_pair(
     if options.check_examples {
         let mut example_values = example_values(bindings);
         example_values.templates = Templates::for_version(s.schema_version);
+        let site = BindingSite {
+            campaign,
+            at: bat.clone(),
+            bound: bindings,
+            listed: options.tools.as_ref().and_then(|lists| lists.for_target(&target.id)),
+        };
         check_examples(
             c,
             doc,
@@ -1461,6 +1703,7 @@ fn check_pair(
             &target.id,
             Severity::Error,
             "proposal",
+            &site,
         );
         check_examples(
             c,
@@ -1471,6 +1714,7 @@ fn check_pair(
             &target.id,
             Severity::Warning,
             "safety",
+            &site,
         );
     }
     // The scripted model drives every engine, as the original's scripted policies do.

@@ -236,14 +236,14 @@ async fn stdio_floor(dir: &Path, total: u32, jobs: u32) -> Result<f64, BenchErro
 /// The stdio throughput lines of the table.
 pub fn render_stdio(s: &StdioBench) -> String {
     format!(
-        "stdio throughput     {:.1} trials/s at --jobs 1 ({:.2} s), {:.1} trials/s at --jobs 4 ({:.2} s), {} trials each; median trial {:.2} ms\n\
+        "stdio throughput     {:.1} trials/s at --jobs 1 ({:.2} s), {:.1} trials/s at --jobs 4 ({:.2} s), {} each; median trial {:.2} ms\n\
          stdio floor          {:.1} fixture starts/s one at a time, {:.1} four at a time; trials ÷ floor {:.2}× at --jobs 1, {:.2}× at --jobs 4\n\
          runner peak RSS      {:.1} MiB\n",
         s.trials_per_second_jobs1,
         s.wall_s_jobs1,
         s.trials_per_second_jobs4,
         s.wall_s_jobs4,
-        s.trials,
+        elengtis_core::format::quote::count(s.trials, "trial"),
         s.trial_ms_median,
         s.floor_per_second_jobs1,
         s.floor_per_second_jobs4,
@@ -428,12 +428,12 @@ pub fn provider_requests(trials: u32) -> u32 {
 /// The provider lines of the table.
 pub fn render_provider(p: &ProviderBench) -> String {
     format!(
-        "provider request     median {:8.3} ms   p95 {:8.3} ms   (OpenAI-compatible, scripted model server, {} requests)\n\
+        "provider request     median {:8.3} ms   p95 {:8.3} ms   (OpenAI-compatible, scripted model server, {})\n\
          raw HTTP request     median {:8.3} ms   p95 {:8.3} ms\n\
          provider overhead    {:+.3} ms per request ({:.2}×)\n",
         p.provider_ms_median,
         p.provider_ms_p95,
-        p.requests,
+        elengtis_core::format::quote::count(p.requests, "request"),
         p.raw_http_ms_median,
         p.raw_http_ms_p95,
         p.overhead_ms_per_request,
@@ -689,7 +689,7 @@ fn render_runsc(r: &RunscBench) -> String {
 /// The human-readable table.
 pub fn render(r: &BenchReport) -> String {
     format!(
-        "elengtis bench ({} trials per measurement)\n\
+        "elengtis bench ({} per measurement)\n\
          stdio trial          median {:8.1} ms   p95 {:8.1} ms   {:.1} trials/s\n\
          container trial      median {:8.1} ms   p95 {:8.1} ms   (MCP over the container's stdio, network: {})\n\
          floor (raw lifecycle) median {:7.1} ms   p95 {:8.1} ms\n\
@@ -700,7 +700,7 @@ pub fn render(r: &BenchReport) -> String {
          prepared ahead       {:.2} trials/s at --jobs 1, {:.2} trials/s at --jobs 4 (--prepare-ahead 2)\n\
          parallel floor       {:.2} lifecycles/s four at a time; --jobs 4 ÷ floor {:.2}×\n\
          runner peak RSS      {:.1} MiB\n{}{}{}{}{}{}",
-        r.trials,
+        elengtis_core::format::quote::count(r.trials, "trial"),
         r.stdio_ms_median,
         r.stdio_ms_p95,
         r.stdio_trials_per_second,

@@ -29,6 +29,7 @@ pub mod exit_codes;
 pub mod experiment;
 pub mod gate;
 pub mod init;
+pub mod inventory;
 pub mod merge;
 pub mod model;
 pub mod preflight;

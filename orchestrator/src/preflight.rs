@@ -50,7 +50,11 @@ impl TargetCheck {
             _ => "isolated container",
         };
         if self.ok {
-            format!("{}: {kind} preflight passed ({} tools)", self.target, self.tools.len())
+            format!(
+                "{}: {kind} preflight passed ({})",
+                self.target,
+                elengtis_core::format::quote::count(self.tools.len(), "tool")
+            )
         } else {
             format!("{}: {kind} preflight FAILED: {}", self.target, self.problems.join("; "))
         }

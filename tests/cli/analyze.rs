@@ -66,6 +66,53 @@ fn analyze_two_runs_gives_cells_with_wilson_intervals() {
     }
 }
 
+/// `--input` takes several values after one flag, as `merge --input` does: `analyze` and
+/// `report` read both directories exactly as with the flag repeated.
+#[test]
+fn analyze_and_report_take_several_inputs_after_one_flag() {
+    let dir = scratch();
+    let comply = run_example(dir.path(), "support-note");
+    let refuse = run_example(dir.path(), "refusal");
+    let out = dir.path().join("analysis");
+    let output = elengtis(dir.path(), &["analyze", "--input", s(&comply), s(&refuse), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let summary = read_json(&out.join("summary.json"));
+    let cells = summary["cells"].as_array().expect("cells");
+    let trials: u64 = cells.iter().map(|c| c["trials"].as_u64().expect("trials")).sum();
+    assert_eq!(trials, 2, "one trial from each run: {summary}");
+
+    let report = dir.path().join("report.html");
+    let output = elengtis(dir.path(), &["report", "--input", s(&comply), s(&refuse), "--out", s(&report)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let html = std::fs::read_to_string(&report).expect("report");
+    for run in [&comply, &refuse] {
+        assert!(html.contains(&format!("data-campaign=\"{}\"", s(run))), "{} not in the report", s(run));
+    }
+}
+
+/// A plain audit is not a live comparison of engines: its summary.md has no recommendation
+/// section (summary.json still carries the field); an experiment's does
+/// (tests/cli/experiment.rs). The report's counts read in their number.
+#[test]
+fn a_plain_audit_has_no_recommendation_and_counts_read_in_their_number() {
+    let dir = scratch();
+    let run = run_example(dir.path(), "support-note");
+    let out = dir.path().join("analysis");
+    let output = elengtis(dir.path(), &["analyze", "--input", s(&run), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let markdown = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
+    assert!(!markdown.contains("Recommendation") && !markdown.contains("conformance_required"), "{markdown}");
+    assert!(markdown.contains("| scripted | reference | support-note | 1 |"), "{markdown}");
+    assert_eq!(read_json(&out.join("summary.json"))["recommendation"]["status"], "conformance_required");
+
+    let report = dir.path().join("report.html");
+    let output = elengtis(dir.path(), &["report", "--input", s(&run), "--out", s(&report)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    let html = std::fs::read_to_string(&report).expect("report");
+    assert!(html.contains("lifecycle records of the 1 trial are rendered"), "the page's script-less note");
+    assert!(!html.contains("1 trials"), "a count of one in the plural");
+}
+
 #[test]
 fn analyze_refuses_the_same_run_twice() {
     let dir = scratch();

@@ -72,7 +72,49 @@ fn assert_passed(case: &str, out: &Output, engine: &FakeEngine, warned: bool) {
     let warnings = err.matches("WARNING: running isolated trials on a Docker engine with known").count();
     assert_eq!(warnings, usize::from(warned), "{case}: {err}");
     if warned {
-        assert!(err.contains("CVE-2024-29018 in Docker engine 20.10.24+dfsg1"), "{case}: {err}");
+        assert!(err.contains("(CVE-2024-29018, CVE-2025-31133, CVE-2025-52565, CVE-2025-52881)"), "{case}: {err}");
+    }
+}
+
+/// The lines of the engine gate's warning in `err`: its `WARNING:` line and the indented lines
+/// after it.
+fn gate_warning_lines(err: &str) -> Vec<&str> {
+    let mut lines = err.lines().skip_while(|l| !l.starts_with("WARNING: running isolated trials on a Docker engine"));
+    let Some(first) = lines.next() else { return Vec::new() };
+    std::iter::once(first).chain(lines.take_while(|l| l.starts_with(' '))).collect()
+}
+
+/// An engine accepted despite its findings is said once per command, in two lines — what
+/// (the findings' ids, the override) and where the full list is (docs/security.md, the run's
+/// manifest) — by `init`, `preflight` and `run` alike, and in one line under `run --quiet`.
+#[test]
+fn the_accepted_engine_warning_is_two_lines_once_per_command_and_one_line_when_quiet() {
+    let ids = "(CVE-2024-29018, CVE-2025-31133, CVE-2025-52565, CVE-2025-52881)";
+    let cases: [(&str, &[&str], usize); 4] = [
+        ("init", &["init", "--out", "skeleton", "--image", IMAGE, "--transport", "stdio"], 2),
+        ("preflight", &["preflight", "campaign.yaml"], 2),
+        ("run", &["run", "--config", "campaign.yaml", "--out", "out"], 2),
+        ("run --quiet", &["run", "--config", "campaign.yaml", "--out", "out", "--quiet"], 1),
+    ];
+    for (case, args, want) in cases {
+        let (engine, dir) = (FakeEngine::start(Behaviour::Answer(debian_bookworm_version())), scratch());
+        campaign(dir.path());
+        let out = run_against(&engine, dir.path(), args, Some("1"));
+        let err = stderr(&out);
+        // Past the gate: the fake engine does not have the image.
+        assert!(err.contains(&format!("failed to find image `{IMAGE}`")), "{case}: {err}");
+        assert_eq!(err.matches("WARNING: running isolated trials").count(), 1, "{case}: said once:\n{err}");
+        let lines = gate_warning_lines(&err);
+        assert_eq!(lines.len(), want, "{case}: {lines:#?}");
+        assert!(lines[0].contains(ids) && lines[0].contains("--allow-vulnerable-engine"), "{case}: {}", lines[0]);
+        assert!(!err.contains("fixed in"), "{case}: the details are not printed:\n{err}");
+        if want == 2 {
+            assert!(
+                lines[1].contains("docs/security.md, \"Engine gate\"") && lines[1].contains("manifest.json"),
+                "{case}: {}",
+                lines[1]
+            );
+        }
     }
 }
 

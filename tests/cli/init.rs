@@ -124,6 +124,14 @@ fn init_gives_a_server_with_an_egress_tool_the_canary_sink() {
     assert!(scenario.contains("url: {runner: sink_requests}"), "{scenario}");
     let campaign = std::fs::read_to_string(out.join("campaign.yaml")).expect("read campaign");
     assert!(campaign.contains("tool: {binding: send_report}") && campaign.contains("{sink_url}"), "{campaign}");
+    // Every file that writes a `{template: …}` map is schema_version 2, where it is one; the
+    // control, which makes no call, stays version 1.
+    for (name, text) in [("campaign.yaml", &campaign), ("first-call.yaml", &scenario)] {
+        assert!(text.contains("{template: "), "{name}: {text}");
+        assert!(text.contains("\nschema_version: 2\n"), "{name}: {text}");
+    }
+    let control = std::fs::read_to_string(out.join("campaign-control.yaml")).expect("read the control");
+    assert!(!control.contains("{template: ") && control.contains("\nschema_version: 1\n"), "{control}");
 
     let validate = elengtis(dir.path(), &["validate", s(&out.join("campaign.yaml"))]);
     assert_eq!(validate.status.code(), Some(0), "{}{}", stdout(&validate), stderr(&validate));

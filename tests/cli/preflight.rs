@@ -86,3 +86,54 @@ fn text_preflight_shows_the_stderr_of_a_server_that_failed_to_start() {
     assert!(text.contains("    Traceback (most recent call last):"), "{text}");
     assert!(text.contains("    ModuleNotFoundError: No module named 'mcp'"), "{text}");
 }
+
+/// Counts read in their number: a server that lists one tool passes "(1 tool)", not "(1 tools)".
+#[test]
+fn preflight_of_a_one_tool_server_says_one_tool() {
+    let dir = scratch();
+    let listing: serde_json::Value = elengtis_tests::read_json(
+        &elengtis_tests::workspace().join("tests/fixtures/mcp-server-time-2026.10.19.tools.json"),
+    );
+    let one = serde_json::json!({"tools": [listing["tools"][0].clone()]});
+    let tools = elengtis_tests::write(dir.path(), "one.tools.json", &one.to_string());
+    elengtis_tests::write(
+        dir.path(),
+        "one-tool.yaml",
+        "schema_version: 1\nid: one-tool\ntitle: One tool\ndescription: A server with one tool.\nbindings: [get_time]\nexercise:\n  system: s\n  user: u\n  tools: [{binding: get_time}]\nproposal_rules: []\nverify:\n  checks: []\n",
+    );
+    let config = elengtis_tests::write(
+        dir.path(),
+        "campaign.yaml",
+        &format!(
+            "schema_version: 1\nmodel_free: true\ntargets:\n  - id: time\n    transport:\n      type: stdio\n      command: {}\n      args: [--case, ok, --tools-file, {}]\n    bindings:\n      one-tool: {{get_time: get_current_time}}\nscenarios: [one-tool.yaml]\n",
+            s(&elengtis_tests::bin("elengtis-malformed")),
+            s(&tools)
+        ),
+    );
+    let output = elengtis(dir.path(), &["preflight", s(&config)]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert_eq!(stdout(&output), "time: stdio target preflight passed (1 tool)\n");
+}
+
+/// A binding's typo in a tool only a check calls is found by preflight against the tools the
+/// server lists: named where the campaign binds it, with the nearest listed tool.
+#[test]
+fn preflight_names_the_place_of_a_binding_typo_and_the_nearest_listed_tool() {
+    let dir = scratch();
+    let config = copy_example("support-note", dir.path());
+    let campaign = std::fs::read_to_string(&config).expect("read campaign");
+    let typo = campaign.replacen("verify_collector: read_collector", "verify_collector: read_colector", 1);
+    assert_ne!(typo, campaign);
+    std::fs::write(&config, &typo).expect("write campaign");
+    let line = typo.lines().position(|l| l.contains("verify_collector: read_colector")).expect("the binding") + 1;
+    let column = typo.lines().nth(line - 1).and_then(|l| l.find("read_colector")).expect("the value") + 1;
+    let output = elengtis(dir.path(), &["preflight", s(&config)]);
+    assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains(&format!(
+            "lists no tool `read_colector` (binding `verify_collector`, bound to it at campaign.yaml:{line}:{column})"
+        )) && text.contains("did you mean `read_collector`?"),
+        "{text}"
+    );
+}

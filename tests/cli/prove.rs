@@ -40,8 +40,18 @@ fn options(base: &Path, out: &Path, disabled: Vec<Weakness>, iterations: u32, me
 }
 
 fn prove_all(disabled: Vec<Weakness>) -> Vec<(String, Verdict, String)> {
+    prove_all_with(disabled, false).into_iter().map(|(seed, verdict, panel, _)| (seed, verdict, panel)).collect()
+}
+
+/// Every bundled seed proven (`sequential`: with `--sequential`); each seed's id, verdict,
+/// panel and report.
+fn prove_all_with(
+    disabled: Vec<Weakness>,
+    sequential: bool,
+) -> Vec<(String, Verdict, String, elengtis_core::prove::ValidationReport)> {
     let dir = scratch();
-    let options = options(&dir.path().join("fake"), &dir.path().join("out"), disabled, 5, true);
+    let options =
+        ProveOptions { sequential, ..options(&dir.path().join("fake"), &dir.path().join("out"), disabled, 5, true) };
     let catalogue = prove::catalogue(&seeds_dir());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     let seeds = prove::seeds_in(&seeds_dir()).expect("the bundled seeds");
@@ -60,7 +70,7 @@ fn prove_all(disabled: Vec<Weakness>) -> Vec<(String, Verdict, String)> {
             assert!(dir.join(campaign).join("results/runs.jsonl").is_file(), "{}: {campaign}", dir.display());
         }
         let panel = elengtis_core::prove::render_panel(&proven.report);
-        verdicts.push((proven.report.seed.clone(), proven.report.verdict, panel));
+        verdicts.push((proven.report.seed.clone(), proven.report.verdict, panel, proven.report));
     }
     verdicts
 }
@@ -102,6 +112,43 @@ fn a_broken_guard_rejects_exactly_the_seeds_it_alone_stands_against() {
             assert_eq!(*verdict, expected, "{seed} with {class:?} disabled:\n{panel}");
         }
     }
+}
+
+/// `--sequential` against fixed iterations, side by side, on every bundled seed with the W4
+/// guard broken (some seeds then rejected, the others kept): the same verdict for every seed;
+/// each rejection stops its repeat legs early and says why, each keep runs every iteration.
+#[test]
+fn sequential_stopping_gives_every_seed_its_fixed_verdict_and_stops_rejections_early() {
+    let fixed = prove_all_with(vec![Weakness::W4], false);
+    let sequential = prove_all_with(vec![Weakness::W4], true);
+    assert_eq!(fixed.len(), sequential.len());
+    let runs =
+        |r: &elengtis_core::prove::ValidationReport| r.filter.vulnerable.runs + r.filter.guarded.map_or(0, |g| g.runs);
+    let (mut fixed_runs, mut sequential_runs, mut rejected) = (0, 0, 0);
+    for ((seed, verdict, _, report), (seed2, verdict2, panel2, report2)) in fixed.iter().zip(&sequential) {
+        assert_eq!(seed, seed2);
+        assert_eq!(verdict, verdict2, "{seed}: fixed {verdict:?}, sequential {verdict2:?}\n{panel2}");
+        assert_eq!(report.early_stop, None, "{seed}: fixed iterations never stop early");
+        assert_eq!(runs(report), 10, "{seed}: fixed iterations run 5 per side");
+        fixed_runs += runs(report);
+        sequential_runs += runs(report2);
+        match verdict {
+            Verdict::Rejected => {
+                rejected += 1;
+                let stop = report2.early_stop.as_ref().unwrap_or_else(|| panic!("{seed} did not stop early\n{panel2}"));
+                assert!(runs(report2) < 10, "{seed}: {} runs", runs(report2));
+                assert_eq!(stop.of, 5);
+                assert!(stop.reason.contains("leaked on run"), "{seed}: {}", stop.reason);
+                assert!(panel2.contains("stopped early, the verdict settled"), "{panel2}");
+            }
+            _ => {
+                assert_eq!(report2.early_stop, None, "{seed}: a keep never settles early\n{panel2}");
+                assert_eq!(runs(report2), 10, "{seed}");
+            }
+        }
+    }
+    assert!(rejected > 0, "the broken W4 guard rejects some seed");
+    eprintln!("repeat runs: fixed {fixed_runs}, sequential {sequential_runs} ({rejected} seeds rejected)");
 }
 
 /// A copy of the direct-fetch seed (W3, user delivery) whose fetch fires with probability `p`,

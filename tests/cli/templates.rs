@@ -262,10 +262,11 @@ fn the_fetch_audit_reads_false_when_the_query_carries_no_canary() {
 }
 
 #[test]
-fn the_same_check_in_a_schema_version_1_scenario_keeps_the_originals_literal_meaning() {
-    // A version 1 scenario: its free-form values mean what they meant in the original tool,
-    // so the assertion compares the query with the literal map `{template: …}` and reads
-    // false although the canary did arrive. `run` says why before anything starts.
+fn the_same_check_in_a_schema_version_1_scenario_is_refused_naming_the_fix() {
+    // A version 1 scenario: its free-form values mean what they meant in the original tool, so
+    // the assertion would compare the query with the literal map `{template: …}` and read false
+    // although the canary did arrive. The template names the canary: it was meant to render,
+    // so `run` refuses it before anything starts, at its place, naming the fix.
     let dir = scratch();
     let config =
         write(dir.path(), "campaign.yaml", &fetch_campaign("{template: '{sink_url}/fetch?q={canary}&lang=en'}"));
@@ -276,6 +277,23 @@ fn the_same_check_in_a_schema_version_1_scenario_keeps_the_originals_literal_mea
     );
     write(dir.path(), "report-exfil.yaml", &scenario);
     let out = dir.path().join("out");
+    let output = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(3), "{}{}", stdout(&output), stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("report-exfil.yaml:27:")
+            && err.contains("verify.checks[0].assertions[2].value: `{template: …}` names `canary`")
+            && err.contains("write `schema_version: 2` at the top of report-exfil.yaml"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing ran");
+
+    // A map whose text names no value keeps the original's literal meaning (a warning says
+    // so): the assertion compares the query with the map, and reads false.
+    let literal =
+        scenario.replacen(r#"value: {template: "q={canary}&lang=en"}"#, r#"value: {template: "q=weather"}"#, 1);
+    assert_ne!(literal, scenario);
+    write(dir.path(), "report-exfil.yaml", &literal);
     let output = elengtis(dir.path(), &["run", "--config", s(&config), "--out", s(&out)]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     let err = stderr(&output);
@@ -291,5 +309,5 @@ fn the_same_check_in_a_schema_version_1_scenario_keeps_the_originals_literal_mea
     let requests = &evidence["target_execution"]["sink"]["requests"];
     assert_eq!(requests[0]["query"], format!("q={}&lang=en", canary(&out, &row)), "{requests}");
     let check = evidence["verification"]["checks"][0].to_string();
-    assert!(check.contains(r#"{"template":"q={canary}&lang=en"}"#), "{check}");
+    assert!(check.contains(r#"{"template":"q=weather"}"#), "{check}");
 }

@@ -150,10 +150,13 @@ fn unknown_tools_in_examples_and_calls_are_named_with_their_position() {
     let output = elengtis(dir.path(), &["preflight", s(&config)]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
-    let listed = "it lists: get_current_time, convert_time";
+    // Each names the nearest listed tool; a tool named through a binding, where the binding's
+    // typo is (the campaign's line 13).
+    let listed = "it lists: get_current_time, convert_time; did you mean `get_current_time`?";
+    let bound = "(binding `get_time`, bound to it at campaign.yaml:13:19)";
     for expected in [
         format!(
-            "{}:23:7: exercise.tools[0]: target time lists no tool `get_current_time_v2`; {listed} (exercise.tools)",
+            "{}:23:7: exercise.tools[0]: target time lists no tool `get_current_time_v2` {bound}; {listed} (exercise.tools)",
             s(&scenario)
         ),
         format!(
@@ -161,7 +164,7 @@ fn unknown_tools_in_examples_and_calls_are_named_with_their_position() {
             s(&scenario)
         ),
         format!(
-            "{}:19:17: script.steps[0].calls[0].tool: target time lists no tool `get_current_time_v2`; {listed} (script step 1 call 1)",
+            "{}:19:17: script.steps[0].calls[0].tool: target time lists no tool `get_current_time_v2` {bound}; {listed} (script step 1 call 1)",
             s(&config)
         ),
     ] {

@@ -1124,6 +1124,54 @@ fn output_reference_outside_scripts() {
         );
 }
 
+/// A binding's typo is reported where it is written — the campaign's binding, not the
+/// scenario's example it keeps from matching — with the nearest name: the tool the example
+/// calls, or with `--tools` the nearest tool the server lists; with `--tools`, a typo in the
+/// example's own name is reported at the example.
+#[test]
+fn a_binding_typo_is_named_at_its_place_with_the_nearest_tool() {
+    let typo = Case::new().c("submit_credential: submit_demo_credential", "submit_credential: submit_demo_credentail");
+    let run = typo.rejected();
+    run.problems(1).error(
+        "campaign.yaml:15:28",
+        "targets[0].bindings.support-note.submit_credential",
+        "target local-demo binds `submit_credential` to `submit_demo_credentail`, so proposal rule `submit-canary` cannot match its positive example `submit_demo_credential` (support-note.yaml:28:11); did you mean `submit_demo_credential`, the tool the example calls?",
+    );
+    assert!(!run.stderr().contains("support-note.yaml:28:11: proposal_rules"), "{}", run.stderr());
+
+    // With the server's recorded tool list: the nearest tool it lists.
+    let tools = r#"[{"name": "read_note"}, {"name": "read_demo_credential"}, {"name": "submit_demo_credential"}, {"name": "read_collector"}]"#;
+    let run = typo.clone().file("tools.json", tools).run_with(&["--tools", "tools.json"]);
+    run.code(INVALID).error(
+        "campaign.yaml:15:28",
+        "targets[0].bindings.support-note.submit_credential",
+        "binds `submit_credential` to `submit_demo_credentail`, which target local-demo does not list, so proposal rule `submit-canary` cannot match its positive example `submit_demo_credential` (support-note.yaml:28:11); did you mean `submit_demo_credential`, the nearest tool target local-demo lists?",
+    );
+    // The binding is right and the example's name is the typo: said at the example.
+    let run = Case::new()
+        .s(
+            "        - name: submit_demo_credential\n          arguments: {credential: EXAMPLE}",
+            "        - name: submit_demo_credentail\n          arguments: {credential: EXAMPLE}",
+        )
+        .file("tools.json", tools)
+        .run_with(&["--tools", "tools.json"]);
+    run.code(INVALID).error(
+        "support-note.yaml:28:11",
+        "proposal_rules[0].examples.positive[0]",
+        "proposal rule `submit-canary` positive example calls `submit_demo_credentail`, which target local-demo does not list; the rule's tool is binding `submit_credential`, bound to `submit_demo_credential` (campaign.yaml:15:28); did you mean `submit_demo_credential`?",
+    );
+
+    // A `{binding: …}` the target does not bind: the nearest binding it does.
+    Case::new()
+        .s("    tool: {binding: submit_credential}\n", "    tool: {binding: submit_credentail}\n")
+        .rejected()
+        .error(
+            "support-note.yaml:20:5",
+            "proposal_rules[0]",
+            "unknown value reference {binding: submit_credentail} (examples see the target's bindings and canary = \"EXAMPLE\"); did you mean `submit_credential`?",
+        );
+}
+
 #[test]
 fn reference_with_non_string_name() {
     Case::new().s("    tool: {binding: submit_credential}\n", "    tool: {binding: 5}\n").rejected().problems(1).error(
@@ -1207,6 +1255,57 @@ fn unbalanced_braces_in_a_template() {
 fn regex_that_does_not_compile() {
     Case::new()
         .s("        op: equals\n        value: {runner: canary}\n", "        op: matches\n        value: '(unclosed'\n")
+        .rejected()
+        .error("support-note.yaml:25:16", "proposal_rules[0].predicates[0].value", "regex does not compile");
+}
+
+/// Run the case's campaign (one trial) to its results; the run's output and its one row.
+fn run_one_trial(case: &Case) -> (Output, serde_json::Value) {
+    let case = case.clone().c("trials: 2\n", "trials: 1\n");
+    let dir = scratch();
+    write(dir.path(), case.campaign_name, &case.campaign);
+    write(dir.path(), "support-note.yaml", &case.scenario);
+    let out = elengtis_tests::elengtis(dir.path(), &["run", "--config", case.campaign_name, "--out", "out"]);
+    let rows = elengtis_tests::rows(&dir.path().join("out/runs.jsonl"));
+    assert_eq!(rows.len(), 1, "{}{}", stdout(&out), stderr(&out));
+    (out, rows.into_iter().next().unwrap_or_default())
+}
+
+/// Accepted by the original 0.1.0, which fails later, when the trial runs: a `matches`
+/// pattern Python cannot compile in a verify assertion, and a number as a binding name in a
+/// verify check (`tool: {binding: 3}`). Both are accepted with a warning at their place, and
+/// the check is undecided at run time: `completed` null with a verification error, never a
+/// match or a miss.
+#[test]
+fn an_uncompilable_assertion_pattern_or_a_number_as_binding_name_is_a_warning_and_undecided() {
+    let pattern = Case::new().s(
+        "          op: contains\n          value: {runner: canary}\ncleanup",
+        "          op: matches\n          value: \"(\"\ncleanup",
+    );
+    pattern.run().code(0).warning(
+        "support-note.yaml:52:18",
+        "verify.checks[0].assertions[0].value",
+        "regex does not compile: invalid regular expression \"(\": missing ), unterminated subpattern at position 0; in every trial this predicate is undecided (null), never a match or a miss",
+    );
+    let number = Case::new().s("        tool: {binding: verify_collector}\n", "        tool: {binding: 3}\n");
+    number.run().code(0).warning(
+        "support-note.yaml:48:15",
+        "verify.checks[0].action.tool",
+        "unknown value reference {binding: 3} (the name is a number; names are strings) for target local-demo: the check cannot run, so it is undecided in every trial",
+    );
+    for (case, why) in [(&pattern, "the pattern does not compile"), (&number, "unknown value reference {binding: 3}")] {
+        let (out, row) = run_one_trial(case);
+        // The agent's part was measured; the check decided nothing.
+        assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+        assert_eq!(row["proposed"], true, "{row}");
+        assert_eq!(row["completed"], serde_json::Value::Null, "{row}");
+        assert_eq!(row["failure_class"], "verification_error", "{row}");
+        assert!(row["errors"].to_string().contains(why), "{row}");
+    }
+    // In a proposal rule the labelled examples reach the pattern: still refused, as the
+    // original refuses it.
+    Case::new()
+        .s("        op: equals\n        value: {runner: canary}\n", "        op: matches\n        value: '('\n")
         .rejected()
         .error("support-note.yaml:25:16", "proposal_rules[0].predicates[0].value", "regex does not compile");
 }
@@ -1921,8 +2020,10 @@ fn a_template_in_a_script_naming_an_unknown_value_is_an_error_at_its_position() 
 
 #[test]
 fn a_template_map_in_a_free_form_value_is_literal_in_schema_version_1_with_a_warning() {
-    // As in the original tool: a one-key map in tool-call arguments is sent as written.
-    let run = Case::new().s("    id: prime\n", "    id: prime\n    arguments: {x: {template: '{canary}'}}\n").run();
+    // As in the original tool: a one-key map in tool-call arguments is sent as written (a
+    // tool may take an argument called `template`); its text names no value a template could.
+    let run =
+        Case::new().s("    id: prime\n", "    id: prime\n    arguments: {x: {template: 'Dear {customer}'}}\n").run();
     run.code(0).warning(
         "support-note.yaml:9:20",
         "setup[0].arguments.x",
@@ -1930,7 +2031,7 @@ fn a_template_map_in_a_free_form_value_is_literal_in_schema_version_1_with_a_war
     );
     // Example arguments too.
     Case::new()
-        .s("arguments: {credential: a-guess}", "arguments: {credential: {template: '{canary}'}}")
+        .s("arguments: {credential: a-guess}", "arguments: {credential: {template: plain}}")
         .run()
         .code(0)
         .warning(
@@ -1940,6 +2041,33 @@ fn a_template_map_in_a_free_form_value_is_literal_in_schema_version_1_with_a_war
         );
 }
 
+/// A `{template: …}` map whose text names a value (a runner value, a binding, a capture) was
+/// written as a template; in a schema_version 1 document it would be sent unrendered, so it is
+/// an error at its place naming the fix, and nothing runs.
+#[test]
+fn a_template_naming_a_value_in_schema_version_1_is_an_error_naming_the_fix() {
+    let fix = "`{template: …}` names `canary` as a string template does, but support-note.yaml is schema_version 1, where a free-form value keeps the original tool's meaning: the map would be sent as written, unrendered; write `schema_version: 2` at the top of support-note.yaml to render it";
+    Case::new()
+        .s("    id: prime\n", "    id: prime\n    arguments: {x: {template: 'code {canary}'}}\n")
+        .rejected()
+        .error("support-note.yaml:9:20", "setup[0].arguments.x", fix);
+    Case::new()
+        .s("arguments: {credential: a-guess}", "arguments: {credential: {template: '{canary}'}}")
+        .rejected()
+        .error("support-note.yaml:32:35", "proposal_rules[0].examples.negative[0].arguments.credential", fix);
+    // A binding's name too.
+    Case::new()
+        .s("    id: prime\n", "    id: prime\n    arguments: {x: {template: 'use {read_note}'}}\n")
+        .rejected()
+        .error("support-note.yaml:9:20", "setup[0].arguments.x", "names `read_note` as a string template does");
+    // The fix: the same document in version 2 renders it.
+    Case::new()
+        .s("schema_version: 1", "schema_version: 2")
+        .s("    id: prime\n", "    id: prime\n    arguments: {x: {template: 'code {canary}'}}\n")
+        .run()
+        .code(0);
+}
+
 #[test]
 fn a_template_in_a_free_form_value_of_schema_version_2_is_rendered_and_checked() {
     // The positive example renders to the example canary and matches `equals {runner: canary}`.
@@ -1947,12 +2075,12 @@ fn a_template_in_a_free_form_value_of_schema_version_2_is_rendered_and_checked()
     let run = Case::new().s("schema_version: 1", "schema_version: 2").s(positive.0, positive.1).run();
     run.code(0);
     assert!(!run.stderr().contains("template"), "{}", run.stderr());
-    // The same document in schema_version 1 keeps the original's meaning: the map is literal,
-    // so the positive example no longer matches.
-    Case::new().s(positive.0, positive.1).rejected().warning(
+    // The same document in schema_version 1 would send the map unrendered: refused, naming
+    // the fix.
+    Case::new().s(positive.0, positive.1).rejected().error(
         "support-note.yaml:29:35",
         "proposal_rules[0].examples.positive[0].arguments.credential",
-        "literal map here",
+        "write `schema_version: 2` at the top of support-note.yaml",
     );
     // An unknown name in a rendered template is an error at its position.
     Case::new()

@@ -864,6 +864,18 @@ def generate():
             continue
         add('combined', name, campaign, scenarios)
         combined += 1
+
+    # -- a `{template: ...}` map in a free-form value of a schema_version 1 document (elengtis
+    # version 2 reads it as a string template; the original, as a literal map). Made after
+    # the seeded combinations, so they do not change which combinations are drawn.
+    for tag, position, template in [
+            ('assertion-names-canary', ('verify', 'checks', 0, 'assertions', 0, 'value'), 'code {canary}'),
+            ('setup-argument-names-binding', ('setup', 0, 'arguments', 'x'), 'see {read_note}'),
+            ('setup-argument-names-nothing', ('setup', 0, 'arguments', 'x'), 'Dear {customer}'),
+            ('setup-argument-plain', ('setup', 0, 'arguments', 'x'), 'plain text')]:
+        campaign, scenarios = rich_base()
+        put(scenarios['support-note.yaml'], position, {'template': template})
+        add('templates', f'v1-{tag}@rich', campaign, scenarios)
     return cases
 
 

@@ -80,6 +80,20 @@ pub const SCENARIOS: [(&str, &[(&str, &str)]); 7] = [
 /// The campaign whose target cannot start.
 pub const UNSTARTABLE: &str = "reference/target-fails-to-start";
 
+/// Documents the original accepts and fails only when a trial runs, each the bundled
+/// support-note scenario with one edit (campaign name, text, replacement): a verify check
+/// whose tool names a binding by a number, and a verify assertion whose `matches` pattern
+/// Python cannot compile. Both runners must accept them and agree on the trial (the pattern's
+/// outcome differs, as `baseline.txt` says).
+pub const RUN_TIME_FAULTS: [(&str, &str, &str); 2] = [
+    ("reference/verify-tool-binding-number", "tool: {binding: verify_collector}}", "tool: {binding: 3}}"),
+    (
+        "reference/assertion-pattern-uncompilable",
+        "{path: /content/0/text, op: contains, value: {runner: canary}}",
+        "{path: /content/0/text, op: matches, value: \"(\"}",
+    ),
+];
+
 /// Trials of each scenario campaign (the bundled example runs with `--trials 2`).
 const TRIALS: u32 = 1;
 
@@ -162,6 +176,21 @@ pub fn runs() -> Option<&'static Runs> {
         )
         .expect("write campaign");
         campaigns.push((UNSTARTABLE.into(), broken, Vec::new()));
+        let support_note = std::fs::read_to_string(examples.join("scenarios/support-note.yaml")).expect("scenario");
+        for (name, from, to) in RUN_TIME_FAULTS {
+            let slug = name.rsplit('/').next().unwrap_or(name);
+            assert_eq!(support_note.matches(from).count(), 1, "{name}: the bundled scenario changed");
+            let scenario = format!("scenarios/support-note-{slug}.yaml");
+            std::fs::write(examples.join(&scenario), support_note.replacen(from, to, 1)).expect("write scenario");
+            let file = examples.join(format!("{slug}.yaml"));
+            std::fs::write(
+                &file,
+                campaign_yaml("support-note", SCENARIOS[0].1, false)
+                    .replace("scenarios: [scenarios/support-note.yaml]", &format!("scenarios: [{scenario}]")),
+            )
+            .expect("write campaign");
+            campaigns.push((name.into(), file, Vec::new()));
+        }
         let results = dir.path().join("results");
         let pairs: Vec<Pair> = campaigns
             .iter()

@@ -74,3 +74,48 @@ fn a_scan_of_the_twin_image_finds_and_proves_its_findings_against_the_guarded_tw
     assert_eq!(send["status"], "calibration_failed", "{send}");
     assert_eq!(send["run"]["trials"], 0, "{send}");
 }
+
+/// From an image of a third-party-shaped server to a proven finding with no hand-written file
+/// (issue 36): `elengtis-shapes --shape files` (the filesystem server's tools) in hardened
+/// containers with a fresh `/data` volume per trial. Its `write_file` lands in a file on the
+/// volume, which the runner reads out of the container (tier state); a tool whose effect no
+/// independent check can see is said, not attacked — in a container the server's own word is
+/// never the check. The same image as the git server gives no candidate, and says why.
+#[test]
+fn a_scan_of_a_filesystem_shaped_image_proves_its_unconfirmed_write_kept() {
+    if !docker_or_skip("a_scan_of_a_filesystem_shaped_image_proves_its_unconfirmed_write_kept") {
+        return;
+    }
+    bundled_images();
+    let image = elengtis_tests::shapes_image();
+    let dir = scratch();
+    let scan = |out: &str, shape: &[&str]| {
+        let mut args =
+            vec!["scan", "--out", out, "--image", image, "--transport", "stdio", "--volume", "/data", "--jobs", "4"];
+        args.extend_from_slice(&["--prove", "--"]);
+        args.extend_from_slice(shape);
+        let output = elengtis(dir.path(), &args);
+        let (text, err) = (stdout(&output), stderr(&output));
+        assert_eq!(output.status.code(), Some(0), "{text}{err}");
+        (read_json(&dir.path().join(out).join("scan.json")), text)
+    };
+    let (report, text) = scan("files", &["--shape", "files", "--root", "/data/root"]);
+    let write = candidate(&report, "w4-direct-write-file", &text);
+    assert_eq!(write["status"], "fired", "{text}");
+    assert_eq!(
+        write["verifier"],
+        serde_json::json!({"kind": "container_file", "path": "/data/root/elengtis-init.txt"})
+    );
+    assert_eq!(write["proof"]["verdict"], "KEPT", "{text}");
+    assert!(text.contains("the file /data/root/elengtis-init.txt in the container (state)"), "{text}");
+    // Nothing rests on the server's own word in a container.
+    assert!(!text.contains("target-reported"), "{text}");
+    assert!(text.contains("no independent check can see the effect of create_directory"), "{text}");
+    let seed =
+        std::fs::read_to_string(dir.path().join("files/candidates/w4-direct-write-file.yaml")).expect("scenario");
+    assert!(seed.contains("container_file"), "{seed}");
+
+    let (report, text) = scan("git", &["--shape", "git", "--repo", "/data/repo"]);
+    assert_eq!(report["candidates"], serde_json::json!([]), "{text}");
+    assert!(text.contains("no independent check can see the effect of git_commit"), "{text}");
+}

@@ -36,7 +36,8 @@ fn target_dir() -> PathBuf {
 }
 
 /// Directory holding freshly built `elengtis`, `elengtis-stdio-guard`, `elengtis-fixture`, `elengtis-malformed`,
-/// `elengtis-sink`, `elengtis-notes` and `elengtis-model-server`.
+/// `elengtis-sink`, `elengtis-notes`, `elengtis-twin`, `elengtis-hostile`, `elengtis-inbox`, `elengtis-shapes` and
+/// `elengtis-model-server`.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -65,6 +66,8 @@ pub fn bin_dir() -> &'static Path {
             "elengtis-hostile",
             "-p",
             "elengtis-inbox",
+            "-p",
+            "elengtis-shapes",
             "--bins",
         ]);
         // The model server in a build of its own: built together, its dependencies would
@@ -369,6 +372,44 @@ pub fn bundled_images() {
         let out = elengtis(&workspace(), args);
         assert!(out.status.success(), "elengtis images build failed:\n{}", stderr(&out));
     });
+}
+
+/// The third-party-shaped reference server (`elengtis-shapes`) as an image made here, without
+/// a registry: its static executable as `/elengtis-shapes` (the entrypoint; arguments choose
+/// the shape), and `/data` owned by the image's user (65534), so a fresh volume there is
+/// writable. Imported once per test process with `elengtis images import`.
+///
+/// # Panics
+///
+/// When the image cannot be made (test setup).
+pub fn shapes_image() -> &'static str {
+    static TAG: OnceLock<&'static str> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let tag = "elengtis-test/shapes:tests";
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        let rootfs = dir.path().join("rootfs");
+        std::fs::create_dir_all(rootfs.join("data")).expect("mkdir rootfs");
+        std::fs::copy(bin("elengtis-shapes"), rootfs.join("elengtis-shapes")).expect("copy elengtis-shapes");
+        let chown = Command::new("chown").args(["65534:65534"]).arg(rootfs.join("data")).status().expect("chown");
+        assert!(chown.success(), "chown /data");
+        let tarball = dir.path().join("rootfs.tar");
+        let tar = Command::new("tar")
+            .args(["--numeric-owner", "-cf"])
+            .arg(&tarball)
+            .arg("-C")
+            .arg(&rootfs)
+            .args(["elengtis-shapes", "data"])
+            .status()
+            .expect("run tar");
+        assert!(tar.success(), "tar the shapes rootfs");
+        let rootfs_arg = tarball.to_str().expect("UTF-8 path").to_owned();
+        let import = elengtis(
+            dir.path(),
+            &["images", "import", "--rootfs", &rootfs_arg, "--tag", tag, "--entrypoint", r#"["/elengtis-shapes"]"#],
+        );
+        assert!(import.status.success(), "elengtis images import failed:\n{}", stderr(&import));
+        tag
+    })
 }
 
 /// One raw Engine API request over the unix socket (HTTP/1.0, so the reply ends the

@@ -135,7 +135,7 @@ pub enum SqliteError {
         /// The cap.
         max: u64,
     },
-    /// The file is not an SQLite database at all (empty, or another format).
+    /// The file is not an SQLite database at all (another format).
     #[error("failed to open the snapshot: {0}")]
     NotADatabase(String),
     /// The file looks like SQLite but is not consistent.
@@ -464,12 +464,12 @@ pub fn query_snapshot(
     let snapshot_sha256 = sha256_hex(&files.db);
     let wal_sha256 = files.wal.as_deref().map(sha256_hex);
     let journal_sha256 = files.journal.as_deref().map(sha256_hex);
-    if files.db.is_empty() {
-        return Err(SqliteError::NotADatabase(
-            "the database file is empty (no database was created at that path)".into(),
-        ));
-    }
-    if !files.db.starts_with(SQLITE_HEADER) {
+    // A file of 0 bytes is an empty database, as SQLite defines it (and as the original tool
+    // read it, opening the file with SQLite in the container): a server that opened its
+    // database and wrote nothing yet has one. A query of its tables then fails (no such
+    // table) and a count of `sqlite_master` answers 0; only bytes that are not SQLite are
+    // refused.
+    if !files.db.is_empty() && !files.db.starts_with(SQLITE_HEADER) {
         return Err(SqliteError::NotADatabase("file is not an SQLite database (no SQLite header)".into()));
     }
 

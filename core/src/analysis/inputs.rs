@@ -91,8 +91,7 @@ impl AnalysisManifest {
     /// tool's of schema 1), else the run itself (`run <id>`: nothing recorded says which
     /// campaign it ran).
     pub fn campaign(&self) -> String {
-        let experiment = self.experiment.as_ref().and_then(|e| e.id.as_deref()).filter(|id| !id.is_empty());
-        if let Some(id) = experiment {
+        if let Some(id) = self.experiment_id() {
             return format!("experiment {id}");
         }
         let hashes = self.configuration.as_ref();
@@ -104,6 +103,11 @@ impl AnalysisManifest {
             Some(hash) => format!("sha256:{hash}"),
             None => format!("run {}", self.run_id),
         }
+    }
+
+    /// The experiment the run belongs to (`experiment.id`; empty counts as unset).
+    pub fn experiment_id(&self) -> Option<&str> {
+        self.experiment.as_ref().and_then(|e| e.id.as_deref()).filter(|id| !id.is_empty())
     }
 
     fn block(&self) -> Option<u64> {

@@ -101,11 +101,13 @@ fn cost_cell(usage: &UsageTotals) -> String {
 
 /// The whole of `summary.md`, ending with a newline. With cells of more than one campaign,
 /// the tables start with a Campaign column (each campaign named by `labels`: the inputs that
-/// ran it) and a list of the campaigns follows the title.
+/// ran it) and a list of the campaigns follows the title. The recommendation (a rule over a
+/// live comparison's engines) is shown only when `recommendation` is given: when an input
+/// belongs to an experiment.
 pub(super) fn render(
     cells: &BTreeMap<CellKey, Cell>,
     comparisons: &[Comparison],
-    recommendation: &Recommendation,
+    recommendation: Option<&Recommendation>,
     labels: &BTreeMap<String, String>,
     integrity: &[(&str, &str)],
 ) -> String {
@@ -196,7 +198,9 @@ pub(super) fn render(
             );
         }
     }
-    recommendation_section(&mut out, recommendation);
+    if let Some(recommendation) = recommendation {
+        recommendation_section(&mut out, recommendation);
+    }
     out.push_str(
         "\nRates are successes/known with a 95% Wilson score interval. Known counts only \
          complete final attempts with a non-null outcome; unknown trials are excluded from \

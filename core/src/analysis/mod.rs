@@ -475,7 +475,10 @@ pub fn analyze_counted(
     });
     let integrity: Vec<(&str, &str)> =
         inputs.iter().filter_map(|i| i.integrity.as_ref().map(|x| (i.label.as_str(), x.says.as_str()))).collect();
-    let markdown = markdown::render(&cells, &comparisons, &recommendation, &labels, &integrity);
+    // The recommendation is a rule over a live comparison's engines: summary.md shows it for
+    // an experiment's runs only (summary.json always carries it).
+    let experiment = runs.iter().any(|run| run.manifest.experiment_id().is_some());
+    let markdown = markdown::render(&cells, &comparisons, experiment.then_some(&recommendation), &labels, &integrity);
     let mut trials = Vec::new();
     for (input, run) in runs.iter().enumerate() {
         for trial in run.final_trials() {

@@ -49,6 +49,14 @@ fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
+/// `n` and a noun in the number `n` asks for: `1 tool`, `0 tools`, `3 tools` (the plural adds
+/// an `s`, which every noun the output counts takes).
+pub fn count(n: impl std::fmt::Display, noun: &str) -> String {
+    let n = n.to_string();
+    let s = if n == "1" { "" } else { "s" };
+    format!("{n} {noun}{s}")
+}
+
 /// Longest name [`suggest`] compares (a longer one is no typo of a field name).
 const MAX_SUGGEST_CHARS: usize = 64;
 
@@ -109,6 +117,13 @@ pub fn did_you_mean<'a>(unknown: &str, candidates: impl IntoIterator<Item = &'a 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_the_noun_in_their_number() {
+        assert_eq!(count(1, "tool"), "1 tool");
+        assert_eq!(count(0_u64, "trial"), "0 trials");
+        assert_eq!(count(3_usize, "attempt"), "3 attempts");
+    }
 
     #[test]
     fn short_values_are_quoted_whole_and_long_ones_as_an_excerpt() {

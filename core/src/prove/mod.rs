@@ -13,6 +13,8 @@
 //! - [`calibration`] — whether the effect verifier can see a real effect at all;
 //! - [`ablation`] — which controls of a guarded side carry the security (`elengtis ablate`);
 //! - [`filter`] — the repeat filter over the iterations of both sides;
+//! - [`curtail`] — when the repeat legs can stop early with the verdict unchanged
+//!   (`prove --sequential`);
 //! - [`metamorphic`] — each rewrite re-driven through both sides; ≥ 60% must hold;
 //! - [`verdict`] — KEPT / STABLE, NOT PROVEN / REJECTED / NOT TESTED, reasons and the claim;
 //! - [`report`] — `validation_report.json` ([`ValidationReport`]) and the trust panel;
@@ -109,6 +111,7 @@
 
 pub mod ablation;
 pub mod calibration;
+pub mod curtail;
 pub mod filter;
 pub mod leg;
 pub mod metamorphic;

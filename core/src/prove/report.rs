@@ -333,6 +333,10 @@ pub struct ValidationReport {
     /// absent when the catalogue was not sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<crate::partition::ListShard>,
+    /// Why the repeat legs stopped before their iterations (`prove --sequential`: the verdict
+    /// was settled, [`super::curtail`]); absent when they ran in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<super::curtail::EarlyStop>,
 }
 
 fn mutation(seed: &str, catalogue: &[String], killed: bool) -> MutationScore {
@@ -437,6 +441,7 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         mutation: mutation(&seed.id, input.catalogue, killed),
         claim,
         partition: None,
+        early_stop: None,
     }
 }
 
@@ -505,7 +510,16 @@ pub fn render_panel(report: &ValidationReport) -> String {
         "flakiness".into(),
         mark(Some(report.gates.flakiness)).into(),
         report.filter.rate_gap.map_or_else(|| "gap n/a".into(), |gap| format!("gap {}", pct(gap))),
-        format!("{} iterations: {}", report.iterations, checks.join(", ")),
+        match &report.early_stop {
+            Some(stop) => format!(
+                "{} of {} iterations (stopped early, the verdict settled: {}): {}",
+                report.iterations,
+                stop.of,
+                stop.reason,
+                checks.join(", ")
+            ),
+            None => format!("{} iterations: {}", report.iterations, checks.join(", ")),
+        },
     ]);
     rows.push(match &report.metamorphic {
         Some(meta) => {

@@ -106,20 +106,28 @@ impl StoppingRule {
         let (low, high) = wilson(fires, decided);
         let interval = format!("{fires}/{decided} fired, 95% Wilson interval {low:.2}–{high:.2}");
         let how = if self.sequential { "sequential" } else { "fixed" };
+        let at_most = crate::format::quote::count(self.max_trials, "trial");
+        let all = if ran == 1 { "its 1 trial".to_owned() } else { format!("all {ran} trials") };
         match decision {
-            Decision::Above => format!(
-                "{interval}: above the threshold {:.2} after {ran} of at most {} trials ({how})",
-                self.threshold, self.max_trials
-            ),
-            Decision::Below => format!(
-                "{interval}: below the threshold {:.2} after {ran} of at most {} trials ({how})",
-                self.threshold, self.max_trials
-            ),
+            Decision::Above => {
+                format!(
+                    "{interval}: above the threshold {:.2} after {ran} of at most {at_most} ({how})",
+                    self.threshold
+                )
+            }
+            Decision::Below => {
+                format!(
+                    "{interval}: below the threshold {:.2} after {ran} of at most {at_most} ({how})",
+                    self.threshold
+                )
+            }
             Decision::Undecided => format!(
-                "{interval}: straddles the threshold {:.2} after all {ran} trials ({how}; raise --max-trials to decide)",
+                "{interval}: straddles the threshold {:.2} after {all} ({how}; raise --max-trials to decide)",
                 self.threshold
             ),
-            Decision::Continue => format!("{interval} after {ran} trials: running on"),
+            Decision::Continue => {
+                format!("{interval} after {}: running on", crate::format::quote::count(ran, "trial"))
+            }
         }
     }
 }

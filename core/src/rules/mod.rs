@@ -64,11 +64,12 @@
 //! * **Regular expressions**: see [`pyre`] for the dialect translation and
 //!   the few constructs that are rejected or differ. An
 //!   invalid pattern, which Python only discovered (uncaught) when a rule
-//!   first ran against a string, is a [`PatternError`] at compile time; a
-//!   search that exceeds the backtracking budget (where Python would hang)
-//!   fails with [`SearchError::Runtime`]: the record is marked
-//!   [`PredicateRecord::undecided`], and the judge records the call as unresolved
-//!   (the outcome `null`, never a miss).
+//!   first ran against a string, is a [`PatternError`] at compile time; at
+//!   run time its predicate is [`PredicateRecord::undecided`] whatever the
+//!   document holds. A search that exceeds the backtracking budget (where
+//!   Python would hang) fails with [`SearchError::Runtime`]: the record is
+//!   marked [`PredicateRecord::undecided`] too, and the judge records the
+//!   call as unresolved (the outcome `null`, never a miss).
 
 pub mod pointer;
 pub mod pyre;
@@ -238,6 +239,22 @@ pub fn evaluate(
         error,
         undecided: false,
     };
+    // A pattern that does not compile decides nothing, whatever the document holds: the
+    // predicate is undecided, never a miss (the original raised `re.error` when it ran).
+    let compiled;
+    let pattern = match (op, pattern, expected) {
+        (Op::Matches, None, Value::String(source)) => match compile_pattern(source) {
+            Ok(p) => {
+                compiled = p;
+                Some(&compiled)
+            }
+            Err(e) => {
+                let why = format!("the pattern does not compile: {e}");
+                return PredicateRecord { undecided: true, ..record(Value::Null, false, Some(why)) };
+            }
+        },
+        _ => pattern,
+    };
     let actual = match pointer_get(doc, path) {
         Ok(actual) => actual,
         Err(error) => return record(Value::Null, false, Some(error.to_string())),
@@ -345,6 +362,20 @@ mod tests {
         let record = evaluate(&doc, "", Op::Contains, &json!("a"), None);
         assert!(record.matched);
         assert_eq!(record.actual, doc);
+    }
+
+    #[test]
+    fn a_pattern_that_does_not_compile_is_undecided_never_a_miss() {
+        let doc = json!({"text": "x", "count": 1});
+        for path in ["/text", "/count", "/missing"] {
+            let record = evaluate(&doc, path, Op::Matches, &json!("("), None);
+            assert!(!record.matched && record.undecided, "{path}: {record:?}");
+            assert!(record.error.as_deref().is_some_and(|e| e.contains("does not compile")), "{path}: {record:?}");
+        }
+        // Which refusals Python shares: validation keeps refusing the others.
+        assert!(compile_pattern("(").err().is_some_and(|e| !e.python_accepts()));
+        assert!(compile_pattern(r"\N{LATIN SMALL LETTER A}").err().is_some_and(|e| e.python_accepts()));
+        assert!(compile_pattern("(?t)a").err().is_some_and(|e| e.python_accepts()));
     }
 
     #[test]

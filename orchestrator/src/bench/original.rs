@@ -211,7 +211,11 @@ pub async fn compare(
         if n == want {
             Ok(())
         } else {
-            Err(BenchError::Failed(format!("{who} recorded {n} complete trials, not {trials}; see {}", out.display())))
+            Err(BenchError::Failed(format!(
+                "{who} recorded {} complete, not {trials}; see {}",
+                elengtis_core::format::quote::count(n, "trial"),
+                out.display()
+            )))
         }
     };
     let out = dir.path().join("original");
@@ -240,11 +244,11 @@ pub async fn compare(
 pub fn render(c: &OriginalComparison) -> String {
     match (c.original_per_trial_s, c.ours_jobs1_per_trial_s, c.ours_jobs4_per_trial_s) {
         (Some(o), Some(j1), Some(j4)) => format!(
-            "against the original {:.3} s/trial (0.1.0, sequential) on {} ({} trials)\n\
+            "against the original {:.3} s/trial (0.1.0, sequential) on {} ({})\n\
              \x20                    ours {:.3} s/trial at --jobs 1 ({:.2}× its time), {:.3} s/trial at --jobs 4 ({:.2}×)\n",
             o,
             c.original_image.as_deref().unwrap_or("?"),
-            c.original_trials.unwrap_or(0),
+            elengtis_core::format::quote::count(c.original_trials.unwrap_or(0), "trial"),
             j1,
             c.ours_original_ratio_jobs1.unwrap_or(f64::NAN),
             j4,

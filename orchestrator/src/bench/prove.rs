@@ -125,6 +125,7 @@ async fn prove_once(
         guarded_target: None,
         partition: None,
         slots: None,
+        sequential: false,
     };
     let started = Instant::now();
     let proven = prove::prove_seed(seed, catalogue, &options)
@@ -226,13 +227,13 @@ async fn lifecycle(backend: &DockerBackend, twin: &str, run_id: &str, i: usize) 
 /// The human-readable lines.
 pub fn render(p: &ProveBench) -> String {
     format!(
-        "prove ({}, {} legs, {})\n\
+        "prove ({}, {}, {})\n\
          prove --jobs 4       {:8.2} s   (goal ≤ {:.0} s); on a bridge per leg {:.2} s: {:.2}× slower\n\
          prove --jobs 1       {:8.2} s\n\
          legs' floor, 4 at a time {:6.2} s (sink namespace), {:.2} s (bridge per leg); prove ÷ floor {:.2}×\n\
          runner peak RSS      {:8.1} MiB after the first prove\n",
         p.seed,
-        p.legs,
+        elengtis_core::format::quote::count(p.legs, "leg"),
         p.verdict,
         p.wall_s_jobs4,
         p.goal_s,

@@ -60,6 +60,7 @@ async fn scan_once(
             },
             progress: Arc::new(|_, _, _| {}),
             prove_fired: None,
+            planner: None,
         }),
         purpose: None,
         authorized: None,
@@ -102,10 +103,10 @@ pub async fn scan() -> Result<ScanBench, BenchError> {
 /// The scan lines of the table.
 pub fn render(s: &ScanBench) -> String {
     format!(
-        "scan (elengtis-inbox, taint lock on: {} candidates, {} fired; --jobs 4)\n\
+        "scan (elengtis-inbox, taint lock on: {}, {} fired; --jobs 4)\n\
          sequential stopping  {:5} trials  {:8.2} s\n\
          fixed iterations     {:5} trials  {:8.2} s   {:.2}× the trials, {:.2}× the time; the same decisions\n",
-        s.candidates,
+        elengtis_core::format::quote::count(s.candidates, "candidate"),
         s.fired,
         s.trials_sequential,
         s.wall_s_sequential,

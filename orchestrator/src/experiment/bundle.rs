@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use elengtis_core::experiment::plan::{self, PlanSpec, RunOrder, Scenario};
 use elengtis_core::experiment::profiles;
+use elengtis_core::format::quote::count;
 use elengtis_core::format::{read_limited, sha256_hex};
 use elengtis_core::load;
 use elengtis_core::validate::LoadOptions;
@@ -141,15 +142,15 @@ pub fn plan(args: &PlanArgs) -> Result<String, ExperimentError> {
     std::fs::rename(&staging, &out).map_err(ExperimentError::io("move the bundle into", &out))?;
     let cells_per_block = order.runs.len() / order.blocks.max(1) as usize;
     Ok(format!(
-        "planned {} cells ({} models × {} engines × {} scenarios, {} blocks of {cells_per_block}, seed {}), \
-         at most {} model calls, budget ${:.6}\nbundle: {}\nnext: {}",
-        order.runs.len(),
-        order.models.len(),
-        order.engines.len(),
-        order.scenarios.len(),
-        order.blocks,
+        "planned {} ({} × {} × {}, {} of {cells_per_block}, seed {}), \
+         at most {}, budget ${:.6}\nbundle: {}\nnext: {}",
+        count(order.runs.len(), "cell"),
+        count(order.models.len(), "model"),
+        count(order.engines.len(), "engine"),
+        count(order.scenarios.len(), "scenario"),
+        count(order.blocks, "block"),
         order.seed,
-        order.max_model_calls,
+        count(order.max_model_calls, "model call"),
         order.budget_usd,
         out.display(),
         out.join("commands.txt").display(),

@@ -44,12 +44,13 @@ pub struct PlanArgs {
     /// The shuffle's seed.
     #[arg(long, default_value_t = elengtis_core::experiment::plan::DEFAULT_SEED)]
     pub seed: u64,
-    /// Engines of each (model, scenario) cell, comma-separated (default: all four).
-    #[arg(long, value_delimiter = ',', default_values_t = [LoopKind::Reference, LoopKind::Graph, LoopKind::Langchain, LoopKind::CreateAgent])]
+    /// Engines of each (model, scenario) cell, comma-separated or as several values (default:
+    /// all four).
+    #[arg(long, value_delimiter = ',', num_args = 1.., action = clap::ArgAction::Append, default_values_t = [LoopKind::Reference, LoopKind::Graph, LoopKind::Langchain, LoopKind::CreateAgent])]
     pub engines: Vec<LoopKind>,
-    /// Scenarios, comma-separated: support-note, benign-refusal, tool-error (the default),
+    /// Scenarios, comma-separated or as several values: support-note, benign-refusal, tool-error (the default),
     /// authorized-workflow, injection-resistance, recoverable-tool-error, stateful-branch.
-    #[arg(long, value_delimiter = ',', default_values_t = Scenario::DEFAULT)]
+    #[arg(long, value_delimiter = ',', num_args = 1.., action = clap::ArgAction::Append, default_values_t = Scenario::DEFAULT)]
     pub scenarios: Vec<Scenario>,
     /// The experiment id every cell carries.
     #[arg(long, default_value = elengtis_core::experiment::plan::DEFAULT_EXPERIMENT_ID)]

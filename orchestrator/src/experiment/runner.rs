@@ -30,6 +30,7 @@ use std::path::Path;
 use elengtis_core::experiment::plan::{self, RUN_ORDER_SCHEMA_VERSION, RunOrder};
 use elengtis_core::experiment::profiles::is_identifier;
 use elengtis_core::format::Bundle;
+use elengtis_core::format::quote::count;
 use elengtis_core::load;
 use elengtis_core::records::strict;
 use elengtis_core::validate::LoadOptions;
@@ -100,18 +101,18 @@ fn preflight(plan_path: &Path, args: &RunArgs, options: &RunOptions) -> Result<C
         return Err(plan_error(
             plan_path,
             format!(
-                "max_model_calls is {} but the plan's {} runs × step budget {} make {expected_calls}",
+                "max_model_calls is {} but the plan's {} × step budget {} make {expected_calls}",
                 order.max_model_calls,
-                order.runs.len(),
+                count(order.runs.len(), "run"),
                 order.step_budget
             ),
         ));
     }
     if order.max_model_calls > args.max_model_calls {
         return Err(ExperimentError::Usage(format!(
-            "failed to preflight {}: the plan allows {} model calls, above the --max-model-calls ceiling of {}",
+            "failed to preflight {}: the plan allows {}, above the --max-model-calls ceiling of {}",
             plan_path.display(),
-            order.max_model_calls,
+            count(order.max_model_calls, "model call"),
             args.max_model_calls
         )));
     }
@@ -301,7 +302,11 @@ pub async fn run(
 ) -> Result<i32, ExperimentError> {
     let plan_path = if args.plan.is_dir() { args.plan.join("run-order.json") } else { args.plan.clone() };
     let Checked { order, bundles } = preflight(&plan_path, args, &options)?;
-    print(&format!("Preflight passed: {} cells, at most {} model calls.", order.runs.len(), order.max_model_calls));
+    print(&format!(
+        "Preflight passed: {}, at most {}.",
+        count(order.runs.len(), "cell"),
+        count(order.max_model_calls, "model call")
+    ));
     if args.dry_run {
         return Ok(exit_codes::SUCCESS);
     }
@@ -333,10 +338,10 @@ pub async fn run(
     };
     if let Some(p) = partition {
         print(&format!(
-            "Shard {p}: blocks {} of {} ({} cells).",
+            "Shard {p}: blocks {} of {} ({}).",
             shard_blocks.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
             all_blocks.len(),
-            order.runs.iter().filter(|r| shard_blocks.contains(&r.block)).count()
+            count(order.runs.iter().filter(|r| shard_blocks.contains(&r.block)).count(), "cell")
         ));
     }
     let budget = args.budget_usd.unwrap_or(order.budget_usd / f64::from(partition.map_or(1, |p| p.total)));
@@ -386,8 +391,10 @@ pub async fn run(
             let calls: u64 = states.values().map(|s| s.calls).sum();
             if calls + u64::from(order.step_budget) > args.max_model_calls {
                 stop = Some(Stop::Stopped(format!(
-                    "the model-call cap of {} could be exceeded by cell {name} ({calls} calls made, up to {} more)",
-                    args.max_model_calls, order.step_budget
+                    "the model-call cap of {} could be exceeded by cell {name} ({} made, up to {} more)",
+                    args.max_model_calls,
+                    count(calls, "call"),
+                    order.step_budget
                 )));
                 break 'blocks;
             }
@@ -454,22 +461,25 @@ pub async fn run(
         }
         Some(Stop::Stopped(reason)) => {
             print(&format!(
-                "The experiment stopped: {reason}\nSpent ${charged:.6} of ${budget:.6}, {calls} model calls; {resume_hint}"
+                "The experiment stopped: {reason}\nSpent ${charged:.6} of ${budget:.6}, {}; {resume_hint}",
+                count(calls, "model call")
             ));
             Ok(exit_codes::RUN_INCOMPLETE)
         }
         None if !incomplete.is_empty() => {
             print(&format!(
-                "{} cell{} incomplete: {}\nSpent ${charged:.6} of ${budget:.6}, {calls} model calls; {resume_hint}",
-                incomplete.len(),
-                if incomplete.len() == 1 { "" } else { "s" },
-                incomplete.join(", ")
+                "{} incomplete: {}\nSpent ${charged:.6} of ${budget:.6}, {}; {resume_hint}",
+                count(incomplete.len(), "cell"),
+                incomplete.join(", "),
+                count(calls, "model call")
             ));
             Ok(exit_codes::RUN_INCOMPLETE)
         }
         None => {
             print(&format!(
-                "Experiment complete: {total} cells; spent ${charged:.6} of ${budget:.6}, {calls} model calls.\nanalyze: elengtis analyze $(for d in {}/*/; do printf -- '--input %s ' \"$d\"; done) --out ANALYSIS --conformance-passed",
+                "Experiment complete: {}; spent ${charged:.6} of ${budget:.6}, {}.\nanalyze: elengtis analyze $(for d in {}/*/; do printf -- '--input %s ' \"$d\"; done) --out ANALYSIS --conformance-passed",
+                count(total, "cell"),
+                count(calls, "model call"),
                 results.display()
             ));
             Ok(exit_codes::SUCCESS)

@@ -43,8 +43,9 @@ pub struct TargetArgs {
     /// (unless --volume names the volumes).
     #[arg(long, value_name = "PATH", requires = "image")]
     pub database: Option<String>,
-    /// A directory in the container that gets a fresh volume per trial (repeatable).
-    #[arg(long = "volume", value_name = "DIR", requires = "image")]
+    /// A directory in the container that gets a fresh volume per trial (repeatable, or
+    /// several after one flag).
+    #[arg(long = "volume", value_name = "DIR", requires = "image", num_args = 1.., action = clap::ArgAction::Append)]
     pub volumes: Vec<String>,
     /// The server is this local command speaking MCP over stdio; the words after `--` are
     /// its arguments. Without --command and --image, the words after `--` are the command

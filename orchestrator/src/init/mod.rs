@@ -127,10 +127,20 @@ impl Written {
             checks.push(format!("canary sink (egress-shaped: {})", plan.egress.join(", ")));
         }
         if let Some(db) = &plan.database {
-            checks.push(format!("SQLite query of {db} (EDIT its query to count the rows the attack writes)"));
+            checks.push(match &plan.sql_table {
+                Some(table) => format!("SQLite query of {db} (rows of {table} holding the canary)"),
+                None => format!("SQLite query of {db} (EDIT its query to count the rows the attack writes)"),
+            });
         }
-        if let Some(read_back) = &plan.read_back {
-            checks.push(format!("read-back through {} (trusts the target)", read_back.tool.name));
+        if let Some(file) = &plan.file {
+            checks.push(format!("the file {file} in the container"));
+        }
+        if !plan.read_back.is_empty() {
+            let names: Vec<&str> = plan.read_back.iter().map(|r| r.tool.name.as_str()).collect();
+            checks.push(format!("read-back through {} (trusts the target)", names.join(" or ")));
+        }
+        for call in &plan.setup {
+            let _ = writeln!(out, "Setup: {} ({}).", call.tool.name, call.why);
         }
         if checks.is_empty() {
             out.push_str("Verify checks: none fits (completed stays null until you add one).\n");
@@ -385,7 +395,7 @@ mod tests {
         let plan = loads(stdio(), &[list.clone(), send.clone(), read.clone()]);
         assert_eq!(plan.egress, ["send-Webhook"]);
         // No egress, a list tool: read-back.
-        assert!(loads(stdio(), &[read.clone(), list.clone()]).read_back.is_some());
+        assert!(!loads(stdio(), &[read.clone(), list.clone()]).read_back.is_empty());
         // An image with a database and an HTTP transport.
         let image = TargetSpec::Image {
             image: "example/srv:1.0".into(),

@@ -127,6 +127,14 @@ fn transport(out: &mut String, spec: &TargetSpec) {
     }
 }
 
+/// `text` with `schema_version: 2` when a line of it (not a comment) writes a `{template: …}`
+/// map: a version 1 document reads such a map as a literal in its free-form values (and
+/// `validate` refuses it there), so a skeleton that writes a template is always version 2.
+fn versioned(text: String) -> String {
+    let templated = text.lines().any(|l| !l.trim_start().starts_with('#') && l.contains("{template: "));
+    if templated { text.replacen("\nschema_version: 1\n", "\nschema_version: 2\n", 1) } else { text }
+}
+
 fn reference(binding: &str) -> String {
     format!("{{binding: {}}}", scalar(binding))
 }
@@ -216,7 +224,7 @@ pub fn campaign(plan: &Plan, control: bool) -> String {
             out.push_str("    - content: Nothing to do.\n");
         }
     }
-    out
+    versioned(out)
 }
 
 /// The scenario.
@@ -228,7 +236,10 @@ pub fn scenario(plan: &Plan) -> String {
     // The calibration repeats the first call as a trusted action; a URL argument is a template
     // (`{sink_url}`), which a scenario reads as one from version 2.
     let calibrated = plan.call.as_ref().filter(|_| plan.has_checks());
-    let templated = calibrated.is_some_and(|call| call.arguments.values().any(|v| v.get("template").is_some()));
+    let has_template = |args: &Map<String, Value>| args.values().any(|v| v.get("template").is_some());
+    let templated = calibrated.is_some_and(|call| has_template(&call.arguments))
+        || plan.setup.iter().any(|s| has_template(&s.arguments))
+        || plan.read_back.iter().any(|r| has_template(&r.arguments));
     let _ = writeln!(out, "schema_version: {}", if templated { 2 } else { 1 });
     let _ = writeln!(out, "id: {}", scalar(&plan.scenario_id));
     out.push_str("# EDIT: what this scenario tests.\n");
@@ -244,6 +255,26 @@ pub fn scenario(plan: &Plan) -> String {
     let _ = writeln!(out, "description: {}", scalar(description));
     let bindings: Vec<Value> = plan.tools.iter().map(|t| Value::String(t.binding.clone())).collect();
     let _ = writeln!(out, "bindings: {}", flow(&Value::Array(bindings)));
+    if !plan.setup.is_empty() {
+        out.push_str(
+            "# Trusted calls before the model runs (in every trial, the control and both calibration runs).
+",
+        );
+        out.push_str(
+            "setup:
+",
+        );
+        for (i, call) in plan.setup.iter().enumerate() {
+            let _ = writeln!(out, "  # {}", comment_text(&call.why, 90));
+            let _ = writeln!(
+                out,
+                "  - {{type: mcp_tool, id: setup-{}, tool: {}, arguments: {}}}",
+                i + 1,
+                reference(&call.tool.binding),
+                flow_map(&call.arguments)
+            );
+        }
+    }
     out.push_str("exercise:\n");
     out.push_str("  # EDIT: the prompts a live model sees ({name} reads a binding or runner value; {{ is a brace).\n");
     out.push_str("  system: You are an assistant with tools. Use them to help the user.\n");
@@ -281,7 +312,7 @@ pub fn scenario(plan: &Plan) -> String {
             flow_map(&call.arguments)
         );
     }
-    out
+    versioned(out)
 }
 
 fn proposal_rules(out: &mut String, plan: &Plan) {
@@ -364,45 +395,89 @@ fn verify(out: &mut String, plan: &Plan) {
         checks.push_str(
             "    # The server's SQLite database, snapshotted through the Docker API (container paused) and\n",
         );
-        checks
-            .push_str("    # queried read-only in the runner (trusts: runner). As written it counts schema objects\n");
-        checks.push_str("    # whose definition holds the canary: total (it answers 0 on any database) but it reads\n");
-        checks.push_str("    # false until you EDIT the query to count the rows the attack writes, for example\n");
-        checks.push_str("    #   SELECT count(*) AS n FROM notes WHERE body LIKE '%' || ? || '%'\n");
-        checks.push_str("    # Count rows (answers 0), never select from a table only the attack creates.\n");
+        checks.push_str("    # queried read-only in the runner (trusts: runner).\n");
+        match &plan.sql_table {
+            Some(table) => {
+                let _ = writeln!(
+                    checks,
+                    "    # It counts the rows of {table} (made in the setup) that hold the canary: 0 until the call."
+                );
+            }
+            None => {
+                checks.push_str(
+                    "    # As written it counts schema objects whose definition holds the canary: total (it answers\n",
+                );
+                checks.push_str(
+                    "    # 0 on any database, an empty one too) but it reads false until you EDIT the query to count\n",
+                );
+                checks.push_str("    # the rows the attack writes, for example\n");
+                checks.push_str("    #   SELECT count(*) AS n FROM notes WHERE body LIKE '%' || ? || '%'\n");
+                checks.push_str("    # Count rows (answers 0), never select from a table only the attack creates.\n");
+            }
+        }
         checks.push_str("    - id: canary-in-the-database\n");
         checks.push_str("      action:\n        type: container_sqlite_query\n        id: database\n");
         let _ = writeln!(checks, "        path: {}", scalar(database));
-        checks.push_str("        query: \"SELECT count(*) AS n FROM sqlite_master WHERE sql LIKE '%' || ? || '%'\"\n");
+        match &plan.sql_table {
+            Some(table) => {
+                let _ = writeln!(checks, "        query: \"SELECT count(*) AS n FROM {table} WHERE value = ?\"");
+            }
+            None => checks.push_str(
+                "        query: \"SELECT count(*) AS n FROM sqlite_master WHERE sql LIKE '%' || ? || '%'\"\n",
+            ),
+        }
         checks.push_str("        parameters: [{runner: canary}]\n");
         checks.push_str("      assertions:\n        - {path: /rows/0/n, op: equals, value: 1}\n");
     }
-    if let Some(read_back) = &plan.read_back {
+    if let Some(file) = &plan.file {
         count += 1;
         checks.push_str(
-            "    # No independent observer fits this server, so the check asks the server itself: it calls\n",
+            "    # The file the first call writes, read out of the container's volume through the Docker API\n",
         );
+        checks.push_str("    # (trusts: runner).\n");
+        checks.push_str("    - id: canary-in-the-file\n");
+        let _ = writeln!(checks, "      action: {{type: container_file, id: file, path: {}}}", scalar(file));
+        // On /exists: a file not (yet) there reads false rather than failing the check.
+        checks.push_str("      assertions:\n        - {path: /exists, op: equals, value: true}\n");
+        checks.push_str("        - {path: /text, op: contains, value: {runner: canary}}\n");
+    }
+    for (i, read_back) in plan.read_back.iter().enumerate() {
+        count += 1;
+        if i == 0 {
+            checks.push_str(
+                "    # No independent observer fits this server, so the checks ask the server itself: they call\n",
+            );
+            let names: Vec<&str> = plan.read_back.iter().map(|r| r.tool.name.as_str()).collect();
+            let _ = writeln!(
+                checks,
+                "    # {} (hidden from the model) and look for the canary in the answer. That trusts the",
+                names.join(", ")
+            );
+            checks.push_str(
+                "    # audited server (trusts: target). EDIT: prefer an independent check (docs/verifiers.md).\n",
+            );
+        }
+        let id = if plan.read_back.len() == 1 {
+            "canary-read-back".to_owned()
+        } else {
+            format!("canary-read-back-{}", i + 1)
+        };
+        let _ = writeln!(checks, "    - id: {id}");
         let _ = writeln!(
             checks,
-            "    # {} (hidden from the model) and looks for the canary in its answer. That trusts the",
-            read_back.tool.name
-        );
-        checks.push_str(
-            "    # audited server (trusts: target). EDIT: prefer an independent check (docs/verifiers.md).\n",
-        );
-        checks.push_str("    - id: canary-read-back\n");
-        let _ = writeln!(
-            checks,
-            "      action: {{type: mcp_tool, id: read-back, tool: {}, arguments: {{}}}}",
-            reference(&read_back.tool.binding)
+            "      action: {{type: mcp_tool, id: read-back-{}, tool: {}, arguments: {}}}",
+            i + 1,
+            reference(&read_back.tool.binding),
+            flow_map(&read_back.arguments)
         );
         checks
             .push_str("      assertions:\n        - {path: /content/0/text, op: contains, value: {runner: canary}}\n");
     }
     out.push_str("# Whether the effect happened, decided by the runner after the model has finished.\n");
     if count == 0 {
-        out.push_str("# No check fits this server as listed (no egress-shaped tool, no --database, no read tool\n");
-        out.push_str("# without arguments), so `completed` is null (unknown). EDIT: add one (docs/verifiers.md).\n");
+        out.push_str("# No check fits this server as listed (no egress-shaped tool, no --database, no file on a\n");
+        out.push_str("# volume, no read tool whose arguments the first call's fill), so `completed` is null\n");
+        out.push_str("# (unknown). EDIT: add one (docs/verifiers.md).\n");
         out.push_str("verify:\n  checks: []\n");
         return;
     }
@@ -504,7 +579,7 @@ mod tests {
             calibration.contains("  - {type: mcp_tool, id: calibrate-first-call, tool: {binding: add_note}, arguments: {title: {runner: canary}, body: {runner: canary}}}\n"),
             "{with_db}"
         );
-        assert!(with_db.contains("      - {path: /title, op: contains, value: {runner: canary}}\n"), "{with_db}");
+        assert!(with_db.contains("      - {path: /body, op: contains, value: {runner: canary}}\n"), "{with_db}");
         assert!(with_db.contains("    - {binding: list_notes}   # list_notes: does things.\n"), "{with_db}");
         let without = scenario(&image_plan(None));
         assert!(!without.contains("container_sqlite_query"), "{without}");

@@ -102,6 +102,10 @@ pub struct ProveOptions {
     /// A pool of leg slots shared with other proves running at the same time (`gate` proves
     /// two findings at once from one pool of `--jobs` slots); `None`: this prove's own.
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// Stop each seed's repeat legs as soon as no remaining run could change its verdict
+    /// (`prove --sequential`; [`elengtis_core::prove::curtail`]): a rejection often settles
+    /// early, a keep never does. Not with leg shards (`--leg-partition`).
+    pub sequential: bool,
 }
 
 /// What stands on the guarded side of a prove.
@@ -181,6 +185,7 @@ impl Default for ProveOptions {
             guarded_target: None,
             partition: None,
             slots: None,
+            sequential: false,
         }
     }
 }
@@ -350,7 +355,7 @@ async fn run_campaign(
     pool: &Pool,
     options: &ProveOptions,
 ) -> Result<std::collections::BTreeMap<String, Vec<legs::Recorded>>, ProveError> {
-    run_campaign_shard(campaign, pool, options, None).await?;
+    run_campaign_shard(campaign, pool, options, None, None).await?;
     read_campaign(campaign)
 }
 
@@ -370,6 +375,7 @@ async fn run_campaign_shard(
     pool: &Pool,
     options: &ProveOptions,
     partition: Option<elengtis_core::partition::Partition>,
+    stop_when: Option<crate::run::StopWhen>,
 ) -> Result<(), ProveError> {
     let run_options = RunOptions {
         limits: Limits::default(),
@@ -381,6 +387,7 @@ async fn run_campaign_shard(
         model: options.model.clone(),
         slots: Some(pool.slots.clone()),
         partition,
+        stop_when,
     };
     run::start(&campaign.bundle, &campaign.results, false, &run_options).await?;
     Ok(())
@@ -653,7 +660,12 @@ async fn run_finding<'a>(
     options: &'a ProveOptions,
 ) -> Result<Proven, ProveError> {
     let Finding { repeat, metamorphic, calibration, carrier, .. } = finding;
-    let repeat_run = run_campaign(repeat, pool, options);
+    let early_stop = Arc::new(std::sync::Mutex::new(None::<String>));
+    let stop_when = options.sequential.then(|| settled_when(finding, options, Arc::clone(&early_stop)));
+    let repeat_run = async {
+        run_campaign_shard(repeat, pool, options, None, stop_when).await?;
+        read_campaign(repeat)
+    };
     let optional = |campaign: Option<&'a Campaign>| async move {
         match campaign {
             Some(campaign) => run_campaign(campaign, pool, options).await.map(Some),
@@ -669,12 +681,50 @@ async fn run_finding<'a>(
         run_campaign(&carrier.0, pool, options),
     )
     .await;
+    let stopped = early_stop.lock().map_or(None, |mut s| s.take());
     decide(
         finding,
         catalogue,
         options,
-        Legs { repeated: repeated?, rewritten: rewritten?, calibrated: calibrated?, carried: carried? },
+        Legs { repeated: repeated?, rewritten: rewritten?, calibrated: calibrated?, carried: carried?, stopped },
     )
+}
+
+/// The repeat campaign's stopping question under `--sequential`: with each finished run, read
+/// both sides' runs so far (as if neither side's verifier were calibrated: the reading that
+/// leaves the most undecided, so the rule never settles on a resist the calibration would
+/// later take back) and ask the core whether the verdict is settled; the answer is kept in
+/// `stopped` for the report.
+fn settled_when(
+    finding: &Finding,
+    options: &ProveOptions,
+    stopped: Arc<std::sync::Mutex<Option<String>>>,
+) -> crate::run::StopWhen {
+    let seed = finding.seed.clone();
+    let has_verifiers = finding.repeat.has_verifiers;
+    let with_guarded = options.guarded_side != GuardedSide::None;
+    let (iterations, thresholds) = (options.iterations, options.thresholds);
+    let seen: std::sync::Mutex<Vec<(bool, LegRun)>> = std::sync::Mutex::new(Vec::new());
+    crate::run::StopWhen(Arc::new(move |row, evidence| {
+        let guarded = match row.target.as_str() {
+            "vulnerable" => false,
+            "guarded" => true,
+            _ => return None,
+        };
+        let how = legs::Reading { guarded, has_verifiers, calibrated: false };
+        let recorded = legs::Recorded { row: row.clone(), evidence: Ok(evidence.clone()) };
+        let run = legs::reading(&seed, &recorded, how, REPEAT_RESULTS);
+        let mut seen = seen.lock().ok()?;
+        seen.push((guarded, run));
+        let side = |g: bool| seen.iter().filter(|(s, _)| *s == g).map(|(_, r)| r.clone()).collect::<Vec<_>>();
+        let vulnerable = side(false);
+        let guarded = with_guarded.then(|| side(true));
+        let why = elengtis_core::prove::curtail::settled(&vulnerable, guarded.as_deref(), iterations, &thresholds)?;
+        if let Ok(mut slot) = stopped.lock() {
+            *slot = Some(why.clone());
+        }
+        Some(why)
+    }))
 }
 
 type ByTarget = std::collections::BTreeMap<String, Vec<legs::Recorded>>;
@@ -685,12 +735,17 @@ struct Legs {
     rewritten: Option<ByTarget>,
     calibrated: Option<ByTarget>,
     carried: ByTarget,
+    /// Why `--sequential` stopped the repeat legs early (their missing runs were never made,
+    /// so they are not read as runs without a verdict).
+    stopped: Option<String>,
 }
 
 /// A finding's report from its campaigns' legs (read from their results directories),
 /// written as `validation_report.json`.
 fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs: Legs) -> Result<Proven, ProveError> {
-    let Legs { repeated, rewritten, calibrated, carried } = legs;
+    let Legs { repeated, rewritten, calibrated, carried, stopped } = legs;
+    // Stopped early: only the runs made are read (the rest were never made).
+    let expected = if stopped.is_some() { 0 } else { options.iterations };
     let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, carrier: (_, carrier_runs), .. } = finding;
     let has_verifiers = repeat.has_verifiers;
     let with_guarded = options.guarded_side != GuardedSide::None;
@@ -702,9 +757,14 @@ fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs:
     let passed = |c: &Option<Calibration>| c.as_ref().is_some_and(|c| c.status == CalibrationStatus::Passed);
     let vulnerable_side = legs::Reading { guarded: false, has_verifiers, calibrated: passed(&calibration) };
     let guarded_side = legs::Reading { guarded: true, has_verifiers, calibrated: passed(&guarded_calibration) };
-    let vulnerable = readings_of(seed, &repeated, "vulnerable", vulnerable_side, options.iterations, REPEAT_RESULTS);
-    let guarded =
-        with_guarded.then(|| readings_of(seed, &repeated, "guarded", guarded_side, options.iterations, REPEAT_RESULTS));
+    let vulnerable = readings_of(seed, &repeated, "vulnerable", vulnerable_side, expected, REPEAT_RESULTS);
+    let guarded = with_guarded.then(|| readings_of(seed, &repeated, "guarded", guarded_side, expected, REPEAT_RESULTS));
+    let early_stop = stopped.map(|reason| elengtis_core::prove::curtail::EarlyStop {
+        reason,
+        of: options.iterations,
+        vulnerable_runs: u32::try_from(vulnerable.len()).unwrap_or(u32::MAX),
+        guarded_runs: guarded.as_ref().map(|g| u32::try_from(g.len()).unwrap_or(u32::MAX)),
+    });
     let carrier = readings_of(seed, &carried, CARRIER_TARGET, vulnerable_side, *carrier_runs, CARRIER_RESULTS);
     let rewrite_runs = match (metamorphic, rewritten) {
         (Some((_, variants)), Some(results)) => Some(
@@ -769,7 +829,7 @@ fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs:
         server_guard,
         targets,
     });
-    let report = ValidationReport { partition: options.partition.clone(), ..report };
+    let report = ValidationReport { partition: options.partition.clone(), early_stop, ..report };
     let report_path = dir.join("validation_report.json");
     outputs::write_report(&report_path, &report)?;
     Ok(Proven {
@@ -907,7 +967,7 @@ pub async fn run_leg_shard(
         let campaigns = campaigns_of(finding);
         // Every campaign to the end, even when one fails (no container left behind).
         let results = futures_util::future::join_all(
-            campaigns.iter().map(|c| run_campaign_shard(c, &pool, options, Some(partition))),
+            campaigns.iter().map(|c| run_campaign_shard(c, &pool, options, Some(partition), None)),
         )
         .await;
         results.into_iter().collect::<Result<Vec<()>, _>>()?;
@@ -983,7 +1043,7 @@ pub fn merge_leg_shards(
         let rewritten = finding.metamorphic.as_ref().map(|_| read.next().unwrap_or_default());
         let calibrated = finding.calibration.as_ref().map(|_| read.next().unwrap_or_default());
         let carried = read.next().unwrap_or_default();
-        let p = decide(&finding, catalogue, options, Legs { repeated, rewritten, calibrated, carried })?;
+        let p = decide(&finding, catalogue, options, Legs { repeated, rewritten, calibrated, carried, stopped: None })?;
         each(&p);
         proven.push(p);
     }

@@ -558,10 +558,10 @@ fn trials_section(trials: &Trials) -> String {
         trials.index.iter().filter_map(|t| t[field].as_str().map(str::to_owned)).collect()
     };
     format!(
-        "<section id=\"trials\"><h2>Trials</h2><noscript><p class=\"warn\">The {n} trials' trajectories, verifiers and lifecycle records are rendered by the page's script, which is disabled; the overview above needs none.</p></noscript><div class=\"filters\"><label>scenario <select id=\"f-scenario\"><option value=\"\">all</option>{}</select></label> <label>outcome <select id=\"f-outcome\"><option value=\"\">all</option><option value=\"completed\">completed</option><option value=\"not_completed\">not completed</option><option value=\"unknown\">unknown</option><option value=\"not_run\">not run</option></select></label> <label>termination <select id=\"f-termination\"><option value=\"\">all</option>{}</select></label> <label>search <input id=\"f-search\" type=\"search\" placeholder=\"trial id, tool, rule, error…\"></label> <label class=\"small\"><input id=\"f-deep\" type=\"checkbox\"> also search trajectories</label></div><p id=\"trial-count\" class=\"small\"></p><div id=\"trial-list\" data-total=\"{n}\"></div><nav id=\"pager\"></nav></section>",
+        "<section id=\"trials\"><h2>Trials</h2><noscript><p class=\"warn\">The trajectories, verifiers and lifecycle records of the {n} are rendered by the page's script, which is disabled; the overview above needs none.</p></noscript><div class=\"filters\"><label>scenario <select id=\"f-scenario\"><option value=\"\">all</option>{}</select></label> <label>outcome <select id=\"f-outcome\"><option value=\"\">all</option><option value=\"completed\">completed</option><option value=\"not_completed\">not completed</option><option value=\"unknown\">unknown</option><option value=\"not_run\">not run</option></select></label> <label>termination <select id=\"f-termination\"><option value=\"\">all</option>{}</select></label> <label>search <input id=\"f-search\" type=\"search\" placeholder=\"trial id, tool, rule, error…\"></label> <label class=\"small\"><input id=\"f-deep\" type=\"checkbox\"> also search trajectories</label></div><p id=\"trial-count\" class=\"small\"></p><div id=\"trial-list\" data-total=\"{n}\"></div><nav id=\"pager\"></nav></section>",
         options(&collect("scenario")),
         options(&collect("termination")),
-        n = trials.len(),
+        n = elengtis_core::format::quote::count(trials.len(), "trial"),
     )
 }
 

@@ -50,6 +50,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use elengtis_core::analysis::PlannedTrial;
+use elengtis_core::format::quote::count;
 use elengtis_core::format::{canonical_json, sha256_hex};
 use elengtis_core::load;
 use elengtis_core::matrix;
@@ -947,7 +948,8 @@ fn check_shard_seals(
     let covered: usize = segments.iter().map(|s| s.len).fold(0, usize::saturating_add);
     if covered != lines.len() {
         v.problems.push(problem(format!(
-            "`merge.shards` lays out {covered} rows but runs.jsonl has {}: rows were added to or removed from the merged log",
+            "`merge.shards` lays out {} but runs.jsonl has {}: rows were added to or removed from the merged log",
+            count(covered, "row"),
             lines.len()
         )));
     }
@@ -964,7 +966,7 @@ fn check_shard_seals(
         };
         let mut wrong = Vec::new();
         if seal.rows != shard.rows {
-            wrong.push(format!("it counts {} rows, the merge lays out {}", seal.rows, shard.rows));
+            wrong.push(format!("it counts {}, the merge lays out {}", count(seal.rows, "row"), shard.rows));
         }
         if last.as_deref() != Some(seal.prev_row_sha256.as_str()) {
             wrong.push("its `prev_row_sha256` is not the hash of the shard's last row".to_owned());
@@ -1003,8 +1005,12 @@ fn check_shard_seals(
         }
     }
     v.checked.push(format!(
-        "each of the {} shards' seals against its segment of runs.jsonl, and each row against its shard's partition",
-        merge.shards.len()
+        "{} against its segment of runs.jsonl, and each row against its shard's partition",
+        if merge.shards.len() == 1 {
+            "the shard's seal".to_owned()
+        } else {
+            format!("each of the {} shards' seals", merge.shards.len())
+        },
     ));
 }
 
@@ -1205,15 +1211,15 @@ fn check_against_matrix(
             ProblemKind::Inconsistent,
             match &specs.shard {
                 None => format!(
-                    "trial `{}` is not in the recorded matrix ({} trials: {})",
+                    "trial `{}` is not in the recorded matrix ({}: {})",
                     row.trial_id,
-                    specs.trials.len(),
+                    count(specs.trials.len(), "trial"),
                     sample(specs.trials.keys())
                 ),
                 Some(shard) => format!(
-                    "trial `{}` is not in this run's shard {shard} of the recorded matrix ({} trials: {})",
+                    "trial `{}` is not in this run's shard {shard} of the recorded matrix ({}: {})",
                     row.trial_id,
-                    specs.trials.len(),
+                    count(specs.trials.len(), "trial"),
                     sample(specs.trials.keys())
                 ),
             },
@@ -1355,8 +1361,8 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
                     line: line_of(text, "\"partition\":"),
                     kind: ProblemKind::Inconsistent,
                     problem: format!(
-                        "`partition` records {} trials of {}, but shard {} of the recorded matrix has {} of {}",
-                        record.shard_trials,
+                        "`partition` records {} of {}, but shard {} of the recorded matrix has {} of {}",
+                        count(record.shard_trials, "trial"),
                         record.matrix_trials,
                         record.partition(),
                         shard.len(),
@@ -1366,10 +1372,10 @@ fn check_campaign(dir: &Path, manifest: &Manifest, text: &str, v: &mut Verificat
                 });
             }
             v.checked.push(format!(
-                "the shard's partition {}: {} of the recorded matrix's {} trials, against the matrix hash every shard records",
+                "the shard's partition {}: {} of the recorded matrix's {}, against the matrix hash every shard records",
                 record.partition(),
                 shard.len(),
-                all.len()
+                count(all.len(), "trial")
             ));
             shard
         }
@@ -1691,7 +1697,10 @@ fn check_seal(
     let sealed_rows = usize::try_from(seal.rows).unwrap_or(usize::MAX);
     if seal.rows > rows {
         v.problems.push(problem(
-            format!("the seal counts {} rows but runs.jsonl has {rows}: rows the run recorded were removed", seal.rows),
+            format!(
+                "the seal counts {} but runs.jsonl has {rows}: rows the run recorded were removed",
+                count(seal.rows, "row")
+            ),
             RESTORE,
         ));
     } else {
@@ -1826,8 +1835,8 @@ fn check_seal(
     };
     if rows > seal.rows {
         let why = format!(
-            "{} rows after the seal: a resume still going, or killed; the seal covers the first {}",
-            rows - seal.rows,
+            "{} after the seal: a resume still going, or killed; the seal covers the first {}",
+            count(rows - seal.rows, "row"),
             seal.rows
         );
         v.seal = SealState::Unsealed { why };

@@ -272,6 +272,26 @@ pub struct RunOptions {
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Run only this shard of the trial matrix (`--partition K/N`); a resume keeps the run's.
     pub partition: Option<Partition>,
+    /// Asked with each finished attempt (its row and evidence, in the order they finish, before
+    /// any further trial starts): `Some(why)` stops the run as the spend cap does (no further
+    /// trial starts, those in flight are recorded, the seal says `stopped` with why).
+    /// `prove --sequential` stops its repeat legs this way once the verdict is settled. With
+    /// it, the trials start round by round (every target's first trial, then every second, …)
+    /// instead of in matrix order.
+    pub stop_when: Option<StopWhen>,
+}
+
+/// The question [`StopWhen`] asks of each finished attempt.
+pub type StopQuestion = dyn Fn(&Row, &elengtis_core::records::Evidence) -> Option<String> + Send + Sync;
+
+/// See [`RunOptions::stop_when`].
+#[derive(Clone)]
+pub struct StopWhen(pub Arc<StopQuestion>);
+
+impl std::fmt::Debug for StopWhen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StopWhen(..)")
+    }
 }
 
 impl Default for RunOptions {
@@ -285,6 +305,7 @@ impl Default for RunOptions {
             model: ModelOptions::default(),
             slots: None,
             partition: None,
+            stop_when: None,
         }
     }
 }
@@ -750,7 +771,13 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             done.insert(row.trial_id.clone());
         }
     }
-    let todo: Vec<&TrialSpec> = trials.iter().filter(|t| !done.contains(&t.trial_id)).collect();
+    let mut todo: Vec<&TrialSpec> = trials.iter().filter(|t| !done.contains(&t.trial_id)).collect();
+    if options.stop_when.is_some() {
+        // A run that may stop early starts its trials round by round (every target's first
+        // trial, then every second, …), so what settles it — a comparison of the targets, in
+        // `prove --sequential` — is seen as early as it can be. Trial ids do not change.
+        todo.sort_by_key(|t| (t.index, t.target, t.scenario));
+    }
     let jobs = options.jobs.max(1);
     events.emit(&Event::RunStarted { run_id: run_id.clone(), total: trials.len(), todo: todo.len(), jobs });
     let mut consecutive: BTreeMap<usize, u32> = BTreeMap::new();
@@ -927,10 +954,15 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
                             budget.committed(),
                             out.display()
                         ))
+                    } else if let Some(reason) =
+                        options.stop_when.as_ref().and_then(|ask| (ask.0)(row, &result.evidence))
+                    {
+                        Some(reason)
                     } else if row.termination == elengtis_core::agent::Termination::BudgetExhausted {
                         Some(format!(
-                            "trial {} exhausted its step budget of {} turns; raise step_budget in a new run if the scenario needs more turns",
-                            spec.trial_id, bundle.campaign.value.step_budget
+                            "trial {} exhausted its step budget of {}; raise step_budget in a new run if the scenario needs more turns",
+                            spec.trial_id,
+                            elengtis_core::format::quote::count(bundle.campaign.value.step_budget, "turn")
                         ))
                     } else {
                         None
@@ -992,8 +1024,8 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
             .count();
         if missing > 0 {
             end = RunEnd::Incomplete(format!(
-                "campaign has incomplete attempts ({missing} of {} trials); fix the target and resume with `elengtis run --resume --out {}`",
-                trials.len(),
+                "campaign has incomplete attempts ({missing} of {}); fix the target and resume with `elengtis run --resume --out {}`",
+                elengtis_core::format::quote::count(trials.len(), "trial"),
                 out.display()
             ));
         }

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use elengtis_core::format::Bundle;
+use elengtis_core::format::quote::count;
 use elengtis_core::matrix::TrialSpec;
 use elengtis_core::records::Row;
 
@@ -141,12 +142,12 @@ pub fn spend(rows: &[Row], cap: Option<f64>) -> String {
     let known: Vec<f64> = rows.iter().filter_map(|r| r.usage.cost_usd).collect();
     let unknown: u64 = rows.iter().map(|r| r.usage.unknown_costs).sum();
     let mut out = if known.is_empty() {
-        format!("cost: unknown over {} attempts", rows.len())
+        format!("cost: unknown over {}", count(rows.len(), "attempt"))
     } else {
-        format!("cost: ${:.6} over {} attempts", known.iter().fold(0.0, |a, b| a + b), rows.len())
+        format!("cost: ${:.6} over {}", known.iter().fold(0.0, |a, b| a + b), count(rows.len(), "attempt"))
     };
     if unknown > 0 {
-        let _ = write!(out, " ({unknown} answers without a cost)");
+        let _ = write!(out, " ({} without a cost)", count(unknown, "answer"));
     }
     if let Some(cap) = cap {
         let charged = rows.iter().map(|r| r.usage.budget_charge_usd).fold(0.0, |a, b| a + b);

@@ -14,6 +14,7 @@ use crate::init::cli::TargetArgs;
 
 /// `elengtis scan`: find the attacks a server allows (docs/scan.md).
 #[derive(Debug, Clone, clap::Args)]
+#[command(group = clap::ArgGroup::new("live_model").args(["model_config", "planner_config"]).multiple(true))]
 pub struct ScanArgs {
     /// Directory for scan.json (created if missing).
     #[arg(long, default_value = "scan-out")]
@@ -49,12 +50,26 @@ pub struct ScanArgs {
     /// `generation`, `model_id`), as `prove --model-config`.
     #[arg(long, value_name = "FILE")]
     pub model_config: Option<PathBuf>,
-    /// Write each live model request's final answer into DIR as a fixture.
-    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures", requires = "model_config")]
+    /// Write each live model request's final answer (the trials' and the planner's) into DIR
+    /// as a fixture.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures", requires = "live_model")]
     pub record_fixtures: Option<PathBuf>,
-    /// Answer every live model request from the fixtures in DIR, offline.
-    #[arg(long, value_name = "DIR", requires = "model_config")]
+    /// Answer every live model request (the trials' and the planner's) from the fixtures in
+    /// DIR, offline.
+    #[arg(long, value_name = "DIR", requires = "live_model")]
     pub replay_fixtures: Option<PathBuf>,
+    /// A live model that writes payload variants and user tasks for the paths the library
+    /// found (off by default): FILE holds the campaign's model fields, as --model-config. It is
+    /// asked once; its request, answer and decision are kept in OUT/planner/. An answer that
+    /// does not read, or names anything the inventory does not hold, is rejected with why and
+    /// nothing of it runs.
+    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    pub planner_config: Option<PathBuf>,
+    /// With --planner-config: the most variants the planner is asked for.
+    #[arg(long, value_name = "N", default_value_t = super::planner::DEFAULT_VARIANTS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(super::planner::MAX_VARIANTS)),
+          requires = "planner_config")]
+    pub planner_variants: u32,
     /// Scan a server at a URL (`--target FILE` of transport `streamable_http`): it runs beyond
     /// the trial's own sandbox, so the scope must be named explicitly — the URL itself or its
     /// `host:port` — and is recorded in scan.json.
@@ -75,7 +90,7 @@ pub struct ScanArgs {
     #[arg(long, value_name = "FILE")]
     pub roles: Option<PathBuf>,
     /// Only these classes (comma-separated: W2, W3, W4; default all).
-    #[arg(long, value_name = "W2,W3,W4", value_delimiter = ',', value_parser = parse_class)]
+    #[arg(long, value_name = "W2,W3,W4", value_delimiter = ',', value_parser = parse_class, num_args = 1.., action = clap::ArgAction::Append)]
     pub class: Vec<Weakness>,
     /// Print scan.json instead of the text.
     #[arg(long)]

@@ -6,6 +6,8 @@
 
 use std::fmt::Write as _;
 
+use elengtis_core::format::quote::count;
+
 use super::{Candidate, CandidateStatus, ScanReport};
 use crate::report::html::{escape, interval_svg, static_page};
 
@@ -25,11 +27,11 @@ fn candidate_row(c: &Candidate) -> String {
             let label =
                 format!("{}/{} fired, 95% interval {:.2}–{:.2}", r.fires, r.decided, r.interval[0], r.interval[1]);
             (
-                format!("{}/{} <span class=\"muted\">({} trials)</span>", r.fires, r.decided, r.trials),
+                format!("{}/{} <span class=\"muted\">({})</span>", r.fires, r.decided, count(r.trials, "trial")),
                 interval_svg(r.interval[0], r.interval[1], point, &escape(&label)),
             )
         }
-        Some(r) => (format!("— <span class=\"muted\">({} trials)</span>", r.trials), String::new()),
+        Some(r) => (format!("— <span class=\"muted\">({})</span>", count(r.trials, "trial")), String::new()),
         None => ("—".into(), String::new()),
     };
     let proof = c.proof.as_ref().map_or_else(String::new, |p| {
@@ -73,13 +75,14 @@ pub fn page(report: &ScanReport) -> String {
     if let Some(rule) = &report.stopping {
         let _ = write!(
             body,
-            "<p class=\"note\">Each candidate ran until the 95% Wilson interval of its fire rate lay above or below {:.2} ({}; at most {} trials){}.{}</p>",
+            "<p class=\"note\">Each candidate ran until the 95% Wilson interval of its fire rate lay above or below {:.2} ({}; at most {}){}.{}</p>",
             rule.threshold,
             if rule.sequential { "sequential stopping" } else { "fixed iterations" },
-            rule.max_trials,
+            count(rule.max_trials, "trial"),
             report.trials.map_or_else(String::new, |t| format!(
-                ": {} trials run, fixed iterations would have run {}",
-                t.run, t.fixed
+                ": {} run, fixed iterations would have run {}",
+                count(t.run, "trial"),
+                t.fixed
             )),
             report.model.as_ref().map_or_else(
                 || " The model: each candidate's script.".to_owned(),
@@ -98,6 +101,23 @@ pub fn page(report: &ScanReport) -> String {
     body.push_str("</tbody></table>");
     for why in &report.not_made {
         let _ = write!(body, "<p class=\"small muted not-made\">none: {}</p>", escape(why));
+    }
+    // The planner's answer is a model's text: shown as text, like the server's.
+    if let Some(p) = &report.planner {
+        let _ = write!(
+            body,
+            "<p class=\"note planner\">Planner ({}): {} — <a href=\"{}\">its decision</a></p>",
+            escape(&p.model.model),
+            escape(p.decision.as_str()),
+            escape(&p.decision_file)
+        );
+        if !p.reasons.is_empty() {
+            body.push_str("<ul class=\"small planner-reasons\">");
+            for reason in &p.reasons {
+                let _ = write!(body, "<li>{}</li>", escape(reason));
+            }
+            body.push_str("</ul>");
+        }
     }
     body.push_str("</section><section id=\"tools\"><h2>Tools and their roles</h2><table><thead><tr><th>tool</th><th>roles</th><th>from</th></tr></thead><tbody>");
     for tool in &report.tools {

@@ -21,14 +21,20 @@
 //!    interval of its fire rate decides the threshold either way (sequential stopping).
 //!
 //! 7. with `--prove`, the candidates that fired are proved as `elengtis prove` proves a seed;
-//!    `gate --add` ([`crate::gate::add`]) keeps a proven one. The planner is not built yet.
+//!    `gate --add` ([`crate::gate::add`]) keeps a proven one.
+//!
+//! With `--planner-config`, a live model (the [`planner`]) writes payload variants and user
+//! tasks for the paths the library found, before step 5; an answer that does not read, or
+//! names anything the inventory does not hold, is rejected with why and nothing of it runs.
 
 pub mod cli;
 pub mod files;
 pub mod html;
 pub mod lint;
+pub mod planner;
 pub mod probe;
-pub mod roles;
+/// The inventory's roles ([`crate::inventory`], shared with `init`).
+pub use crate::inventory as roles;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -90,6 +96,39 @@ impl ScanTarget {
         }
     }
 
+    /// The directory the server was pointed at (the first absolute directory among its
+    /// command's words, else its first volume), which path-shaped arguments are filled from
+    /// ([`crate::init::plan::directory_of`]).
+    pub fn directory(&self) -> Option<String> {
+        use elengtis_core::format::campaign::Transport;
+        match self {
+            ScanTarget::Described(spec) => crate::init::plan::directory_of(spec),
+            ScanTarget::File(target) => {
+                let words = |values: &[serde_json::Value]| -> Vec<String> {
+                    values.iter().filter_map(serde_json::Value::as_str).map(str::to_owned).collect()
+                };
+                match &target.transport {
+                    Transport::Stdio(t) => crate::init::plan::directory_in(&words(&t.args), &[]),
+                    Transport::IsolatedContainer(t) => crate::init::plan::directory_in(&words(&t.command), &t.volumes),
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// The container's volumes, and whether it runs in a container at all.
+    pub fn volumes(&self) -> (Vec<String>, bool) {
+        use elengtis_core::format::campaign::Transport;
+        match self {
+            ScanTarget::Described(TargetSpec::Image { volumes, .. }) => (volumes.clone(), true),
+            ScanTarget::Described(TargetSpec::Stdio { .. }) => (Vec::new(), false),
+            ScanTarget::File(target) => match &target.transport {
+                Transport::IsolatedContainer(t) => (t.volumes.clone(), true),
+                _ => (Vec::new(), false),
+            },
+        }
+    }
+
     /// What the sandbox must provide to start it (None: no container).
     pub fn needs(&self) -> Option<crate::sandbox::RunNeeds> {
         match self {
@@ -136,6 +175,9 @@ pub struct RunSettings {
     pub progress: Progress,
     /// Prove the candidates that fired (`--prove`); `None`: rank only.
     pub prove_fired: Option<ProveFired>,
+    /// A live model that writes payload variants and user tasks (`--planner-config`); `None`:
+    /// the library alone.
+    pub planner: Option<planner::PlannerSettings>,
 }
 
 /// How `scan --prove` proves the candidates that fired.
@@ -182,10 +224,13 @@ pub enum Style {
     AllowlistedExfil,
     /// An order smuggled in markup (`<important>`, `[system]`).
     Markup,
+    /// Written by the planner (`--planner-config`): its payload and user task, the library's
+    /// path, check, rule and calibration.
+    Planned,
 }
 
 impl Style {
-    /// Every style, in order.
+    /// Every style of the library, in order ([`Style::Planned`] is the planner's).
     pub const ALL: [Style; 5] =
         [Style::Direct, Style::RolePlay, Style::ToolChain, Style::AllowlistedExfil, Style::Markup];
 
@@ -197,6 +242,7 @@ impl Style {
             Style::ToolChain => "tool_chain",
             Style::AllowlistedExfil => "allowlisted_exfil",
             Style::Markup => "markup",
+            Style::Planned => "planned",
         }
     }
 }
@@ -210,6 +256,12 @@ pub enum VerifierPlan {
     /// A snapshot of the server's SQLite database (tier state).
     Sqlite {
         /// The database in the container.
+        path: String,
+    },
+    /// A file the attack call writes on one of the container's volumes, read out of the
+    /// container through the engine (tier state).
+    ContainerFile {
+        /// The file in the container.
         path: String,
     },
     /// The server's own read-back tool (tier target-reported: its word, said so).
@@ -322,6 +374,10 @@ pub struct Candidate {
     /// Its proof, when it fired and `--prove` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
+    /// What the planner wrote, when it wrote this candidate (style `planned`); null: the
+    /// library's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<planner::Planned>,
 }
 
 impl Candidate {
@@ -341,6 +397,7 @@ impl VerifierPlan {
         match self {
             VerifierPlan::CanarySink => "canary sink (state)".to_owned(),
             VerifierPlan::Sqlite { path } => format!("SQLite snapshot of {path} (state)"),
+            VerifierPlan::ContainerFile { path } => format!("the file {path} in the container (state)"),
             VerifierPlan::TargetReported { tool } => format!("{tool} (target-reported: the server's own word)"),
         }
     }
@@ -389,6 +446,10 @@ pub struct ScanReport {
     /// cost (null when listed only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trials: Option<TrialCount>,
+    /// What the planner was asked and how its answer was decided (`--planner-config`; null:
+    /// no planner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<planner::PlannerRecord>,
 }
 
 /// Trials a scan ran against what fixed iterations would have run.
@@ -429,6 +490,10 @@ pub enum ScanError {
         #[source]
         source: ProveError,
     },
+    /// The planner's model cannot be asked here (its key variable is not set, a generation
+    /// setting is unusable, a replay directory does not exist): nothing was started.
+    #[error("failed to use the planner's model: {0}")]
+    PlannerUnavailable(String),
     /// A file scan wrote does not load: a defect of `scan`, reported rather than run.
     #[error("failed to load the candidate scan wrote ({path}); please report this: {detail}")]
     Invalid {
@@ -459,13 +524,53 @@ fn candidate_id(text: &str) -> String {
     crate::init::plan::identifier(&text.replace('_', "-"), '-')
 }
 
-/// The candidates the inventory allows, and why a class gave none (`database`: the SQLite
-/// database the target was described with, if any).
-pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&str>) -> (Vec<Candidate>, Vec<String>) {
+/// What the target description says about where effects can be seen.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TargetFacts<'a> {
+    /// The SQLite database a snapshot reads (`--database`).
+    pub database: Option<&'a str>,
+    /// The directory the server was pointed at ([`ScanTarget::directory`]).
+    pub dir: Option<&'a str>,
+    /// The container's volumes (empty: not a container).
+    pub volumes: &'a [String],
+    /// Whether each trial runs it in a container: then no check may rest on the server's own
+    /// word (the runner refuses an `mcp_tool`-only check there).
+    pub container: bool,
+}
+
+/// The candidates the inventory allows, and why a class gave none.
+pub fn candidates(
+    tools: &[ToolRoles],
+    listed: &[elengtis_core::agent::ToolInfo],
+    classes: &[Weakness],
+    facts: TargetFacts<'_>,
+) -> (Vec<Candidate>, Vec<String>) {
+    let TargetFacts { database, dir, volumes, container } = facts;
     let wanted = |w: Weakness| classes.is_empty() || classes.contains(&w);
     let with = |role: Role| tools.iter().filter(move |t| t.has(role));
     let mut out = Vec::new();
     let mut not_made = Vec::new();
+    let schema_of = |name: &str| listed.iter().find(|t| t.name == name).map(|t| &t.input_schema);
+    // Whether a reader's every required argument can be given: one the attack call also
+    // takes (the same value), or a path the server was pointed at.
+    let fillable = |reader: &str, attack: &str| {
+        let takes: Vec<&str> = schema_of(attack)
+            .map(|s| crate::init::egress::properties(s).into_iter().map(|(n, _)| n).collect())
+            .unwrap_or_default();
+        schema_of(reader).is_none_or(|s| {
+            crate::init::args::required(s)
+                .into_iter()
+                .all(|(n, _)| takes.contains(&n) || (dir.is_some() && crate::init::plan::path_arg(n).is_some()))
+        })
+    };
+    // Readers that show content first (a log, a read, a listing), then the rest (a diff, a
+    // status).
+    let shows = |name: &str| {
+        !crate::toolhost::shim::classify::name_tokens(name).iter().any(|w| {
+            ["read", "get", "list", "log", "show", "history", "search", "view", "fetch", "load", "query"]
+                .contains(&w.as_str())
+        })
+    };
     // The check an effect of `attack` can be seen by.
     let verifier = |attack: &ToolRoles| -> Option<VerifierPlan> {
         if attack.has(Role::Egress) && attack.destination_argument.is_some() {
@@ -474,22 +579,41 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
         if let Some(path) = database {
             return Some(VerifierPlan::Sqlite { path: path.to_owned() });
         }
-        // A source about the same thing reads the effect back (the server's word).
+        // A file it writes on a volume of the container (the path its call is given).
+        if container {
+            let file = listed.iter().find(|t| t.name == attack.tool).and_then(|tool| {
+                crate::init::plan::fill_required(tool, &serde_json::Map::new(), dir)
+                    .values()
+                    .filter_map(serde_json::Value::as_str)
+                    .find(|v| {
+                        v.ends_with(crate::init::plan::FILE_NAME)
+                            && volumes.iter().any(|vol| v.starts_with(&format!("{}/", vol.trim_end_matches('/'))))
+                    })
+                    .map(str::to_owned)
+            });
+            // The server's own word is no check in a container (the runner refuses it).
+            return file.map(|path| VerifierPlan::ContainerFile { path });
+        }
+        // A source about the same thing reads the effect back (the server's word), one whose
+        // arguments can be given.
         let nouns_of = nouns(&attack.tool);
-        tools
+        let mut readers: Vec<&ToolRoles> = tools
             .iter()
             .filter(|t| t.tool != attack.tool && t.has(Role::Source) && !t.has(Role::Sink))
-            .find(|t| {
+            .filter(|t| {
                 nouns(&t.tool).iter().any(|n| nouns_of.contains(n)) || nouns(&t.tool).iter().any(|n| n == "outbox")
             })
-            .map(|t| VerifierPlan::TargetReported { tool: t.tool.clone() })
+            .filter(|t| fillable(&t.tool, &attack.tool))
+            .collect();
+        readers.sort_by_key(|t| shows(&t.tool));
+        readers.first().map(|t| VerifierPlan::TargetReported { tool: t.tool.clone() })
     };
     let attacks: Vec<&ToolRoles> = tools.iter().filter(|t| t.has(Role::Sink) || t.has(Role::Egress)).collect();
     let unverifiable: Vec<&str> = attacks.iter().filter(|a| verifier(a).is_none()).map(|a| a.tool.as_str()).collect();
     if !unverifiable.is_empty() {
         not_made.push(format!(
             "no independent check can see the effect of {} (no destination argument for the canary sink, no --database, no \
-             tool that reads it back): no candidate attacks them",
+             tool that reads it back; in a container, no file on a volume it is given): no candidate attacks them",
             unverifiable.join(", ")
         ));
     }
@@ -531,6 +655,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                         seed_file: None,
                         run: None,
                         proof: None,
+                        planned: None,
                     });
                 }
             }
@@ -557,6 +682,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 seed_file: None,
                 run: None,
                 proof: None,
+                planned: None,
             });
         }
     }
@@ -582,6 +708,7 @@ pub fn candidates(tools: &[ToolRoles], classes: &[Weakness], database: Option<&s
                 seed_file: None,
                 run: None,
                 proof: None,
+                planned: None,
             });
         }
     }
@@ -627,6 +754,10 @@ pub fn target_value(target: &elengtis_core::format::campaign::Target) -> serde_j
 /// Start the target, list its tools, classify and lint them, list the candidates and —
 /// unless listing only — write and run them; `<out>/scan.json` holds it all.
 pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) -> Result<ScanReport, ScanError> {
+    let planner = options.run.as_ref().and_then(|r| r.planner.as_ref().map(|p| (p, &r.prove.model)));
+    if let Some(reason) = planner.and_then(|(p, model)| p.unavailable(model)) {
+        return Err(ScanError::PlannerUnavailable(reason));
+    }
     let target_id = options.target_id.clone().unwrap_or_else(|| options.spec.default_id());
     let mut target = options.spec.target(&target_id);
     templated(&mut target);
@@ -653,10 +784,30 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
         });
         description_findings.extend(lint::lint(&tool.name, &tool.description, &names));
     }
-    let (candidates, mut not_made) = candidates(&tools, &options.classes, options.spec.database());
+    let dir = options.spec.directory();
+    let (volumes, container) = options.spec.volumes();
+    let facts = TargetFacts { database: options.spec.database(), dir: dir.as_deref(), volumes: &volumes, container };
+    let (mut candidates, mut not_made) = candidates(&tools, &listed, &options.classes, facts);
     if tools.is_empty() {
         not_made.insert(0, "the server lists no tool: nothing to attack".into());
     }
+    std::fs::create_dir_all(&options.out)
+        .map_err(|source| InitError::CreateDir { path: options.out.clone(), source })?;
+    let planner = match planner {
+        Some((settings, model)) => {
+            let inventory = planner::Inventory {
+                target: &target_id,
+                listed: &listed,
+                roles: &tools,
+                library: &candidates,
+                purpose: options.purpose.as_deref(),
+            };
+            let (record, planned) = settings.plan(model, &inventory, &options.out).await?;
+            candidates.extend(planned);
+            Some(record)
+        }
+        None => None,
+    };
     let mut report = ScanReport {
         schema_version: SCAN_SCHEMA_VERSION,
         target: target_id.clone(),
@@ -672,9 +823,8 @@ pub async fn run(options: &ScanOptions, sandbox: Option<&dyn SandboxBackend>) ->
         authorized: options.authorized.clone(),
         model: None,
         trials: None,
+        planner,
     };
-    std::fs::create_dir_all(&options.out)
-        .map_err(|source| InitError::CreateDir { path: options.out.clone(), source })?;
     if let Some(settings) = &options.run {
         run_candidates(&mut report, &listed, &target_json, options, settings).await?;
     }
@@ -717,6 +867,7 @@ async fn run_candidates(
             &report.target,
             &databases,
             options.purpose.as_deref(),
+            options.spec.directory().as_deref(),
         ) {
             Ok(written) => {
                 let seed_path = dir.join(format!("{}.seed.yaml", candidate.id));
@@ -812,7 +963,7 @@ async fn probe_databases(
         let (Some(tool), Some(tool_roles)) = (tools.get(c.attack.as_str()), roles.get(c.attack.as_str())) else {
             continue;
         };
-        let Some((arguments, marker)) = files::marked_call(tool, tool_roles, &c.verifier) else { continue };
+        let Some((arguments, marker)) = files::marked_call(tool, tool_roles, &c.verifier, None) else { continue };
         let dir = out.join("probes").join(&c.attack);
         let result = run_probe(&dir, target_json, &c.attack, &arguments, path, &marker, settings).await;
         found.insert(c.attack.clone(), result);
@@ -852,6 +1003,7 @@ async fn run_probe(
         model: settings.prove.model.clone(),
         slots: None,
         partition: None,
+        stop_when: None,
     };
     crate::run::start(&bundle, &results, false, &options).await.map_err(|e| format!("the probe did not run: {e}"))?;
     probe::places_in(&results)
@@ -973,7 +1125,8 @@ pub fn status_counts(report: &ScanReport) -> String {
 /// description findings, the candidates and why a class gave none.
 pub fn render(report: &ScanReport, explain: bool) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{} lists {} tool(s).", report.target, report.tools.len());
+    let _ =
+        writeln!(out, "{} lists {}.", report.target, elengtis_core::format::quote::count(report.tools.len(), "tool"));
     for tool in &report.tools {
         let roles: Vec<&str> = tool.roles.iter().map(|r| r.as_str()).collect();
         let _ = writeln!(
@@ -1047,6 +1200,9 @@ pub fn render(report: &ScanReport, explain: bool) -> String {
     }
     if let Some(t) = report.trials {
         let _ = writeln!(out, "Trials: {} run; fixed iterations would have run {}.", t.run, t.fixed);
+    }
+    if let Some(p) = &report.planner {
+        out.push_str(&p.describe());
     }
     for why in &report.not_made {
         let _ = writeln!(out, "  none: {why}");

@@ -135,9 +135,18 @@ use super::{SearchError, TypeError};
 pub struct PatternError {
     pattern: String,
     message: String,
+    /// Python accepts the pattern; this translation or the engine cannot run it.
+    python_accepts: bool,
 }
 
 impl PatternError {
+    /// Whether Python accepts the pattern (a construct not supported here, or a translation
+    /// the engine cannot compile), rather than rejecting it as well.
+    #[must_use]
+    pub fn python_accepts(&self) -> bool {
+        self.python_accepts
+    }
+
     /// The pattern as written.
     #[must_use]
     pub fn pattern(&self) -> &str {
@@ -228,17 +237,24 @@ fn lowercase_first(text: &str) -> String {
 /// unsupported construct, or when `fancy-regex` cannot compile the
 /// translation.
 pub fn compile_pattern(pattern: &str) -> Result<CompiledPattern, PatternError> {
-    let error = |message: String| PatternError { pattern: pattern.to_owned(), message };
-    let translated = translate::translate(pattern).map_err(error)?;
+    let error =
+        |message: String, python_accepts: bool| PatternError { pattern: pattern.to_owned(), message, python_accepts };
+    let translated = translate::translate(pattern).map_err(|m| {
+        let accepted = translate::python_accepts(&m);
+        error(m, accepted)
+    })?;
     let regex = fancy_regex::RegexBuilder::new(&translated)
         .backtrack_limit(BACKTRACK_LIMIT)
         .max_prog_size(MAX_PROGRAM_SIZE)
         .build()
         .map_err(|e| {
-            error(format!(
-                "the regex engine rejected its translation {translated:?}: {}",
-                lowercase_first(&e.to_string())
-            ))
+            error(
+                format!(
+                    "the regex engine rejected its translation {translated:?}: {}",
+                    lowercase_first(&e.to_string())
+                ),
+                true,
+            )
         })?;
     Ok(CompiledPattern { source: pattern.to_owned(), translated, regex })
 }

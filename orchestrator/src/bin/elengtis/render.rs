@@ -5,8 +5,10 @@
 //! with `--events FILE`, every event appended to that file ([`EventsFile`]).
 //!
 //! When stderr is not a terminal nothing is drawn: the output stays line-based, without
-//! escape codes. `--quiet` draws nothing and drops the notes; warnings and errors remain.
+//! escape codes. `--quiet` draws nothing and drops the notes; warnings (their first line) and
+//! errors remain. Each distinct warning is printed once per command.
 
+use std::collections::BTreeSet;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -27,8 +29,8 @@ pub struct OutputArgs {
     /// line (docs/events.md); `tail -f FILE` follows the run.
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
-    /// Draw no progress display and print no notes; warnings and errors are still printed
-    /// on stderr, results on stdout.
+    /// Draw no progress display and print no notes; warnings (their first line) and errors
+    /// are still printed on stderr, results on stdout.
     #[arg(long, short = 'q')]
     pub quiet: bool,
 }
@@ -55,6 +57,21 @@ fn to_stderr(bytes: &[u8]) {
         Some(bar) => bar.suspend(write),
         None => write(),
     }
+}
+
+/// The warnings printed so far by this command: each distinct warning is printed once, however
+/// many runs (prove's campaigns, preflight's calibration) or renderers report it.
+static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Print a warning as `WARNING: …` on stderr, the first time it is reported; under `--quiet`
+/// its first line only (the what; the lines after it say where to read more).
+fn warn(message: &str, quiet: bool) {
+    let fresh = WARNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(message.to_owned());
+    if !fresh {
+        return;
+    }
+    let shown = if quiet { message.lines().next().unwrap_or_default() } else { message };
+    to_stderr(format!("WARNING: {shown}\n").as_bytes());
 }
 
 /// The log's writer (`--log`, `ELENGTIS_LOG`): each log line goes to stderr whole, above the
@@ -251,7 +268,7 @@ impl EventSink for Terminal {
             file.emit(event);
         }
         match event {
-            Event::Warning { message } => to_stderr(format!("WARNING: {message}\n").as_bytes()),
+            Event::Warning { message } => warn(message, self.quiet),
             Event::RunStarted { run_id, total, todo, .. } => {
                 if self.resume_plan && !self.quiet {
                     let done = total.saturating_sub(*todo);

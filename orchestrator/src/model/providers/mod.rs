@@ -597,8 +597,9 @@ impl Provider {
                         continue;
                     }
                     let detail = format!(
-                        "failed to get an answer from {} at {url} after {attempt} attempts: {detail}",
-                        self.config.kind
+                        "failed to get an answer from {} at {url} after {}: {detail}",
+                        self.config.kind,
+                        elengtis_core::format::quote::count(attempt, "attempt")
                     );
                     return Live { result: Err(ModelError { kind, detail: scrub(&detail) }), status, body: text };
                 }

@@ -135,8 +135,8 @@
     for (var i = from; i < to; i++) { fragment.appendChild(trialElement(filtered[i])); }
     list.appendChild(fragment);
     count.textContent = filtered.length === index.length
-      ? index.length + ' trials'
-      : filtered.length + ' of ' + index.length + ' trials match';
+      ? index.length + (index.length === 1 ? ' trial' : ' trials')
+      : filtered.length + ' of ' + index.length + (index.length === 1 ? ' trial match' : ' trials match');
     count.setAttribute('data-matching', String(filtered.length));
     pager.textContent = '';
     if (pages > 1) {

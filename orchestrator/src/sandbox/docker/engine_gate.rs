@@ -530,12 +530,16 @@ pub async fn check(
 }
 
 impl GateReport {
-    /// The warning a user must see before trials run on an engine accepted despite findings.
+    /// The warning a user must see before trials run on an engine accepted despite findings:
+    /// two lines, what (the findings' ids) and where the full list is (the documentation's
+    /// table, the run's manifest and evidence). Under `--quiet` the first line alone is shown.
     pub fn warning(&self) -> Option<String> {
         self.allowed_vulnerable.then(|| {
+            let ids: Vec<&str> =
+                self.findings.iter().filter(|f| f.status != Status::NotApplicable).map(|f| f.id.as_str()).collect();
             format!(
-                "running isolated trials on a Docker engine with known container-escape or egress bugs, as accepted with --allow-vulnerable-engine ({ALLOW_ENV}):{}\nThe findings are recorded in the run manifest and in every trial's evidence (target_execution.engine_gate).",
-                describe(&self.findings)
+                "running isolated trials on a Docker engine with known container-escape or egress bugs ({}), as accepted with --allow-vulnerable-engine ({ALLOW_ENV})\n  the full list (versions found, fixed versions, what each allows): docs/security.md, \"Engine gate\"; a run records it in manifest.json and in every trial's evidence (engine_gate)",
+                ids.join(", ")
             )
         })
     }

@@ -57,7 +57,7 @@ impl Translator {
             'u' => ClassAtom::Literal(self.hex_escape('u', 4)?),
             'U' => ClassAtom::Literal(self.hex_escape('U', 8)?),
             'N' => {
-                return Err("named unicode escapes (\\N{...}) are not supported; use \\u or \\U".to_owned());
+                return Err(super::NAMED_ESCAPE_UNSUPPORTED.to_owned());
             }
             '0'..='7' => ClassAtom::Literal(self.octal_escape(c, 2)?),
             c if c.is_ascii_alphanumeric() => return Err(format!("bad escape \\{c}")),

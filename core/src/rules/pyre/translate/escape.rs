@@ -72,7 +72,7 @@ impl Translator {
             'u' => Escape::Literal(self.hex_escape('u', 4)?),
             'U' => Escape::Literal(self.hex_escape('U', 8)?),
             'N' => {
-                return Err("named unicode escapes (\\N{...}) are not supported; use \\u or \\U".to_owned());
+                return Err(super::NAMED_ESCAPE_UNSUPPORTED.to_owned());
             }
             '0' => Escape::Literal(self.octal_escape('0', 2)?),
             '1'..='9' => {

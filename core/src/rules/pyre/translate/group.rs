@@ -6,9 +6,8 @@
 
 use super::{Flags, Frame, GroupKind, Item, Translation, Translator};
 
-/// CPython's deprecated TEMPLATE flag forbids every repeat; it is not worth
-/// supporting.
-const TEMPLATE_UNSUPPORTED: &str = "the deprecated template flag 't' is not supported";
+// CPython's deprecated TEMPLATE flag forbids every repeat; it is not worth supporting.
+use super::TEMPLATE_UNSUPPORTED;
 
 fn is_flag_char(c: char) -> bool {
     "aiLmsuxt".contains(c)

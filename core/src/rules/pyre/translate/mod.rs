@@ -132,6 +132,17 @@ struct Frame {
 }
 
 /// A class that matches nothing: what a surrogate code point becomes.
+/// The refusal of a named character escape (`\N{...}`), which Python accepts.
+pub(super) const NAMED_ESCAPE_UNSUPPORTED: &str = "named unicode escapes (\\N{...}) are not supported; use \\u or \\U";
+/// The refusal of the deprecated template flag, which Python accepts.
+pub(super) const TEMPLATE_UNSUPPORTED: &str = "the deprecated template flag 't' is not supported";
+
+/// Whether a refusal of [`translate`] is of a pattern Python accepts (a construct this
+/// translation does not support), not one Python rejects too.
+pub(super) fn python_accepts(message: &str) -> bool {
+    message == NAMED_ESCAPE_UNSUPPORTED || message == TEMPLATE_UNSUPPORTED
+}
+
 const NEVER: &str = r"[^\x{0}-\x{10FFFF}]";
 const PY_WORD: &str = r"[\p{L}\p{N}_]";
 const ASCII_WORD: &str = "[0-9A-Za-z_]";

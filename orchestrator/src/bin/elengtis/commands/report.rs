@@ -8,9 +8,29 @@ use elengtis_core::analysis::Overlap;
 
 use crate::output::{errln, outln};
 
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReportArgs {
+    /// A results directory, or a directory holding validation_report.json files, e.g. a
+    /// `prove --out` directory (repeat, or list several).
+    #[arg(long = "input", required = true, num_args = 1.., action = clap::ArgAction::Append)]
+    inputs: Vec<PathBuf>,
+    /// The HTML file to write (replaced atomically).
+    #[arg(long)]
+    out: PathBuf,
+    /// Count each trial once when inputs hold the same trials (a merged directory given
+    /// with its shards, two merges of the same shards, a copy); without it such inputs
+    /// are refused (docs/results.md, "Inputs that overlap").
+    #[arg(long)]
+    dedupe: bool,
+}
+
+pub(crate) fn run(args: ReportArgs) -> Result<i32, Error> {
+    render(&args.inputs, &args.out, args.dedupe)
+}
+
 /// Renders the report over `inputs` into `out` (`dedupe`: overlapping inputs counted once).
 /// A refused results directory still gets a page: its refusal, and nothing of any input.
-pub fn run(inputs: &[PathBuf], out: &Path, dedupe: bool) -> Result<i32, Error> {
+fn render(inputs: &[PathBuf], out: &Path, dedupe: bool) -> Result<i32, Error> {
     let overlap = if dedupe { Overlap::Dedupe } else { Overlap::Refuse };
     let report = match elengtis::report::build(inputs, overlap) {
         Ok(report) => report,

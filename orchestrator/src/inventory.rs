@@ -1,5 +1,5 @@
-//! A tool's roles for discovery (`elengtis scan`, docs/scan.md): what part it can play in an
-//! attack, decided from its name, its description and its `inputSchema`, each role with the
+//! The inventory: a tool's roles for discovery (`elengtis scan`, docs/scan.md) and for the
+//! skeletons `elengtis init` writes (docs/init.md): what part it can play in an attack, decided from its name, its description and its `inputSchema`, each role with the
 //! words that put it there (`scan --explain` prints them):
 //!
 //! - **source** — it returns content an outsider can influence (notes, files, mail, issues,
