@@ -6,10 +6,9 @@ use std::sync::Arc;
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::SandboxChoice;
-use elengtis::sandbox::docker::runtime::RuntimeArg;
 use serde_json::json;
 
-use super::common::{docker_options, ensure_images, target_file};
+use super::common::{EngineArgs, ensure_images, target_file};
 use crate::output::{out, outln};
 use crate::render::{OutputArgs, Terminal};
 
@@ -44,12 +43,8 @@ pub(crate) struct AblateArgs {
     /// Print one JSON object instead of the matrix.
     #[arg(long)]
     json: bool,
-    /// Run isolated trials even on a Docker engine or runtime with known container-escape
-    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
-    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
-    allow_vulnerable_engine: bool,
     #[command(flatten)]
-    runtime: RuntimeArg,
+    docker: EngineArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -76,7 +71,7 @@ pub(crate) async fn run(args: AblateArgs) -> Result<i32, Error> {
         PathBuf::from(format!("ablate-{stamp}"))
     });
     if target.as_ref().is_none_or(|t| t["transport"]["type"] == "isolated_container") {
-        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
+        ensure_images(&args.docker.options()).await?;
     }
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
     let options = ProveOptions {
@@ -84,7 +79,7 @@ pub(crate) async fn run(args: AblateArgs) -> Result<i32, Error> {
         jobs: args.jobs.into(),
         out: out.clone(),
         metamorphic: false,
-        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine, &args.runtime)),
+        sandbox: SandboxChoice::Docker(args.docker.options()),
         events: Arc::new(prove::WarnOnce::new(terminal.clone())),
         target,
         ..ProveOptions::default()

@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
-use elengtis::sandbox::docker::runtime::RuntimeArg;
 use elengtis::sandbox::docker::{self as docker};
 use serde_json::json;
 
-use super::common::{docker_options, ensure_images};
+use super::common::{EngineArgs, ensure_images};
 use crate::output::{out, outln};
 use crate::render::{OutputArgs, Terminal};
 
@@ -24,12 +23,8 @@ pub(crate) struct BenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Run isolated trials even on a Docker engine or runtime with known container-escape
-    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
-    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
-    allow_vulnerable_engine: bool,
     #[command(flatten)]
-    runtime: RuntimeArg,
+    docker: EngineArgs,
     /// Measure only the live-model provider path against the scripted model server
     /// (no Docker needed).
     #[arg(long)]
@@ -60,7 +55,7 @@ pub(crate) struct BenchArgs {
 
 pub(crate) async fn run(args: BenchArgs) -> Result<i32, Error> {
     match args {
-        BenchArgs { trials, short, json, allow_vulnerable_engine, provider_only: true, .. } => {
+        BenchArgs { trials, short, json, provider_only: true, .. } => {
             let trials = if short { 3 } else { trials };
             let report = elengtis::bench::provider(elengtis::bench::provider_requests(trials)).await?;
             if json {
@@ -68,7 +63,6 @@ pub(crate) async fn run(args: BenchArgs) -> Result<i32, Error> {
             } else {
                 out!("{}", elengtis::bench::render_provider(&report));
             }
-            let _ = allow_vulnerable_engine;
             Ok(exit_codes::SUCCESS)
         }
         BenchArgs { short, json, stdio_only: true, stdio_trials, output, .. } => {
@@ -77,14 +71,11 @@ pub(crate) async fn run(args: BenchArgs) -> Result<i32, Error> {
             let report = elengtis::bench::stdio(stdio_trials, terminal.clone()).await;
             print_bench(&terminal, json, report, elengtis::bench::render_stdio)
         }
-        BenchArgs { json, allow_vulnerable_engine, runtime, prove_only: true, output, .. } => {
-            ensure_images(&docker_options(allow_vulnerable_engine, &runtime)).await?;
+        BenchArgs { json, docker, prove_only: true, output, .. } => {
+            ensure_images(&docker.options()).await?;
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
-            let settings = elengtis::bench::BenchSettings {
-                docker: docker_options(allow_vulnerable_engine, &runtime),
-                events: terminal.clone(),
-                original: None,
-            };
+            let settings =
+                elengtis::bench::BenchSettings { docker: docker.options(), events: terminal.clone(), original: None };
             let report = elengtis::bench::prove::prove(&settings).await;
             print_bench(&terminal, json, report, elengtis::bench::prove::render)
         }
@@ -92,8 +83,7 @@ pub(crate) async fn run(args: BenchArgs) -> Result<i32, Error> {
             trials,
             short,
             json,
-            allow_vulnerable_engine,
-            runtime,
+            docker: engine_args,
             provider_only: false,
             stdio_only: false,
             prove_only: false,
@@ -107,8 +97,8 @@ pub(crate) async fn run(args: BenchArgs) -> Result<i32, Error> {
                 _ => None,
             };
             let engine = docker::api::connect().await?;
-            docker::check_runtime(&engine, runtime.runtime.as_deref())?;
-            let gate = docker::engine_gate::check(&engine, allow_vulnerable_engine, &[]).await?;
+            docker::check_runtime(&engine, engine_args.runtime.runtime.as_deref())?;
+            let gate = docker::engine_gate::check(&engine, engine_args.allow_vulnerable_engine, &[]).await?;
             let terminal = Arc::new(Terminal::for_command(&output, json)?);
             if let Some(message) = gate.warning() {
                 elengtis_core::events::EventSink::emit(
@@ -117,11 +107,8 @@ pub(crate) async fn run(args: BenchArgs) -> Result<i32, Error> {
                 );
             }
             let trials = if short { 3 } else { trials };
-            let settings = elengtis::bench::BenchSettings {
-                docker: docker_options(allow_vulnerable_engine, &runtime),
-                events: terminal.clone(),
-                original,
-            };
+            let settings =
+                elengtis::bench::BenchSettings { docker: engine_args.options(), events: terminal.clone(), original };
             let stdio_trials = if short { 30 } else { stdio_trials };
             let report = elengtis::bench::run(trials, stdio_trials, &settings).await;
             print_bench(&terminal, json, report, elengtis::bench::render)

@@ -88,6 +88,25 @@ pub(super) fn fixture_mode(
     }
 }
 
+/// `--allow-vulnerable-engine` and `--runtime`: how a command that starts containers reaches
+/// the engine.
+#[derive(Debug, Clone, clap::Args)]
+pub(super) struct EngineArgs {
+    /// Run isolated trials even on a Docker engine or runtime with known container-escape
+    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
+    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub(super) allow_vulnerable_engine: bool,
+    #[command(flatten)]
+    pub(super) runtime: RuntimeArg,
+}
+
+impl EngineArgs {
+    /// The Docker options these flags (and the environment) give.
+    pub(super) fn options(&self) -> DockerOptions {
+        docker_options(self.allow_vulnerable_engine, &self.runtime)
+    }
+}
+
 /// How runs use Docker: the engine gate as the flag says, the relay as `ELENGTIS_RELAY` says.
 pub(super) fn docker_options(allow_vulnerable_engine: bool, runtime: &RuntimeArg) -> DockerOptions {
     DockerOptions {

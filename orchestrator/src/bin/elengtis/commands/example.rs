@@ -6,11 +6,10 @@ use std::sync::Arc;
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, RunError};
-use elengtis::sandbox::docker::runtime::RuntimeArg;
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 
-use super::common::{docker_options, ensure_images, run_options};
+use super::common::{EngineArgs, ensure_images, run_options};
 use super::run::report;
 use crate::output::outln;
 use crate::render::{Terminal, interactive};
@@ -45,29 +44,13 @@ pub(crate) struct ExampleArgs {
     /// Trials run at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
-    /// Run isolated trials even on a Docker engine or runtime with known container-escape
-    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
-    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
-    allow_vulnerable_engine: bool,
     #[command(flatten)]
-    runtime: RuntimeArg,
+    docker: EngineArgs,
 }
 
 pub(crate) async fn run(args: ExampleArgs) -> Result<i32, Error> {
     use elengtis::examples;
-    let ExampleArgs {
-        name,
-        list,
-        trials,
-        out,
-        json,
-        verbose,
-        isolated,
-        control,
-        jobs,
-        allow_vulnerable_engine,
-        runtime,
-    } = args;
+    let ExampleArgs { name, list, trials, out, json, verbose, isolated, control, jobs, docker } = args;
     if list {
         for e in examples::EXAMPLES {
             outln!("{:<22} {}", e.name, e.description);
@@ -97,7 +80,7 @@ pub(crate) async fn run(args: ExampleArgs) -> Result<i32, Error> {
     // A signing key that cannot be used (short, empty) is refused before anything is created.
     elengtis::results::keys::Key::from_env().map_err(RunError::Key)?;
     if example.isolated {
-        ensure_images(&docker_options(allow_vulnerable_engine, &runtime)).await?;
+        ensure_images(&docker.options()).await?;
     }
     run::create_results_dir(&out)?;
     // Until the run has started, the directory holds only what this command wrote: a
@@ -132,7 +115,7 @@ pub(crate) async fn run(args: ExampleArgs) -> Result<i32, Error> {
         }
     };
     let terminal = Arc::new(Terminal::new(interactive() && !json));
-    let options = run_options(jobs, docker_options(allow_vulnerable_engine, &runtime), terminal.clone());
+    let options = run_options(jobs, docker.options(), terminal.clone());
     let result = run::start(&bundle, &out, true, &options).await;
     terminal.finish();
     Ok(report(&result?, json, verbose, false))

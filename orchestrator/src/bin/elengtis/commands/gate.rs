@@ -6,10 +6,9 @@ use std::sync::Arc;
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::SandboxChoice;
-use elengtis::sandbox::docker::runtime::RuntimeArg;
 use serde_json::json;
 
-use super::common::{docker_options, ensure_images, partition_arg};
+use super::common::{EngineArgs, ensure_images, partition_arg};
 use crate::output::outln;
 use crate::render::{Terminal, interactive};
 
@@ -57,12 +56,8 @@ pub(crate) struct GateArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Run isolated trials even on a Docker engine or runtime with known container-escape
-    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
-    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
-    allow_vulnerable_engine: bool,
     #[command(flatten)]
-    runtime: RuntimeArg,
+    docker: EngineArgs,
 }
 
 pub(crate) async fn run(args: GateArgs) -> Result<i32, Error> {
@@ -99,7 +94,7 @@ pub(crate) async fn run(args: GateArgs) -> Result<i32, Error> {
     let options = GateOptions {
         jobs: args.jobs.into(),
         out: out.clone(),
-        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine, &args.runtime)),
+        sandbox: SandboxChoice::Docker(args.docker.options()),
         events: Arc::new(elengtis::prove::WarnOnce::new(terminal.clone())),
         record: args.record,
         only: args.findings.clone(),
@@ -112,7 +107,7 @@ pub(crate) async fn run(args: GateArgs) -> Result<i32, Error> {
     // a shard with no finding to re-prove, or only stdio targets of your own, contacts none.
     let selected = gate::select(&loaded, &options)?.0;
     if selected.iter().any(|f| gate::needs_engine(f, &options)) {
-        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
+        ensure_images(&args.docker.options()).await?;
     }
     let outcome = gate::run(&loaded, &catalogue, &options).await;
     terminal.finish();

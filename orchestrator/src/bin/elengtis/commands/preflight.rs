@@ -6,12 +6,11 @@ use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, SandboxChoice};
 use elengtis::sandbox::docker::DockerOptions;
-use elengtis::sandbox::docker::runtime::RuntimeArg;
 use elengtis_core::load;
 use elengtis_core::validate::LoadOptions;
 use serde_json::json;
 
-use super::common::{docker_options, print_warnings};
+use super::common::{EngineArgs, print_warnings};
 use crate::output::{errln, out, outln};
 use crate::render::Terminal;
 
@@ -22,17 +21,13 @@ pub(crate) struct PreflightArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Run isolated trials even on a Docker engine or runtime with known container-escape
-    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
-    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
-    allow_vulnerable_engine: bool,
     #[command(flatten)]
-    runtime: RuntimeArg,
+    docker: EngineArgs,
 }
 
 pub(crate) async fn run(args: PreflightArgs) -> Result<i32, Error> {
-    let PreflightArgs { campaign, json, allow_vulnerable_engine, runtime } = args;
-    preflight(&campaign, json, docker_options(allow_vulnerable_engine, &runtime)).await
+    let PreflightArgs { campaign, json, docker } = args;
+    preflight(&campaign, json, docker.options()).await
 }
 
 async fn preflight(path: &Path, json: bool, docker: DockerOptions) -> Result<i32, Error> {

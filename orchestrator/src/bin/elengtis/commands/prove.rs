@@ -6,11 +6,10 @@ use std::sync::Arc;
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::SandboxChoice;
-use elengtis::sandbox::docker::runtime::RuntimeArg;
 use elengtis_core::format::quote::count;
 use serde_json::json;
 
-use super::common::{docker_options, ensure_images, fixture_mode, load_model_config, partition_arg, target_file};
+use super::common::{EngineArgs, ensure_images, fixture_mode, load_model_config, partition_arg, target_file};
 use crate::output::{errln, outln};
 use crate::render::{OutputArgs, Terminal};
 
@@ -108,12 +107,8 @@ pub(crate) struct ProveArgs {
     /// Answer every live model request from the fixtures in DIR, offline.
     #[arg(long, value_name = "DIR", requires = "model_config")]
     replay_fixtures: Option<PathBuf>,
-    /// Run isolated trials even on a Docker engine or runtime with known container-escape
-    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
-    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
-    allow_vulnerable_engine: bool,
     #[command(flatten)]
-    runtime: RuntimeArg,
+    docker: EngineArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -203,7 +198,7 @@ pub(crate) async fn run(args: ProveArgs) -> Result<i32, Error> {
         |t: &Option<serde_json::Value>| t.as_ref().is_some_and(|t| t["transport"]["type"] == "isolated_container");
     let merging = !args.merge_legs.is_empty();
     if !merging && (target.is_none() || in_container(&target) || in_container(&guarded_target)) {
-        ensure_images(&docker_options(args.allow_vulnerable_engine, &args.runtime)).await?;
+        ensure_images(&args.docker.options()).await?;
     }
     let catalogue = prove::catalogue(&args.seeds_dir);
     let terminal = Arc::new(Terminal::for_command(&args.output, args.json)?);
@@ -213,7 +208,7 @@ pub(crate) async fn run(args: ProveArgs) -> Result<i32, Error> {
         out: out.clone(),
         metamorphic: !args.no_metamorphic,
         disabled: args.disable_guard.clone(),
-        sandbox: SandboxChoice::Docker(docker_options(args.allow_vulnerable_engine, &args.runtime)),
+        sandbox: SandboxChoice::Docker(args.docker.options()),
         events: Arc::new(prove::WarnOnce::new(terminal.clone())),
         thresholds: Default::default(),
         guarded_side,

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
 use elengtis::run::{self, RunEnd, RunReport};
-use elengtis::sandbox::docker::runtime::RuntimeArg;
 use elengtis_core::format::campaign::{LoopKind, ProviderKind};
 use elengtis_core::format::quote::count;
 use elengtis_core::load;
 use elengtis_core::validate::{LoadOptions, Overrides};
 use serde_json::json;
 
-use super::common::{docker_options, fixture_mode, partition_arg, print_warnings, run_options};
+use super::common::{EngineArgs, fixture_mode, partition_arg, print_warnings, run_options};
 use crate::output::{errln, out, outln};
 use crate::render::{OutputArgs, Terminal};
 
@@ -86,12 +85,8 @@ pub(crate) struct RunArgs {
     /// complete attempt get one).
     #[arg(long)]
     verbose: bool,
-    /// Run isolated trials even on a Docker engine or runtime with known container-escape
-    /// or egress bugs; the findings are recorded (see docs/security.md, "Engine gate").
-    #[arg(long, env = "ELENGTIS_ALLOW_VULNERABLE_ENGINE", value_parser = clap::builder::FalseyValueParser::new())]
-    allow_vulnerable_engine: bool,
     #[command(flatten)]
-    runtime: RuntimeArg,
+    docker: EngineArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -130,8 +125,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<i32, Error> {
     let terminal = Terminal::for_command(&args.output, args.json)?;
     let resuming = plan == run::ResumeOrStart::Resume;
     let terminal = Arc::new(if resuming { terminal.with_resume_plan() } else { terminal });
-    let mut options =
-        run_options(args.jobs, docker_options(args.allow_vulnerable_engine, &args.runtime), terminal.clone());
+    let mut options = run_options(args.jobs, args.docker.options(), terminal.clone());
     options.prepare_ahead = args.prepare_ahead.into();
     options.model = model_options(&args)?;
     options.partition = partition_arg(args.partition.as_deref())?;
