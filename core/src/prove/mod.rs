@@ -13,6 +13,8 @@
 //! - [`calibration`] — whether the effect verifier can see a real effect at all;
 //! - [`ablation`] — which controls of a guarded side carry the security (`elengtis ablate`);
 //! - [`filter`] — the repeat filter over the iterations of both sides;
+//! - [`consensus`] — the LLM judge's strict answer and the consensus of its re-judgments
+//!   (issue 39: not yet wired to a judge call);
 //! - [`curtail`] — when the repeat legs can stop early with the verdict unchanged
 //!   (`prove --sequential`);
 //! - [`metamorphic`] — each rewrite re-driven through both sides; ≥ 60% must hold;
@@ -111,6 +113,7 @@
 
 pub mod ablation;
 pub mod calibration;
+pub mod consensus;
 pub mod curtail;
 pub mod filter;
 pub mod leg;
