@@ -407,7 +407,12 @@ pub mod github {
             let job = &self.workflow["jobs"][self.job];
             assert!(job.is_object(), "no job {}", self.job);
             std::fs::create_dir_all(&self.workspace).expect("the workspace");
-            let files = self.workspace.parent().expect("a parent").join(format!("{}-files", self.job));
+            // The runner's files of this job run (its step scripts, GITHUB_PATH, GITHUB_ENV,
+            // GITHUB_OUTPUT): one folder per workspace, so the jobs of a matrix running at once
+            // never write each other's (a shared one let a shard truncate another's PATH file).
+            let name =
+                self.workspace.file_name().map_or_else(|| self.job.to_owned(), |n| n.to_string_lossy().into_owned());
+            let files = self.workspace.parent().expect("a parent").join(format!("{name}-files"));
             std::fs::create_dir_all(&files).expect("mkdir");
             let mut ran = Ran::default();
             let mut env: Vec<(String, String)> = Vec::new();
