@@ -167,6 +167,23 @@ pub struct MergeOptions {
     pub keys: Vec<Arc<Key>>,
 }
 
+impl MergeOptions {
+    /// The signing keys the environment gives: the shards are checked with them (sealed and
+    /// signed by one of them when `require_sealed`), and the merged seal is signed with them.
+    ///
+    /// # Errors
+    ///
+    /// A key in the environment that does not read.
+    pub fn from_env(require_sealed: bool) -> Result<MergeOptions, crate::results::keys::KeyError> {
+        let keys: Vec<Arc<Key>> = Key::from_env()?.into_iter().map(Arc::new).collect();
+        let verify = VerifyOptions {
+            checkers: keys.iter().map(|k| crate::results::keys::Checker::Key(Arc::clone(k))).collect(),
+            require_sealed,
+        };
+        Ok(MergeOptions { verify, keys })
+    }
+}
+
 /// One shard as merged.
 #[derive(Debug, Clone)]
 pub struct ShardReport {

@@ -257,13 +257,9 @@ pub fn scenario(plan: &Plan) -> String {
     let _ = writeln!(out, "bindings: {}", flow(&Value::Array(bindings)));
     if !plan.setup.is_empty() {
         out.push_str(
-            "# Trusted calls before the model runs (in every trial, the control and both calibration runs).
-",
+            "# Trusted calls before the model runs (in every trial, the control and both calibration runs).\n",
         );
-        out.push_str(
-            "setup:
-",
-        );
+        out.push_str("setup:\n");
         for (i, call) in plan.setup.iter().enumerate() {
             let _ = writeln!(out, "  # {}", comment_text(&call.why, 90));
             let _ = writeln!(

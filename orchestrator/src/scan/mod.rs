@@ -565,8 +565,8 @@ pub fn candidates(
     };
     // Readers that show content first (a log, a read, a listing), then the rest (a diff, a
     // status).
-    let shows = |name: &str| {
-        !crate::toolhost::shim::classify::name_tokens(name).iter().any(|w| {
+    let shows_content = |name: &str| {
+        crate::toolhost::shim::classify::name_tokens(name).iter().any(|w| {
             ["read", "get", "list", "log", "show", "history", "search", "view", "fetch", "load", "query"]
                 .contains(&w.as_str())
         })
@@ -605,7 +605,7 @@ pub fn candidates(
             })
             .filter(|t| fillable(&t.tool, &attack.tool))
             .collect();
-        readers.sort_by_key(|t| shows(&t.tool));
+        readers.sort_by_key(|t| !shows_content(&t.tool));
         readers.first().map(|t| VerifierPlan::TargetReported { tool: t.tool.clone() })
     };
     let attacks: Vec<&ToolRoles> = tools.iter().filter(|t| t.has(Role::Sink) || t.has(Role::Egress)).collect();

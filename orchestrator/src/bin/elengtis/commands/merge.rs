@@ -1,7 +1,6 @@
 //! `elengtis merge`: merge the shards of one campaign into one results directory.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use elengtis::error::CommandError as Error;
 use elengtis::exit_codes;
@@ -29,18 +28,11 @@ pub(crate) fn run(args: MergeArgs) -> Result<i32, Error> {
 
 fn merge_command(inputs: &[PathBuf], out: &Path, json: bool) -> Result<i32, Error> {
     use elengtis::merge::{self, MergeOptions};
-    let keys: Vec<Arc<elengtis::results::keys::Key>> = elengtis::results::keys::Key::from_env()
-        .map_err(elengtis::run::RunError::Key)?
-        .into_iter()
-        .map(Arc::new)
-        .collect();
+    let mut options = MergeOptions::from_env(false).map_err(elengtis::run::RunError::Key)?;
     // A key given asks for sealed shards signed by it.
-    let verify = elengtis::results::verify::VerifyOptions {
-        checkers: keys.iter().map(|k| elengtis::results::keys::Checker::Key(Arc::clone(k))).collect(),
-        require_sealed: !keys.is_empty(),
-    };
+    options.verify.require_sealed = !options.keys.is_empty();
     let started = std::time::Instant::now();
-    let report = merge::merge(inputs, out, &MergeOptions { verify, keys })?;
+    let report = merge::merge(inputs, out, &options)?;
     let code = if report.gaps.is_empty() { exit_codes::SUCCESS } else { exit_codes::RUN_INCOMPLETE };
     let gap_command = |gap: &merge::Gap| match &gap.dir {
         Some(dir) => format!(

@@ -247,16 +247,7 @@ pub(crate) async fn run(args: ProveArgs) -> Result<i32, Error> {
         }
     };
     let result = if merging {
-        let keys: Vec<Arc<elengtis::results::keys::Key>> = elengtis::results::keys::Key::from_env()
-            .map_err(elengtis::run::RunError::Key)?
-            .into_iter()
-            .map(Arc::new)
-            .collect();
-        let verify = elengtis::results::verify::VerifyOptions {
-            checkers: keys.iter().map(|k| elengtis::results::keys::Checker::Key(Arc::clone(k))).collect(),
-            require_sealed: false,
-        };
-        let merge = elengtis::merge::MergeOptions { verify, keys };
+        let merge = elengtis::merge::MergeOptions::from_env(false).map_err(elengtis::run::RunError::Key)?;
         prove::merge_leg_shards(&seeds, &args.merge_legs, &catalogue, &options, &merge, print)
     } else {
         // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
