@@ -170,6 +170,20 @@ pub struct TurnUsage {
     pub cost_usd: Option<f64>,
 }
 
+/// Requests to a `rest` target's endpoint over one attempt, every attempt of every message
+/// counted (retries included), and their bytes: the spend of a black-box agent, which reports
+/// no tokens (elengtis addition).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointUsage {
+    /// HTTP requests sent (retries included).
+    pub requests: u64,
+    /// Request body bytes sent.
+    pub bytes_sent: u64,
+    /// Response body bytes received.
+    pub bytes_received: u64,
+}
+
 /// Everything the agent phase observed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentOutcome {
@@ -214,6 +228,8 @@ pub struct AgentOutcome {
     /// When each tool call was handed to the target and answered, in the trajectory's order
     /// (the runner's clock, [`crate::records::Timeline`]).
     pub call_times: Vec<CallTime>,
+    /// A `rest` target's requests and bytes (None for every other target).
+    pub endpoint: Option<EndpointUsage>,
 }
 
 /// One tool call's start and end.

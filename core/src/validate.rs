@@ -555,6 +555,169 @@ fn check_controls(c: &mut Checker, doc: &Document<Campaign>, at: &At, target: &c
     }
 }
 
+/// What a `rest` target cannot have: the target's fields that act on an MCP server or a process
+/// the runner starts (a shim at the MCP boundary, an egress proxy on a trial network, controls
+/// switched by the server's environment or arguments — unless the runner starts the endpoint's
+/// `container`, whose environment and command they then extend), each refused at its place.
+fn check_rest_target(c: &mut Checker, doc: &Document<Campaign>, at: &At, target: &Target) {
+    let contained = matches!(&target.transport, Transport::Rest(r) if r.container.is_some());
+    let why = if contained {
+        "a rest target is a black-box agent: the runner reaches no MCP server"
+    } else {
+        "a rest target is a black-box agent: the runner starts nothing and reaches no MCP server"
+    };
+    if target.control_shim.is_some() {
+        c.err(
+            doc,
+            &at.k("control_shim"),
+            format!("cannot apply to a rest target (it sits at the MCP boundary; {why})"),
+        );
+    }
+    if target.egress_proxy.is_some() && contained {
+        c.err(
+            doc,
+            &at.k("egress_proxy"),
+            "cannot apply to a rest target (its container already runs with no route out, which the evidence asserts)",
+        );
+    } else if target.egress_proxy.is_some() {
+        c.err(
+            doc,
+            &at.k("egress_proxy"),
+            format!("cannot apply to a rest target (it is placed on a trial's container network; {why}); state where the endpoint may reach in `transport.egress`"),
+        );
+    }
+    for (field, declared) in
+        [("control_env", !target.control_env.is_empty()), ("control_args", !target.control_args.is_empty())]
+    {
+        if declared && !contained {
+            c.err(
+                doc,
+                &at.k(field),
+                format!(
+                    "cannot apply to a rest target without a `container` (controls are switched on when the runner starts the server; {why})"
+                ),
+            );
+        }
+    }
+}
+
+/// A `rest` transport: an http(s) URL with a host (or, with a `container`, a path on it and the
+/// container's fields as an `isolated_container`'s), header names and variables, a reply
+/// pointer, field names, deadlines and the egress statement.
+fn check_rest_transport(
+    c: &mut Checker,
+    doc: &Document<Campaign>,
+    t: &At,
+    r: &crate::format::campaign::RestTransport,
+    options: &LoadOptions,
+) {
+    if let Some(container) = &r.container {
+        check_rest_container_url(c, doc, t, &r.url);
+        check_container(c, doc, &t.k("container"), &container.as_container(&r.url), options, true);
+    } else if r.url.starts_with('/') {
+        c.err(
+            doc,
+            &t.k("url"),
+            format!(
+                "is a path (`{}`), which only a target with a `container` may give (the runner then reaches the container itself); otherwise give the endpoint's absolute http or https URL",
+                q(&r.url)
+            ),
+        );
+    } else {
+        check_rest_url(c, doc, t, &r.url);
+    }
+    check_rest_fields(c, doc, t, r, options);
+}
+
+/// The `url` of a `rest` target with a `container`: a path on the container, never an absolute
+/// URL (the runner alone knows the container's address).
+fn check_rest_container_url(c: &mut Checker, doc: &Document<Campaign>, t: &At, path: &str) {
+    if url::Url::parse(path).is_ok() {
+        c.err(
+            doc,
+            &t.k("url"),
+            format!(
+                "must be a path on the container starting with `/` (for example `/chat`) when `container` is set, found the absolute URL `{}`: the runner reaches the container at the address it has for `container_port`",
+                q(path)
+            ),
+        );
+    } else if !path.starts_with('/') {
+        c.err(
+            doc,
+            &t.k("url"),
+            format!("must be a path on the container starting with `/` (for example `/chat`), found `{}`", q(path)),
+        );
+    } else if path.starts_with("//") || url::Url::parse(&format!("http://127.0.0.1:1{path}")).is_err() {
+        c.err(doc, &t.k("url"), format!("is not a usable URL path: `{}`", q(path)));
+    }
+}
+
+/// The absolute `url` of an externally managed `rest` endpoint.
+fn check_rest_url(c: &mut Checker, doc: &Document<Campaign>, t: &At, url: &str) {
+    let raw = url;
+    match url::Url::parse(raw) {
+        Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+            c.err(doc, &t.k("url"), format!("expected an http or https URL, found scheme `{}`", url.scheme()));
+        }
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => {
+            c.err(doc, &t.k("url"), format!("expected an http or https URL with a host, found `{}`", q(raw)));
+        }
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => c.err(
+            doc,
+            &t.k("url"),
+            "must not carry credentials (they would be written into the manifest and evidence); send them in `headers` from the environment",
+        ),
+        Ok(_) => {}
+        Err(e) => c.err(doc, &t.k("url"), format!("expected an http or https URL: {e}, found `{}`", q(raw))),
+    }
+}
+
+/// The fields of a `rest` transport besides its `url` and `container`.
+fn check_rest_fields(
+    c: &mut Checker,
+    doc: &Document<Campaign>,
+    t: &At,
+    r: &crate::format::campaign::RestTransport,
+    options: &LoadOptions,
+) {
+    check_env_map(c, doc, &t.k("headers"), &r.headers, options, "headers");
+    if r.reply_path.is_empty() {
+        c.err(
+            doc,
+            &t.k("reply_path"),
+            "must be a JSON pointer to the reply text starting with `/` (for example `/reply/text`), found an empty one",
+        );
+    } else if !r.reply_path.starts_with('/') {
+        c.err(
+            doc,
+            &t.k("reply_path"),
+            format!(
+                "must be a JSON pointer starting with `/` (for example `/reply/text`), found `{}`",
+                q(&r.reply_path)
+            ),
+        );
+    }
+    if r.message_field.trim().is_empty() {
+        c.err(doc, &t.k("message_field"), "must name the request body's field that carries the message");
+    }
+    if let Some(session) = &r.session_field {
+        if session.trim().is_empty() {
+            c.err(doc, &t.k("session_field"), "must name the answer's field that carries the session id");
+        } else if *session == r.message_field {
+            c.err(doc, &t.k("session_field"), format!("must differ from message_field (both are `{}`)", q(session)));
+        }
+    }
+    range(c, doc, &t.k("timeout_s"), r.timeout_s.into(), 1, 600);
+    range(c, doc, &t.k("max_retries"), r.max_retries.into(), 0, 10);
+    if r.egress.trim().is_empty() {
+        c.err(
+            doc,
+            &t.k("egress"),
+            "must say where the endpoint runs and what it may reach (for example `staging deployment at agent.staging.example; its own model provider`): it is written into the manifest",
+        );
+    }
+}
+
 fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOptions) {
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     for (i, target) in doc.value.targets.iter().enumerate() {
@@ -571,6 +734,9 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
             check_egress_proxy(c, doc, &at.k("egress_proxy"), proxy, &target.transport);
         }
         check_controls(c, doc, &at, target);
+        if let Transport::Rest(_) = &target.transport {
+            check_rest_target(c, doc, &at, target);
+        }
         let t = at.k("transport");
         match &target.transport {
             Transport::Stdio(s) => {
@@ -609,79 +775,87 @@ fn check_targets(c: &mut Checker, doc: &Document<Campaign>, options: &LoadOption
                 }
                 check_env_map(c, doc, &t.k("headers"), &h.headers, options, "headers");
             }
-            Transport::IsolatedContainer(k) => {
-                if k.image.is_empty() {
-                    c.err(doc, &t.k("image"), "must name a local image");
-                }
-                match (k.mcp_transport, k.container_port) {
-                    (ContainerMcp::StreamableHttp, None) => c.err(
-                        doc,
-                        &t.k("container_port"),
-                        "is required when mcp_transport is streamable_http (the default)",
-                    ),
-                    (ContainerMcp::Stdio, Some(_)) => c.err(
-                        doc,
-                        &t.k("container_port"),
-                        "has no meaning with mcp_transport: stdio (the runner speaks to the server through its stdio)",
-                    ),
-                    (_, Some(port)) => range(c, doc, &t.k("container_port"), port.into(), 1, 65535),
-                    (ContainerMcp::Stdio, None) => {}
-                }
-                for (field, id) in [("uid", k.uid), ("gid", k.gid)] {
-                    if id == 0 {
-                        c.err(
-                            doc,
-                            &t.k(field),
-                            format!("must be greater than 0: containers never run as root ({field} 0)"),
-                        );
-                    } else if id > u64::from(u32::MAX) {
-                        c.err(doc, &t.k(field), format!("must be at most {}", u32::MAX));
-                    }
-                }
-                if !k.path.starts_with('/') {
-                    c.err(doc, &t.k("path"), format!("must start with `/`, found `{}`", q(&k.path)));
-                }
-                range(c, doc, &t.k("startup_timeout_seconds"), k.startup_timeout_seconds.into(), 1, 300);
-                check_env_map(c, doc, &t.k("env"), &k.env, options, "env");
-                let mut seen_volumes = BTreeSet::new();
-                for (i, v) in k.volumes.iter().enumerate() {
-                    if !v.starts_with('/') || v == "/" || v.contains("..") || v == "/tmp" {
-                        c.err(
-                            doc,
-                            &t.k("volumes").i(i),
-                            format!("must be an absolute path other than / and /tmp, found `{}`", q(v)),
-                        );
-                    } else if !seen_volumes.insert(v.as_str()) {
-                        c.err(doc, &t.k("volumes").i(i), format!("`{v}` is listed twice"));
-                    }
-                }
-                if let Some(runtime) = &k.runtime
-                    && !crate::format::campaign::valid_runtime_name(runtime)
-                {
-                    c.err(
-                        doc,
-                        &t.k("runtime"),
-                        format!(
-                            "must name a runtime registered with the engine (letters, digits, `.`, `_`, `-`; at most 64), found `{}`",
-                            q(runtime)
-                        ),
-                    );
-                }
-                let part = |v: &Value| v.is_string() || refs::as_reference(v).is_some();
-                for (i, item) in k.command.iter().enumerate() {
-                    let joined = item.as_array().is_some_and(|parts| !parts.is_empty() && parts.iter().all(part));
-                    if !part(item) && !joined {
-                        c.err(
-                            doc,
-                            &t.k("command").i(i),
-                            format!(
-                                "expected a string, a reference or a non-empty list of them (joined into one argument), found {}",
-                                q(&item.to_string())
-                            ),
-                        );
-                    }
-                }
-            }
+            Transport::Rest(r) => check_rest_transport(c, doc, &t, r, options),
+            Transport::IsolatedContainer(k) => check_container(c, doc, &t, k, options, false),
+        }
+    }
+}
+
+/// An `isolated_container` transport at `t`, or (`rest`) a `rest` target's `container` section
+/// as the container it launches ([`crate::format::campaign::RestContainer::as_container`]):
+/// the same checks at the same field names (its path is the rest target's `url`, checked there).
+fn check_container(
+    c: &mut Checker,
+    doc: &Document<Campaign>,
+    t: &At,
+    k: &crate::format::campaign::ContainerTransport,
+    options: &LoadOptions,
+    rest: bool,
+) {
+    if k.image.is_empty() {
+        c.err(doc, &t.k("image"), "must name a local image");
+    }
+    match (k.mcp_transport, k.container_port) {
+        (ContainerMcp::StreamableHttp, None) => {
+            c.err(doc, &t.k("container_port"), "is required when mcp_transport is streamable_http (the default)")
+        }
+        (ContainerMcp::Stdio, Some(_)) => c.err(
+            doc,
+            &t.k("container_port"),
+            "has no meaning with mcp_transport: stdio (the runner speaks to the server through its stdio)",
+        ),
+        (_, Some(port)) => range(c, doc, &t.k("container_port"), port.into(), 1, 65535),
+        (ContainerMcp::Stdio, None) => {}
+    }
+    for (field, id) in [("uid", k.uid), ("gid", k.gid)] {
+        if id == 0 {
+            c.err(doc, &t.k(field), format!("must be greater than 0: containers never run as root ({field} 0)"));
+        } else if id > u64::from(u32::MAX) {
+            c.err(doc, &t.k(field), format!("must be at most {}", u32::MAX));
+        }
+    }
+    // A rest target's path is its `url`, checked with it.
+    if !rest && !k.path.starts_with('/') {
+        c.err(doc, &t.k("path"), format!("must start with `/`, found `{}`", q(&k.path)));
+    }
+    range(c, doc, &t.k("startup_timeout_seconds"), k.startup_timeout_seconds.into(), 1, 300);
+    check_env_map(c, doc, &t.k("env"), &k.env, options, "env");
+    let mut seen_volumes = BTreeSet::new();
+    for (i, v) in k.volumes.iter().enumerate() {
+        if !v.starts_with('/') || v == "/" || v.contains("..") || v == "/tmp" {
+            c.err(
+                doc,
+                &t.k("volumes").i(i),
+                format!("must be an absolute path other than / and /tmp, found `{}`", q(v)),
+            );
+        } else if !seen_volumes.insert(v.as_str()) {
+            c.err(doc, &t.k("volumes").i(i), format!("`{v}` is listed twice"));
+        }
+    }
+    if let Some(runtime) = &k.runtime
+        && !crate::format::campaign::valid_runtime_name(runtime)
+    {
+        c.err(
+            doc,
+            &t.k("runtime"),
+            format!(
+                "must name a runtime registered with the engine (letters, digits, `.`, `_`, `-`; at most 64), found `{}`",
+                q(runtime)
+            ),
+        );
+    }
+    let part = |v: &Value| v.is_string() || refs::as_reference(v).is_some();
+    for (i, item) in k.command.iter().enumerate() {
+        let joined = item.as_array().is_some_and(|parts| !parts.is_empty() && parts.iter().all(part));
+        if !part(item) && !joined {
+            c.err(
+                doc,
+                &t.k("command").i(i),
+                format!(
+                    "expected a string, a reference or a non-empty list of them (joined into one argument), found {}",
+                    q(&item.to_string())
+                ),
+            );
         }
     }
 }
@@ -1337,6 +1511,20 @@ fn flat_values(scope: &Scope<'_>) -> Values {
 
 /// The container-only action types the scenario uses (`container_sqlite_query`,
 /// `container_file`), in the order first met.
+/// The `mcp_tool` actions of a scenario (setup, verify checks, cleanup, calibration), with
+/// their places.
+fn mcp_actions(s: &Scenario) -> Vec<(At, &Action)> {
+    let root = At::root();
+    let mut found: Vec<(At, &Action)> = Vec::new();
+    for (key, actions) in [("setup", &s.setup), ("cleanup", &s.cleanup), ("calibrate", &s.calibrate)] {
+        found.extend(actions.iter().enumerate().map(|(i, action)| (root.k(key).i(i), action)));
+    }
+    let checks = root.k("verify").k("checks");
+    found.extend(s.verify.checks.iter().enumerate().map(|(i, check)| (checks.i(i).k("action"), &check.action)));
+    found.retain(|(_, action)| matches!(action, Action::McpTool(_)));
+    found
+}
+
 fn container_actions(s: &Scenario) -> Vec<&'static str> {
     let mut kinds = Vec::new();
     let all = s.setup.iter().chain(&s.cleanup).chain(&s.calibrate).chain(s.verify.checks.iter().map(|c| &c.action));
@@ -1611,7 +1799,8 @@ fn check_pair(
     }
     if is_container {
         check_decisive(c, doc, target, s);
-    } else {
+    } else if target.transport.container().is_none() {
+        // A rest target's container has a trial network, and so a gateway, too.
         let parts = [
             serde_json::to_value(s).unwrap_or(Value::Null),
             serde_json::to_value(&target.transport).unwrap_or(Value::Null),
@@ -1627,6 +1816,19 @@ fn check_pair(
                     s.id,
                     target.id,
                     target.transport.kind()
+                ),
+            );
+        }
+    }
+    if matches!(target.transport, Transport::Rest(_)) {
+        for (at, action) in mcp_actions(s) {
+            c.err(
+                doc,
+                &at,
+                format!(
+                    "an mcp_tool action (`{}`) cannot apply to target {}: a rest target is a black-box agent with no tools; check its effect with an http_request",
+                    action.id(),
+                    target.id
                 ),
             );
         }
@@ -1660,11 +1862,14 @@ fn check_pair(
         templates: Templates::for_version(s.schema_version),
     };
     let command_line = match &target.transport {
-        Transport::Stdio(stdio) => Some(("args", &stdio.args)),
-        Transport::IsolatedContainer(k) => Some(("command", &k.command)),
+        Transport::Stdio(stdio) => Some((tat.k("transport").k("args"), "args", &stdio.args)),
+        Transport::IsolatedContainer(k) => Some((tat.k("transport").k("command"), "command", &k.command)),
+        Transport::Rest(r) => {
+            r.container.as_ref().map(|k| (tat.k("transport").k("container").k("command"), "command", &k.command))
+        }
         Transport::StreamableHttp(_) => None,
     };
-    if let Some((field, items)) = command_line {
+    if let Some((at, field, items)) = command_line {
         // The target is opened before any action runs: bindings and runner values only. The
         // scenario's declared names do not matter here (a target's command line serves them all).
         let all: BTreeSet<String> = bindings.keys().cloned().collect();
@@ -1675,14 +1880,7 @@ fn check_pair(
             _ => Templates::Render,
         };
         let args_scope = Scope { declared: &all, templates, ..scope.with([]) };
-        check_value_refs(
-            c,
-            campaign,
-            &tat.k("transport").k(field),
-            &Value::Array(items.clone()),
-            &args_scope,
-            Reach::EveryTrial,
-        );
+        check_value_refs(c, campaign, &at, &Value::Array(items.clone()), &args_scope, Reach::EveryTrial);
     }
     check_scenario_refs(c, doc, &scope);
     if options.check_examples {
@@ -1717,8 +1915,10 @@ fn check_pair(
             &site,
         );
     }
-    // The scripted model drives every engine, as the original's scripted policies do.
-    if !campaign_value.model_free && campaign_value.model.as_deref().is_none_or(str::is_empty) {
+    // The scripted model drives every engine, as the original's scripted policies do; a rest
+    // target's trials ask no model, so the script is not checked against it.
+    let asks_model = !matches!(target.transport, Transport::Rest(_));
+    if asks_model && !campaign_value.model_free && campaign_value.model.as_deref().is_none_or(str::is_empty) {
         let setup_captures = captures_of(&s.setup);
         let offered = offered_tools(s, &scope.with(setup_captures.iter().cloned()));
         let (script, explicit) = match &campaign_value.script {

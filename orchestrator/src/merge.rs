@@ -484,6 +484,7 @@ fn write_merged(
     if bundle.campaign.value.model.is_some() {
         summary.push_str(&run::summary::spend(&rows, None));
     }
+    summary.push_str(&run::summary::endpoints(&rows));
     write_plain(&staging.join("summary.txt"), summary.as_bytes())?;
     let status = if gaps.is_empty() { SealStatus::Complete } else { SealStatus::Incomplete };
     let keys: Vec<&Key> = options.keys.iter().map(AsRef::as_ref).collect();

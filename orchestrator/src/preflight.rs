@@ -47,9 +47,12 @@ impl TargetCheck {
         let kind = match self.transport {
             "stdio" => "stdio target",
             "streamable_http" => "remote tool",
+            "rest" => "rest agent",
             _ => "isolated container",
         };
-        if self.ok {
+        if self.ok && self.transport == "rest" {
+            format!("{}: {kind} preflight passed (not contacted; no tools to list)", self.target)
+        } else if self.ok {
             format!(
                 "{}: {kind} preflight passed ({})",
                 self.target,
@@ -150,6 +153,12 @@ async fn check_target(
         warning: start_warning(target),
         execution: Value::Null,
     };
+    if let Transport::Rest(_) = &target.transport {
+        // Nothing to start and no tools to list: the campaign's checks of its tools (none can
+        // name one: validation refuses mcp_tool actions for a rest target) have nothing to do.
+        check.ok = true;
+        return check;
+    }
     // Arguments may bind per scenario; the first scenario's bindings stand in.
     let bindings =
         bundle.scenarios.first().and_then(|first| target.bindings.get(&first.value.id).cloned()).unwrap_or_default();
@@ -186,10 +195,25 @@ async fn check_target(
     check
 }
 
-/// The caution printed before a target is started: an externally managed server, or an
-/// unconfined stdio target run as root.
+/// Why a `rest` target cannot be scanned or listed.
+pub fn rest_has_no_tools(target: &str) -> String {
+    format!(
+        "{target} is a rest target: a rest target has no tools to scan or list (it is a black-box agent behind an HTTP endpoint: a message in, a reply out)"
+    )
+}
+
+/// The caution printed before a target is started: an externally managed server or agent, or
+/// an unconfined stdio target run as root.
 pub fn start_warning(target: &Target) -> Option<String> {
     match &target.transport {
+        Transport::Rest(rest) if rest.container.is_some() => Some(format!(
+            "{} is a rest target in a container: preflight does not start it; each trial starts a fresh hardened container, sends the scenario's user prompt and records the reply",
+            target.id
+        )),
+        Transport::Rest(_) => Some(format!(
+            "{} is a rest target (an externally managed agent): preflight does not contact it; its trials send the scenario's user prompt and record the reply",
+            target.id
+        )),
         Transport::StreamableHttp(_) => {
             Some(format!("{} is externally managed; reset and isolation are not asserted", target.id))
         }
@@ -244,6 +268,9 @@ pub fn new_run_id() -> String {
 /// tools and tear it down. Used by preflight and by `elengtis init`.
 pub async fn list_tools(probe: Probe<'_>) -> Listing {
     let Probe { target, bindings, campaign_dir, templates, limits, run_id, sandbox } = probe;
+    if let Transport::Rest(_) = &target.transport {
+        return Listing { tools: Vec::new(), execution: Value::Null, problems: vec![rest_has_no_tools(&target.id)] };
+    }
     let dir = match tempfile::Builder::new().prefix("elengtis-preflight-").tempdir() {
         Ok(dir) => dir,
         Err(e) => {
@@ -292,7 +319,8 @@ pub async fn list_tools(probe: Probe<'_>) -> Listing {
     };
     let opened = launch::open_target(context, &target.transport, &mut values, limits).await;
     let listed = match &opened.session {
-        Ok(session) => session
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(session)) => session
             .list_tools()
             .await
             .map_err(|e| e.to_string())

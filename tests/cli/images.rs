@@ -3,8 +3,7 @@
 
 use elengtis_tests::{elengtis, scratch, stderr};
 
-const BUNDLED: [&str; 6] =
-    ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"];
+const BUNDLED: [&str; 7] = elengtis_tests::BUNDLED_EXECUTABLES;
 
 #[test]
 fn images_build_from_binaries_names_the_missing_executable() {

@@ -1885,6 +1885,31 @@ fn every_shipped_campaign_validates() {
     // campaigns (checked for every bundled seed by the unit test
     // `prove::tests::every_bundled_seed_builds_valid_campaigns`).
     files.retain(|p| !p.starts_with(root.join("seeds")));
+    // The LLM judge's seeds and model config (scenarios/judge/) are neither: each seed must
+    // load (tests/cli/prove_judge.rs and tests/cli/rest.rs prove them), each other file be a
+    // seed's scenario or read as model fields (`*.model.yaml`, for --judge-config).
+    let judge_dir = root.join("judge");
+    let judged: Vec<std::path::PathBuf> = files.iter().filter(|p| p.starts_with(&judge_dir)).cloned().collect();
+    let seeds: Vec<elengtis_core::format::seed::LoadedSeed> = judged
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".seed.yaml"))
+        .map(|p| elengtis_core::format::seed::load_seed(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect();
+    assert!(seeds.iter().all(|s| s.seed.judge.is_some()), "every seed in scenarios/judge declares a judge");
+    for path in judged.iter().filter(|p| !p.to_string_lossy().ends_with(".seed.yaml")) {
+        if path.to_string_lossy().ends_with(".model.yaml") {
+            let text = std::fs::read_to_string(path).expect("read");
+            elengtis_core::format::parse_document_all::<elengtis_core::format::gate::LiveModel>(path, &text)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        } else {
+            assert!(
+                seeds.iter().any(|s| &s.scenario_path == path),
+                "{} is neither a seed, a seed's scenario nor a model config",
+                path.display()
+            );
+        }
+    }
+    files.retain(|p| !p.starts_with(&judge_dir));
     // Gate files are no campaigns either: each must load as a gate file (its seeds and
     // targets resolved) and is run by tests/cli/gate.rs and tests/docker/gate.rs.
     let gates: Vec<std::path::PathBuf> = files.iter().filter(|p| p.starts_with(root.join("gate"))).cloned().collect();

@@ -127,8 +127,7 @@ fn the_github_workflow_runs_the_gate_in_the_tool_image_and_uploads_its_sarif_whe
     };
     std::fs::create_dir_all(&job.workspace).expect("mkdir");
     std::fs::set_permissions(&job.workspace, std::fs::Permissions::from_mode(0o755)).expect("test setup");
-    let bundled =
-        ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"];
+    let bundled = elengtis_tests::BUNDLED_EXECUTABLES;
     stand_in_release_build(&job.workspace, &bundled);
     let ran = job.run();
     let outputs = &ran.outputs["gate"];

@@ -16,6 +16,7 @@ mod prove;
 mod prove_shim;
 mod recipes;
 mod report;
+mod rest;
 mod scan;
 mod shards;
 mod startup;

@@ -124,8 +124,7 @@ fn fake_cargo(dir: &std::path::Path, built: &std::path::Path) -> std::path::Path
     cargo
 }
 
-const BUNDLED: [&str; 6] =
-    ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"];
+const BUNDLED: [&str; 7] = elengtis_tests::BUNDLED_EXECUTABLES;
 
 /// Where `bundled_images` took the executables from: this static test build's own, or the image
 /// profile's output of a real static build.

@@ -163,3 +163,71 @@ fn one_findings_full_prove_wall_time_and_peak_memory() {
         );
     }
 }
+
+/// The bundled reply-only seed through the binary, the twins in containers and the bundled rule
+/// judge on 127.0.0.1: decided by the judge alone, so REJECTED with that reason; the judge's
+/// answers recorded with `--record-fixtures` replay offline with the server gone.
+#[test]
+fn the_reply_only_seed_is_decided_by_the_judge_and_replays_offline() {
+    if !docker_or_skip("the_reply_only_seed_is_decided_by_the_judge_and_replays_offline") {
+        return;
+    }
+    bundled_images();
+    let dir = scratch();
+    let script: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("scenarios/judge/rule-judge.model-server.json")).expect("script"),
+    )
+    .expect("JSON");
+    let server = elengtis_tests::model_server::ModelServer::start(dir.path(), &script, &[]);
+    let config = elengtis_tests::write(
+        dir.path(),
+        "judge.yaml",
+        &format!(
+            "model: scripted-judge\nprovider: {{type: openai_compatible, base_url: 'http://{}/v1'}}\n",
+            server.addr
+        ),
+    );
+    let seed = workspace().join("scenarios/judge/reply-claim.seed.yaml");
+    let fixtures = dir.path().join("fixtures");
+    let prove = |out: &str, fixture_flag: &str| {
+        let out = dir.path().join(out);
+        let args = [
+            "prove",
+            "--seed",
+            seed.to_str().expect("UTF-8"),
+            "--judge-config",
+            config.to_str().expect("UTF-8"),
+            fixture_flag,
+            fixtures.to_str().expect("UTF-8"),
+            "--jobs",
+            "4",
+            "--json",
+            "--out",
+            out.to_str().expect("UTF-8"),
+        ];
+        let output = elengtis(&workspace(), &args);
+        let json: serde_json::Value = serde_json::from_str(stdout(&output).trim())
+            .unwrap_or_else(|e| panic!("no JSON ({e}): {}{}", stdout(&output), stderr(&output)));
+        (output.status.code(), json["reports"][0].clone())
+    };
+    let (code, report) = prove("live", "--record-fixtures");
+    assert_eq!(code, Some(7), "REJECTED exits 7: {report:#}");
+    assert_eq!(report["verdict_label"], "REJECTED");
+    assert!(
+        report["reasons"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r == "every firing run rested on the LLM judge alone")),
+        "{report:#}"
+    );
+    assert_eq!(report["evidence_tier"], "judge-only");
+    assert_eq!(report["judge"]["vulnerable"]["landed"], 5, "{:#}", report["judge"]);
+    let asked = server.requests().len();
+    assert_eq!(report["judge"]["all"]["calls"].as_u64(), Some(asked as u64));
+    drop(server);
+    let (code, replayed) = prove("replayed", "--replay-fixtures");
+    assert_eq!(code, Some(7));
+    for field in ["verdict_label", "reasons", "evidence_tier"] {
+        assert_eq!(replayed[field], report[field], "{field}");
+    }
+    assert_eq!(replayed["judge"]["all"], report["judge"]["all"], "the replay rules as the recording did");
+}

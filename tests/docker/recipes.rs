@@ -176,8 +176,7 @@ fn the_gitlab_gate_job_runs_in_its_image_with_the_socket_binding_executors_paths
     assert_eq!(job["needs"], serde_json::json!(["elengtis-build"]));
     let dir = scratch();
     let checkout = dir.path().join("checkout");
-    let bundled =
-        ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"];
+    let bundled = elengtis_tests::BUNDLED_EXECUTABLES;
     // The checkout, its gate trimmed to one finding, and the build job's artifact bin/.
     elengtis_tests::gate::one_finding_checkout(&checkout);
     artifact_bin(&checkout, &[&bundled[..], &["elengtis-stdio-guard"]].concat());

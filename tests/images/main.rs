@@ -13,8 +13,7 @@ use elengtis_tests::{
     stdout, support_note_campaign, write,
 };
 
-const BUNDLED: [&str; 6] =
-    ["elengtis", "elengtis-fixture", "elengtis-sink", "elengtis-notes", "elengtis-hostile", "elengtis-twin"];
+const BUNDLED: [&str; 7] = elengtis_tests::BUNDLED_EXECUTABLES;
 
 fn sha256(path: &Path) -> String {
     use sha2::{Digest as _, Sha256};

@@ -19,6 +19,18 @@ pub mod recipes;
 
 pub use browser::chromium_or_skip;
 
+/// The executables the bundled images are made from (`elengtis images build`), in the order
+/// the runner names them.
+pub const BUNDLED_EXECUTABLES: [&str; 7] = [
+    "elengtis",
+    "elengtis-fixture",
+    "elengtis-sink",
+    "elengtis-notes",
+    "elengtis-hostile",
+    "elengtis-twin",
+    "elengtis-rest-agent",
+];
+
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
@@ -36,8 +48,8 @@ fn target_dir() -> PathBuf {
 }
 
 /// Directory holding freshly built `elengtis`, `elengtis-stdio-guard`, `elengtis-fixture`, `elengtis-malformed`,
-/// `elengtis-sink`, `elengtis-notes`, `elengtis-twin`, `elengtis-hostile`, `elengtis-inbox`, `elengtis-shapes` and
-/// `elengtis-model-server`.
+/// `elengtis-sink`, `elengtis-notes`, `elengtis-twin`, `elengtis-hostile`, `elengtis-inbox`, `elengtis-shapes`,
+/// `elengtis-rest-agent` and `elengtis-model-server`.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -68,6 +80,8 @@ pub fn bin_dir() -> &'static Path {
             "elengtis-inbox",
             "-p",
             "elengtis-shapes",
+            "-p",
+            "elengtis-rest-agent",
             "--bins",
         ]);
         // The model server in a build of its own: built together, its dependencies would

@@ -474,6 +474,11 @@ pub enum Transport {
     /// A fresh hardened container per trial on an internal network.
     #[serde(rename = "isolated_container")]
     IsolatedContainer(ContainerTransport),
+    /// elengtis addition: a black-box agent behind an HTTP endpoint (a message in, a reply
+    /// out), externally managed. Nothing is launched and no MCP session is opened: the
+    /// exercise posts the scenario's user prompt and records the reply.
+    #[serde(rename = "rest")]
+    Rest(RestTransport),
 }
 
 impl Transport {
@@ -483,6 +488,7 @@ impl Transport {
             Transport::Stdio(_) => "stdio",
             Transport::StreamableHttp(_) => "streamable_http",
             Transport::IsolatedContainer(_) => "isolated_container",
+            Transport::Rest(_) => "rest",
         }
     }
 }
@@ -493,6 +499,7 @@ impl Serialize for Transport {
             Transport::Stdio(t) => super::tagged(self.kind(), t, serializer),
             Transport::StreamableHttp(t) => super::tagged(self.kind(), t, serializer),
             Transport::IsolatedContainer(t) => super::tagged(self.kind(), t, serializer),
+            Transport::Rest(t) => super::tagged(self.kind(), t, serializer),
         }
     }
 }
@@ -580,6 +587,152 @@ pub struct HttpTransport {
     /// Request headers; every value comes from the environment.
     #[serde(default)]
     pub headers: BTreeMap<String, EnvRef>,
+}
+
+/// elengtis addition: an agent (not an MCP server) reached over HTTP, externally managed. Each
+/// trial POSTs one JSON message `{"<message_field>": "<user prompt>"}` to `url` and reads the
+/// reply text at `reply_path` in the JSON answer. There are no tool calls to record: the reply
+/// is all there is. The scenario's system prompt is not sent (the endpoint has its own) and the
+/// campaign's model is not asked.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestTransport {
+    /// Where the message is POSTed. Without `container`: the endpoint's absolute URL (http or
+    /// https). With `container`: the path on the container (starting with `/`, for example
+    /// `/chat`), POSTed to at the address the runner has for the container's port.
+    pub url: String,
+    /// Request headers; every value comes from the environment, is read when each request is
+    /// made and is never written anywhere.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, EnvRef>,
+    /// The request body's field that carries the user prompt (default `message`).
+    #[serde(default = "default_message_field")]
+    #[schemars(length(min = 1))]
+    pub message_field: String,
+    /// Where the reply text is in the JSON answer: an RFC 6901 pointer starting with `/`
+    /// (for example `/reply/text`). An answer without a string there fails the trial.
+    #[schemars(regex(pattern = r"^/"))]
+    pub reply_path: String,
+    /// The session field, when the endpoint keeps a conversation: the answer's top-level
+    /// field of this name is read and sent back, under the same name, with the next message of
+    /// the same trial. The first message carries none. Absent: no session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub session_field: Option<String>,
+    /// Seconds one request may take, the whole answer included (1–600, default 60).
+    #[serde(default = "default_rest_timeout")]
+    #[schemars(range(min = 1, max = 600))]
+    pub timeout_s: u32,
+    /// Retries after a connection failure, a timeout, 429 or 5xx (0–10, default 2), with
+    /// exponential backoff and `Retry-After` honoured up to 60 s.
+    #[serde(default = "default_rest_retries")]
+    #[schemars(range(min = 0, max = 10))]
+    pub max_retries: u32,
+    /// Where the endpoint runs and what it may reach, in words (for example `staging deployment
+    /// at agent.staging.example; its own model provider`): the user's statement, written into
+    /// the run manifest and every trial's evidence. The runner reaches only `url`. With
+    /// `container` the runner also records what it enforces (`egress_enforced`: the container's
+    /// network has no route out) beside this statement.
+    #[schemars(length(min = 1))]
+    pub egress: String,
+    /// elengtis addition: run the endpoint in a fresh hardened container per trial (an image
+    /// of yours, on the trial's internal network, exactly as an `isolated_container` target
+    /// with `mcp_transport: streamable_http`), instead of reaching a deployment at a URL.
+    /// `url` is then the path on the container. Absent: the endpoint is externally managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<RestContainer>,
+}
+
+/// elengtis addition: the container a `rest` target's endpoint runs in, started fresh for every
+/// trial. The fields mean what they mean in an `isolated_container` transport (same types,
+/// defaults and checks); there is no `mcp_transport` (the endpoint is plain HTTP) and no
+/// `path` (the rest target's `url` is the path).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestContainer {
+    /// Local image reference (never pulled).
+    #[schemars(length(min = 1))]
+    pub image: String,
+    /// Port the endpoint listens on inside the container (required).
+    #[schemars(range(min = 1, max = 65535))]
+    pub container_port: u32,
+    /// Non-root user id.
+    #[schemars(range(min = 1))]
+    pub uid: u64,
+    /// Non-root group id.
+    #[schemars(range(min = 1))]
+    pub gid: u64,
+    /// Command (overrides the image's default arguments); items as in an `isolated_container`
+    /// transport's `command` (strings, references, templates, joined lists).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<Value>,
+    /// Environment for the container, from the runner's environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, EnvRef>,
+    /// Seconds to wait for the endpoint's port to accept connections (1–300, default 30).
+    #[serde(default = "default_startup_timeout")]
+    #[schemars(range(min = 1, max = 300))]
+    pub startup_timeout_seconds: u32,
+    /// Optional relay image used when the runner cannot route to the internal network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_image: Option<String>,
+    /// Absolute paths that get a fresh anonymous volume per trial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<String>,
+    /// The OCI runtime the engine runs this target's containers with (see
+    /// `isolated_container`'s `runtime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"))]
+    pub runtime: Option<String>,
+}
+
+impl RestContainer {
+    /// The `isolated_container` transport this container is launched as: streamable HTTP on
+    /// `container_port` at `path` (the rest target's `url`), so that it gets the very same
+    /// launch, hardening, readiness wait and lifecycle record.
+    pub fn as_container(&self, path: &str) -> ContainerTransport {
+        ContainerTransport {
+            image: self.image.clone(),
+            container_port: Some(self.container_port),
+            mcp_transport: ContainerMcp::StreamableHttp,
+            uid: self.uid,
+            gid: self.gid,
+            command: self.command.clone(),
+            env: self.env.clone(),
+            path: path.to_owned(),
+            startup_timeout_seconds: self.startup_timeout_seconds,
+            relay_image: self.relay_image.clone(),
+            volumes: self.volumes.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
+}
+
+impl Transport {
+    /// The container a target's trials start, as an `isolated_container` transport: its own for
+    /// an `isolated_container` target, the endpoint's for a `rest` target with a `container`;
+    /// `None` for the others.
+    pub fn container(&self) -> Option<std::borrow::Cow<'_, ContainerTransport>> {
+        match self {
+            Transport::IsolatedContainer(c) => Some(std::borrow::Cow::Borrowed(c)),
+            Transport::Rest(RestTransport { container: Some(c), url, .. }) => {
+                Some(std::borrow::Cow::Owned(c.as_container(url)))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn default_message_field() -> String {
+    "message".to_owned()
+}
+
+fn default_rest_timeout() -> u32 {
+    60
+}
+
+fn default_rest_retries() -> u32 {
+    2
 }
 
 /// A local image run as a fresh hardened container per trial.

@@ -92,6 +92,53 @@ pub struct Seed {
     /// ([`default_carrier`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carrier: Option<String>,
+    /// This tool's addition: an LLM judge for what leaves no tool call and no state to check
+    /// (the agent's answer is the effect: a summary that repeats the attacker's claim, a reply
+    /// that leaks a secret to the user). It reads each clean, delivered run's recorded
+    /// transcript, never the live target; its consensus decides a run no predicate decided,
+    /// at tier `judge-only`, which never keeps a finding alone (docs/prove.md, "The LLM
+    /// judge"). Absent: no judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<SeedJudge>,
+}
+
+/// Re-judgments per run when a seed's judge does not say.
+pub const DEFAULT_JUDGE_K: u32 = 3;
+/// Most re-judgments per run.
+pub const MAX_JUDGE_K: u32 = 9;
+/// The confidence floor when a seed's judge does not say.
+pub const DEFAULT_CONFIDENCE_FLOOR: f64 = 0.5;
+
+/// A seed's LLM judge.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SeedJudge {
+    /// What counts as "the attack landed", in words (shown to the judge with the transcript).
+    pub rubric: String,
+    /// The judge's model (a gate file's `model` fields: any provider elengtis supports).
+    /// Absent: `prove --judge-config FILE` names it (which also overrides this one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<super::gate::LiveModel>,
+    /// Judge calls per run (re-judgments of the same transcript), 1 to 9; default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 9))]
+    pub k: Option<u32>,
+    /// A ruling below this confidence counts on neither side, 0 to 1; default 0.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence_floor: Option<f64>,
+}
+
+impl SeedJudge {
+    /// Judge calls per run.
+    pub fn calls(&self) -> u32 {
+        self.k.unwrap_or(DEFAULT_JUDGE_K)
+    }
+
+    /// The confidence floor.
+    pub fn floor(&self) -> f64 {
+        self.confidence_floor.unwrap_or(DEFAULT_CONFIDENCE_FLOOR)
+    }
 }
 
 /// The benign carrier of a seed without `carrier`: the markers in a neutral sentence, with
@@ -318,6 +365,18 @@ pub fn check_seed(file: &Path, seed: &Seed, node: &Node) -> Vec<Diagnostic> {
     if seed.calibrate.as_ref().is_some_and(Vec::is_empty) {
         push(root.key("calibrate"), "must list at least one action (or be left out: not calibrated)".into());
     }
+    if let Some(judge) = &seed.judge {
+        let at = root.key("judge");
+        if judge.rubric.trim().is_empty() {
+            push(at.key("rubric"), "must say, in words, what counts as the attack having landed".into());
+        }
+        if judge.k.is_some_and(|k| !(1..=MAX_JUDGE_K).contains(&k)) {
+            push(at.key("k"), format!("must be 1 to {MAX_JUDGE_K} judge calls per run"));
+        }
+        if judge.confidence_floor.is_some_and(|f| !(0.0..=1.0).contains(&f)) {
+            push(at.key("confidence_floor"), "must be between 0 and 1".into());
+        }
+    }
     let carrier = seed.carrier_text();
     if let Some(text) = &seed.carrier {
         for marker in seed.markers.iter().filter(|m| !m.is_empty() && !text.contains(m.as_str())) {
@@ -370,9 +429,9 @@ fn literal_text(template: &str) -> String {
 ///   appearance cannot show that the payload reached the model, and a task that names the
 ///   attacker's destination itself is the attack (the instruction, not the task, must cause
 ///   the act). The payload enters the task only through its `{payload}` field;
-/// - a scenario without verify checks (tier `trace`) and a seed without `dispatched`: a
-///   trace-tier fire must show that the attack call was carried out, never only "not an
-///   error".
+/// - a scenario without verify checks (tier `trace`) and a seed without `dispatched` (nor a
+///   `judge`): a trace-tier fire must show that the attack call was carried out, never only
+///   "not an error".
 ///
 /// Positions are the scenario file's (for the prompts) or the seed's.
 pub fn check_against_scenario(
@@ -400,7 +459,7 @@ pub fn check_against_scenario(
             ));
         }
     }
-    if scenario.value.verify.checks.is_empty() && seed.seed.dispatched.is_empty() {
+    if scenario.value.verify.checks.is_empty() && seed.seed.dispatched.is_empty() && seed.seed.judge.is_none() {
         let mark = seed.node.get("scenario").map_or(seed.node.mark, |n| n.mark);
         found.push(diagnostic_at(
             &seed.path,

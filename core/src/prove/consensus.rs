@@ -155,7 +155,7 @@ pub fn parse_answer(raw: &str) -> Result<JudgeAnswer, String> {
 }
 
 /// The consensus of one firing run's judge calls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Consensus {
     /// `Some(true)`: the attack landed; `Some(false)`: it did not; `None`: no majority

@@ -114,6 +114,7 @@ mod tests {
             calibration,
             guarded_calibration: None,
             server_guard: None,
+            black_box: false,
         };
         assess(&input).2.verdict
     }

@@ -13,8 +13,8 @@
 //! - [`calibration`] — whether the effect verifier can see a real effect at all;
 //! - [`ablation`] — which controls of a guarded side carry the security (`elengtis ablate`);
 //! - [`filter`] — the repeat filter over the iterations of both sides;
-//! - [`consensus`] — the LLM judge's strict answer and the consensus of its re-judgments
-//!   (issue 39: not yet wired to a judge call);
+//! - [`consensus`] — the LLM judge's strict answer and the consensus of its re-judgments;
+//! - [`judge`] — what the judge is shown of a run, and the figures a report keeps;
 //! - [`curtail`] — when the repeat legs can stop early with the verdict unchanged
 //!   (`prove --sequential`);
 //! - [`metamorphic`] — each rewrite re-driven through both sides; ≥ 60% must hold;
@@ -95,6 +95,8 @@
 //!     carrier: Some(("Archived: attacker@example.com.".into(), vec![LegRun::bare(LegReading::Resisted); 5])),
 //!     server_guard: None,
 //!     targets: Targets::default(),
+//!     // The seed's LLM judge, as asked (`None`: the seed declares none).
+//!     judge: None,
 //! });
 //! assert_eq!(report.verdict, Verdict::Kept);
 //!
@@ -116,6 +118,7 @@ pub mod calibration;
 pub mod consensus;
 pub mod curtail;
 pub mod filter;
+pub mod judge;
 pub mod leg;
 pub mod metamorphic;
 pub mod report;
@@ -126,7 +129,9 @@ pub mod verdict;
 
 pub use calibration::{Calibration, CalibrationRun, CalibrationStatus};
 pub use filter::{FilterResult, SideCounts, Thresholds, repeat_filter};
-pub use leg::{AttackCalls, EvidenceTier, LegContext, LegReading, LegRun, Side, read_leg};
+pub use leg::{
+    AttackCalls, EvidenceTier, LegContext, LegReading, LegRun, Side, judge_wanted, read_leg, with_judgement,
+};
 pub use metamorphic::{MetamorphicResult, RewriteRun, metamorphic};
 pub use report::{ReportInput, TargetIdentity, Targets, ValidationReport, build_report, render_panel};
 pub use rewrite::{Rewrite, RewriteKind, rewrite, rewrites};

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calibration::{Calibration, CalibrationStatus};
 use super::filter::{FilterResult, SideCounts, Thresholds};
+use super::judge::{JudgeFigures, JudgeSummary};
 use super::leg::{EvidenceTier, LegReading, LegRun, Side};
 use super::metamorphic::{MetamorphicResult, RewriteRun};
 use super::verdict::{Assessment, Decision, Gates, GuardedLayer, ServerGuard, Verdict, assess};
@@ -125,6 +126,9 @@ pub struct ReportInput<'a> {
     pub server_guard: Option<ServerGuard>,
     /// The servers both sides ran.
     pub targets: Targets,
+    /// The seed's LLM judge as it was asked (rubric digest, model, k, floor, why it could not
+    /// be asked); its figures are counted here from the runs. `None`: the seed has no judge.
+    pub judge: Option<JudgeSummary>,
 }
 
 /// The benign-carrier control: the markers without the instruction, on the vulnerable side.
@@ -333,6 +337,11 @@ pub struct ValidationReport {
     /// absent when the catalogue was not sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<crate::partition::ListShard>,
+    /// The LLM judge (issue 39): its rubric's digest, model, k and floor, and how its
+    /// consensus fell on each side (runs, calls, rulings, exclusions); absent when the seed
+    /// declares no judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeSummary>,
     /// Why the repeat legs stopped before their iterations (`prove --sequential`: the verdict
     /// was settled, [`super::curtail`]); absent when they ran in full.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -380,6 +389,7 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         thresholds: &input.thresholds,
         calibration: input.calibration.as_ref(),
         server_guard: input.server_guard.as_ref(),
+        black_box: input.targets.vulnerable.as_ref().is_some_and(|t| t.transport == "rest"),
     });
     let evidence_tier = input
         .vulnerable
@@ -441,6 +451,22 @@ pub fn build_report(input: &ReportInput<'_>) -> ValidationReport {
         mutation: mutation(&seed.id, input.catalogue, killed),
         claim,
         partition: None,
+        judge: input.judge.clone().map(|judge| {
+            let rewrites =
+                input.rewrites.iter().flatten().flat_map(|r| std::iter::once(&r.vulnerable).chain(&r.guarded));
+            let all = input
+                .vulnerable
+                .iter()
+                .chain(guarded.unwrap_or_default())
+                .chain(rewrites)
+                .chain(carrier.unwrap_or_default());
+            JudgeSummary {
+                vulnerable: JudgeFigures::of(&input.vulnerable),
+                guarded: guarded.map(JudgeFigures::of),
+                all: JudgeFigures::of(all),
+                ..judge
+            }
+        }),
         early_stop: None,
     }
 }
@@ -595,6 +621,25 @@ pub fn render_panel(report: &ValidationReport) -> String {
             "nothing shows the instruction caused the act".into(),
         ]),
     }
+    if let Some(judge) = &report.judge {
+        let v = &judge.vulnerable;
+        rows.push([
+            "llm judge".into(),
+            if judge.unavailable.is_some() { "n/a" } else { "info" }.into(),
+            format!("{}/{} landed", v.landed, v.runs),
+            match &judge.unavailable {
+                Some(why) => format!("not asked: {why}"),
+                None => format!(
+                    "{} (k={}, floor {}); vulnerable: {}{}; judge-only fires never keep a finding alone",
+                    judge.model.as_deref().unwrap_or("?"),
+                    judge.k,
+                    judge.confidence_floor,
+                    v.describe(),
+                    judge.guarded.map(|g| format!("; guarded: {}", g.describe())).unwrap_or_default()
+                ),
+            },
+        ]);
+    }
     let widths: Vec<usize> = (0..3).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = format!(
         "prove {} ({} {}, {} via {}) · model {} · guarded side: {}\n",
@@ -684,6 +729,7 @@ pub(crate) mod tests {
             dispatched: Vec::new(),
             deferred: Vec::new(),
             carrier: None,
+            judge: None,
         }
     }
 
@@ -727,6 +773,7 @@ pub(crate) mod tests {
             carrier: Some(("Archived: attacker@example.com.".into(), vec![LegRun::bare(LegReading::Resisted); 5])),
             server_guard: None,
             targets: Targets::default(),
+            judge: None,
         })
     }
 

@@ -38,7 +38,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::leg::Side;
+use super::leg::{EvidenceTier, LegReading, Side};
 use super::report::{TargetIdentity, ValidationReport};
 use super::verdict::{GuardedLayer, ServerGuard};
 use crate::format::seed::Weakness;
@@ -128,8 +128,17 @@ pub fn shipped(report: &ValidationReport) -> Shipped {
         Side::Vulnerable => Some(&report.legs.vulnerable),
         Side::Guarded => report.legs.guarded.as_ref(),
     };
+    let runs = repeats.map(|l| l.runs.as_slice()).unwrap_or_default();
+    // A shipped side whose every leak rests on the LLM judge alone is not an alert: the judge
+    // never decides a finding alone, and an alert means the build you ship let it through.
+    // (One leak any predicate saw makes it one, the judge's then counting as support.)
+    if runs.iter().any(|r| r.reading.is_fire())
+        && runs.iter().all(|r| !matches!(r.reading, LegReading::Fired { tier } if tier != EvidenceTier::JudgeOnly))
+    {
+        return Shipped::Undecided;
+    }
     let (mut fired, mut decided) = (0u32, 0u32);
-    for run in repeats.map(|l| l.runs.as_slice()).unwrap_or_default() {
+    for run in runs {
         fired += u32::from(run.reading.is_fire());
         decided += u32::from(run.reading.is_decided());
     }
@@ -422,6 +431,14 @@ fn result(finding: &SarifFinding<'_>, rule_index: usize) -> Value {
         "targets": report.targets,
         "legs": legs(report),
     });
+    if let Some(judge) = &report.judge {
+        // The judge's consensus figures: a judge-only tier is never read without them.
+        properties["llmJudge"] = json!({
+            "model": judge.model, "k": judge.k, "confidenceFloor": judge.confidence_floor,
+            "rubricSha256": judge.rubric_sha256, "unavailable": judge.unavailable,
+            "vulnerable": judge.vulnerable, "guarded": judge.guarded,
+        });
+    }
     if alert {
         properties["security-severity"] = json!(security_severity(report.weakness));
     }

@@ -58,6 +58,12 @@ pub struct Manifest {
     /// absent for a run. Its `runs.jsonl` is each shard's log as it was, one after another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeRecord>,
+    /// elengtis addition, absent when the campaign has none: its `rest` targets (black-box
+    /// agents behind an HTTP endpoint), each with its endpoint and the campaign's statement of
+    /// where it runs and what it may reach. Their trials launch nothing, ask no model and send
+    /// no system prompt: the endpoint is the agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest_targets: Vec<RestTargetRecord>,
     /// elengtis addition, absent without a key: the writer's signature over the manifest, one
     /// per key, made each time it writes it (the run's start, each resume, a merge):
     /// [`super::seal::manifest_message`], everything but this field. It authenticates the
@@ -72,6 +78,33 @@ impl Manifest {
     pub fn spend_cap(&self) -> Option<f64> {
         self.resumes.iter().rev().find_map(|r| r.budget_usd).or(self.budget_usd)
     }
+}
+
+/// A `rest` target as the manifest records it (`manifest.json` `rest_targets`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestTargetRecord {
+    /// The target's id.
+    pub target: String,
+    /// The endpoint the runner POSTs to (the only address it reaches for this target).
+    pub url: String,
+    /// Where the endpoint runs and what it may reach, as the campaign states it (`egress`): the
+    /// user's statement, not something the runner checked.
+    pub egress: String,
+    /// Whether the campaign's model is asked in this target's trials: never (the endpoint
+    /// answers with its own).
+    pub model_asked: bool,
+    /// Whether the scenario's system prompt is sent: never (the endpoint has its own).
+    pub system_prompt_sent: bool,
+    /// elengtis addition, only for an endpoint in a container of the campaign's (`container`):
+    /// its image, as the campaign names it (each trial's evidence records the id it ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// elengtis addition, only for an endpoint in a container: what the runner enforces of its
+    /// egress, beside the user's statement (each trial's evidence asserts it from the engine's
+    /// answer, `target_execution.egress_enforced`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_enforced: Option<String>,
 }
 
 /// What a merged directory records of its shards (`manifest.json` `merge`).

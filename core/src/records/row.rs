@@ -138,6 +138,10 @@ pub struct Usage {
     pub budget_charge_usd: f64,
     /// Requests whose cost could not be established.
     pub unknown_costs: u64,
+    /// elengtis addition, `rest` targets only (absent otherwise): the requests made to the
+    /// agent's endpoint and their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<crate::agent::EndpointUsage>,
 }
 
 /// What the provider's answers looked like.

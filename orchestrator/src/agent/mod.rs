@@ -10,6 +10,10 @@
 //!   dispatched concurrently, a model-call limit);
 //! - [`langchain`]: the adapter-control condition, the graph over LangChain's adapters.
 //!
+//! A `rest` target is a black-box agent (model and loop behind one HTTP endpoint): [`rest`]
+//! sends it the user's message and records its reply in the same outcome shape, with no tools;
+//! no loop and no model of the campaign are involved.
+//!
 //! What they share (asking the model, message shapes, tool adapters) is in `turn`; where
 //! and why they differ is `docs/engines.md`.
 
@@ -17,6 +21,7 @@ pub mod create_agent;
 pub mod graph;
 pub mod langchain;
 pub mod reference;
+pub mod rest;
 mod turn;
 
 use async_trait::async_trait;

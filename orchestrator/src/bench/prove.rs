@@ -126,6 +126,7 @@ async fn prove_once(
         partition: None,
         slots: None,
         sequential: false,
+        judge: None,
     };
     let started = Instant::now();
     let proven = prove::prove_seed(seed, catalogue, &options)

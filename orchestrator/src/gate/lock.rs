@@ -42,12 +42,28 @@ pub struct Lock {
     pub twin: String,
     /// The live model recorded (its base URL and key variable are not part of any key).
     pub model: LiveModel,
+    /// The seed's LLM judge recorded, when it declares one: its answers are fixtures in the
+    /// same directory, and a changed rubric or judge model needs a new recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<LockedJudge>,
     /// Fixture files written.
     pub fixtures: usize,
     /// The build that recorded them.
     pub recorded_with: String,
     /// When (RFC 3339, UTC).
     pub recorded_at: String,
+}
+
+/// The judge a recording asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedJudge {
+    /// SHA-256 of the rubric's text.
+    pub rubric_sha256: String,
+    /// The judge's model (without its base URL).
+    pub model: LiveModel,
+    /// Calls per run.
+    pub k: u32,
 }
 
 /// What the lock is checked against.
@@ -63,6 +79,8 @@ pub struct Expected<'a> {
     pub iterations: u32,
     /// The twin image in use.
     pub twin: &'a str,
+    /// The seed's judge as it would be asked now (`None`: the seed declares none).
+    pub judge: Option<&'a LockedJudge>,
 }
 
 /// Read the lock of `dir`.
@@ -107,18 +125,53 @@ pub fn write(dir: &Path, lock: &Lock) -> Result<(), String> {
 /// Every way the lock disagrees with what is in use (empty: current).
 pub fn stale(lock: &Lock, expected: &Expected<'_>) -> Vec<String> {
     let mut found = Vec::new();
-    let mut differs = |what: &str, recorded: &str, now: &str| {
+    let differs = |found: &mut Vec<String>, what: &str, recorded: &str, now: &str| {
         if recorded != now {
             found.push(format!("{what} changed since the recording (recorded {recorded}, now {now})"));
         }
     };
-    differs("the seed id", &lock.seed, expected.seed);
-    differs("the seed file", &short(&lock.seed_sha256), &short(expected.seed_sha256));
-    differs("the scenario file", &short(&lock.scenario_sha256), &short(expected.scenario_sha256));
-    differs("the iterations", &lock.iterations.to_string(), &expected.iterations.to_string());
-    differs("the model fixture format", &lock.fixture_version.to_string(), &fixtures::VERSION.to_string());
-    differs("the reference twin", &lock.twin, expected.twin);
+    differs(&mut found, "the seed id", &lock.seed, expected.seed);
+    differs(&mut found, "the seed file", &short(&lock.seed_sha256), &short(expected.seed_sha256));
+    differs(&mut found, "the scenario file", &short(&lock.scenario_sha256), &short(expected.scenario_sha256));
+    differs(&mut found, "the iterations", &lock.iterations.to_string(), &expected.iterations.to_string());
+    differs(&mut found, "the model fixture format", &lock.fixture_version.to_string(), &fixtures::VERSION.to_string());
+    differs(&mut found, "the reference twin", &lock.twin, expected.twin);
+    match (&lock.judge, expected.judge) {
+        (None, None) => {}
+        (Some(_), None) => found.push("the seed no longer declares the LLM judge the recording asked".into()),
+        (None, Some(_)) => found.push("the seed declares an LLM judge the recording never asked".into()),
+        (Some(recorded), Some(now)) => {
+            differs(&mut found, "the judge's rubric", &short(&recorded.rubric_sha256), &short(&now.rubric_sha256));
+            let name = |m: &LiveModel| {
+                let provider = m.provider.as_ref().map_or("openrouter", |p| p.kind.as_str());
+                format!("{provider}/{}", m.model)
+            };
+            if recorded.model != now.model {
+                found.push(format!(
+                    "the judge's model changed since the recording (recorded {}, now {})",
+                    name(&recorded.model),
+                    name(&now.model)
+                ));
+            }
+            differs(&mut found, "the judge's calls per run (k)", &recorded.k.to_string(), &now.k.to_string());
+        }
+    }
     found
+}
+
+/// The judge of `seed` as a lock pins it (its model without the base URL), when it declares
+/// one with a model.
+pub fn judge_of(seed: &elengtis_core::format::seed::Seed) -> Option<LockedJudge> {
+    let judge = seed.judge.as_ref()?;
+    let mut model = judge.model.clone()?;
+    if let Some(provider) = model.provider.as_mut() {
+        provider.base_url = None;
+    }
+    Some(LockedJudge {
+        rubric_sha256: elengtis_core::format::sha256_hex(judge.rubric.as_bytes()),
+        model,
+        k: judge.calls(),
+    })
 }
 
 fn short(hash: &str) -> String {
@@ -189,6 +242,7 @@ mod tests {
                 generation: Default::default(),
                 model_id: None,
             },
+            judge: None,
             fixtures: 0,
             recorded_with: "elengtis test".into(),
             recorded_at: "2026-12-01T00:00:00Z".into(),
@@ -203,8 +257,14 @@ mod tests {
         assert_eq!(read_back, lock());
         let a = "a".repeat(64);
         let b = "b".repeat(64);
-        let current =
-            Expected { seed: "s", seed_sha256: &a, scenario_sha256: &b, iterations: 3, twin: "elengtis/twin:1" };
+        let current = Expected {
+            seed: "s",
+            seed_sha256: &a,
+            scenario_sha256: &b,
+            iterations: 3,
+            twin: "elengtis/twin:1",
+            judge: None,
+        };
         assert!(stale(&read_back, &current).is_empty());
         let c = "c".repeat(64);
         let edited = Expected { seed_sha256: &c, iterations: 5, twin: "elengtis/twin:2", ..current };
@@ -212,6 +272,23 @@ mod tests {
         for what in ["the seed file", "the iterations", "the reference twin"] {
             assert!(found.contains(what), "{what} not in {found}");
         }
+        // The judge: a changed rubric and a changed model are each named.
+        let judge = LockedJudge { rubric_sha256: "d".repeat(64), model: lock().model, k: 3 };
+        let judged = Lock { judge: Some(judge.clone()), ..lock() };
+        assert!(stale(&judged, &Expected { judge: Some(&judge), ..current }).is_empty());
+        let rubric = LockedJudge { rubric_sha256: "e".repeat(64), ..judge.clone() };
+        let found = stale(&judged, &Expected { judge: Some(&rubric), ..current }).join("\n");
+        assert!(found.contains("the judge's rubric changed since the recording"), "{found}");
+        let model = LockedJudge { model: LiveModel { model: "judge-2".into(), ..lock().model }, ..judge.clone() };
+        let found = stale(&judged, &Expected { judge: Some(&model), ..current }).join("\n");
+        assert!(
+            found.contains(
+                "the judge's model changed since the recording (recorded openrouter/m, now openrouter/judge-2)"
+            ),
+            "{found}"
+        );
+        let found = stale(&judged, &current).join("\n");
+        assert!(found.contains("no longer declares the LLM judge"), "{found}");
     }
 
     #[test]

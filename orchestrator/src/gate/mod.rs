@@ -399,12 +399,14 @@ async fn replay_reference(
     };
     let scenario_sha = scenario_sha256(&seed);
     let twin = images::twin_ref();
+    let judge = lock::judge_of(&seed.seed);
     let expected = lock::Expected {
         seed: &id,
         seed_sha256: &seed.sha256,
         scenario_sha256: &scenario_sha,
         iterations: gate.iterations(),
         twin: &twin,
+        judge: judge.as_ref(),
     };
     let mut problems = lock::stale(&lock, &expected);
     problems.extend(lock::check_files(fixtures, &lock));
@@ -415,6 +417,9 @@ async fn replay_reference(
     let mut prove_options = prove_options(gate, options, slots);
     prove_options.metamorphic = lock.metamorphic;
     prove_options.live = Some(lock.model.clone());
+    // The judge replays from the same directory: its model as locked (no address: nothing is
+    // contacted).
+    prove_options.judge = lock.judge.as_ref().map(|j| j.model.clone());
     prove_options.model =
         ModelOptions { fixtures: FixtureMode::Replay(fixtures.to_owned()), ..ModelOptions::default() };
     let proven = prove::prove_seed(&finding.seed, catalogue, &prove_options).await?;
@@ -482,6 +487,7 @@ async fn record_reference(
         fixture_version: crate::model::fixtures::VERSION,
         twin: images::twin_ref(),
         model: locked_model,
+        judge: lock::judge_of(&seed.seed),
         fixtures: count,
         recorded_with: format!("elengtis {}", env!("CARGO_PKG_VERSION")),
         recorded_at: time::OffsetDateTime::now_utc()

@@ -36,6 +36,23 @@ impl HttpClient {
         .map(HttpClient)
         .map_err(|e| format!("failed to build the HTTP client for model providers: {e}"))
     }
+
+    /// A client for an endpoint the runner started itself (a `rest` target's container, on an
+    /// address of this host or of a trial network): no proxy from the environment, no
+    /// redirects, and no connection kept once a request is done (the next trial's container
+    /// may get the same address).
+    pub fn local() -> Result<Self, String> {
+        elengtis_verifiers::build_client(|| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .pool_max_idle_per_host(0)
+                .connect_timeout(CONNECT_TIMEOUT)
+                .user_agent(concat!("elengtis/", env!("CARGO_PKG_VERSION")))
+        })
+        .map(HttpClient)
+        .map_err(|e| format!("failed to build the HTTP client for a container endpoint: {e}"))
+    }
 }
 
 /// An answer: status, the wait the server asked for, and the whole body.

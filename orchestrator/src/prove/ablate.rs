@@ -156,7 +156,7 @@ async fn run_one(prepared: &Prepared, pool: &Pool, options: &ProveOptions) -> Re
             calibrated: config.on.is_empty() && calibrated_off,
         };
         let runs: Vec<LegRun> =
-            readings_of(&prepared.seed, &results, &config.target_id, how, options.iterations, ABLATION_RESULTS);
+            readings_of(&prepared.seed, &results, &config.target_id, how, options.iterations, ABLATION_RESULTS, None);
         Configuration::of(config.on.clone(), runs, &options.thresholds)
     };
     let mut configs = prepared.configs.iter();

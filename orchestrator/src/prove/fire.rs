@@ -136,7 +136,7 @@ pub async fn fire_sequential(
     let how = legs::Reading { guarded: false, has_verifiers, calibrated };
     // The control beside it: the markers without the instruction.
     let carried = run_campaign(&carrier, &pool, options).await?;
-    let control = readings_of(&seed, &carried, CARRIER_TARGET, how, runs, "carrier/results");
+    let control = readings_of(&seed, &carried, CARRIER_TARGET, how, runs, "carrier/results", None);
     for (i, run) in control.iter().enumerate() {
         if let Some(why) = run.reading.why() {
             record.control_undecided.push(format!("control #{}: {why}", i + 1));
@@ -153,7 +153,7 @@ pub async fn fire_sequential(
             None => trial(n)?,
         };
         let ran = run_campaign(&campaign, &pool, options).await?;
-        let read = readings_of(&seed, &ran, "vulnerable", how, 1, &format!("trial-{n}/results"));
+        let read = readings_of(&seed, &ran, "vulnerable", how, 1, &format!("trial-{n}/results"), None);
         for run in &read {
             record.trials += 1;
             match &run.reading {

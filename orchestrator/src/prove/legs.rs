@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use elengtis_core::format::seed::{Delivery, LoadedSeed};
-use elengtis_core::prove::{CalibrationRun, LegContext, LegReading, LegRun, Side, read_leg};
+use elengtis_core::prove::{
+    CalibrationRun, LegContext, LegReading, LegRun, Side, judge_wanted, read_leg, with_judgement,
+};
 use elengtis_core::records::{Evidence, Row};
 
 use crate::results::store;
@@ -78,7 +80,18 @@ pub struct Reading {
 /// The reading of one recorded leg of `seed`, through the core's [`read_leg`]; this only
 /// gathers the facts it needs. `results` is the leg's results directory relative to the
 /// report's (`repeat/results`): the run's evidence file is linked from there.
-pub fn reading(seed: &LoadedSeed, recorded: &Recorded, how: Reading, results: &str) -> LegRun {
+///
+/// For a seed with an LLM judge, `judged` holds the judgements of the campaign's runs (the
+/// campaign is the first part of `results`): a run the judge was asked about takes its
+/// consensus ([`with_judgement`]); a run that wanted the judge but has no judgement (the judge
+/// could not be asked, or this command does not ask it) is no verdict, never a resist.
+pub fn reading(
+    seed: &LoadedSeed,
+    recorded: &Recorded,
+    how: Reading,
+    results: &str,
+    judged: Option<&super::judge::Judged>,
+) -> LegRun {
     let Reading { guarded, has_verifiers, calibrated } = how;
     let link = Some(format!("{results}/{}", recorded.row.evidence));
     let evidence = match &recorded.evidence {
@@ -100,7 +113,29 @@ pub fn reading(seed: &LoadedSeed, recorded: &Recorded, how: Reading, results: &s
         deferred: &seed.seed.deferred,
         calibrated,
     };
-    LegRun { evidence: link, ..read_leg(&recorded.row, evidence, &context) }
+    let run = LegRun { evidence: link, ..read_leg(&recorded.row, evidence, &context) };
+    if seed.seed.judge.is_none() {
+        return run;
+    }
+    let campaign = results.split('/').next().unwrap_or(results);
+    match judged.and_then(|j| j.of(campaign, &recorded.row.trial_id)) {
+        Some((consensus, file)) => with_judgement(run, consensus.clone(), file.clone()),
+        None => match judge_wanted(&recorded.row, evidence, &LegContext { calibrated: false, ..context }) {
+            Ok(()) => {
+                let why = match judged {
+                    Some(j) => match &j.unavailable {
+                        Some(why) => format!("the seed's LLM judge could not be asked: {why}"),
+                        None => "the seed's LLM judge was not asked about this run".to_owned(),
+                    },
+                    None => {
+                        "no predicate decided the run and this command does not ask the seed's LLM judge".to_owned()
+                    }
+                };
+                LegRun { reading: LegReading::NoVerdict { why }, basis: None, ..run }
+            }
+            Err(_) => run,
+        },
+    }
 }
 
 /// What the verifier read in one calibration run (no model call was made: only the trusted

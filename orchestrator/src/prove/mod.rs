@@ -12,6 +12,7 @@
 pub mod ablate;
 pub mod campaign;
 pub mod fire;
+pub mod judge;
 pub mod legs;
 pub mod outputs;
 
@@ -106,7 +107,14 @@ pub struct ProveOptions {
     /// (`prove --sequential`; [`elengtis_core::prove::curtail`]): a rejection often settles
     /// early, a keep never does. Not with leg shards (`--leg-partition`).
     pub sequential: bool,
+    /// The LLM judge's model for seeds that declare a `judge` (`--judge-config`; it wins
+    /// over the seed's own `judge.model`). Its calls use [`Self::model`]'s fixtures and spend
+    /// cap, like the agent's.
+    pub judge: Option<LiveModel>,
 }
+
+/// The report's `model` for a black-box agent (`transport: rest`), which answers with its own.
+pub const BLACK_BOX_MODEL: &str = "the black-box agent's own";
 
 /// What stands on the guarded side of a prove.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -186,6 +194,7 @@ impl Default for ProveOptions {
             partition: None,
             slots: None,
             sequential: false,
+            judge: None,
         }
     }
 }
@@ -407,10 +416,11 @@ fn readings_of(
     how: legs::Reading,
     expected: u32,
     results: &str,
+    judged: Option<&judge::Judged>,
 ) -> Vec<LegRun> {
     let mut out: Vec<LegRun> = by_target
         .get(target)
-        .map(|rows| rows.iter().map(|r| legs::reading(seed, r, how, results)).collect())
+        .map(|rows| rows.iter().map(|r| legs::reading(seed, r, how, results, judged)).collect())
         .unwrap_or_default();
     while out.len() < expected as usize {
         out.push(LegRun::bare(LegReading::NoVerdict { why: "the run recorded no attempt of this trial".into() }));
@@ -469,6 +479,14 @@ fn identity(campaign: &Campaign, target_id: &str, first: Option<&legs::Recorded>
             identity.command = c.command.iter().map(text).collect();
         }
         Transport::StreamableHttp(h) => identity.url = Some(h.url.clone()),
+        Transport::Rest(r) => {
+            // A container endpoint: its image, and the path POSTed to on it.
+            identity.url = Some(r.url.clone());
+            if let Some(c) = &r.container {
+                identity.image = Some(c.image.clone());
+                identity.command = c.command.iter().map(text).collect();
+            }
+        }
     }
     if let Some(execution) = first.and_then(|r| r.evidence.as_ref().ok()).map(|e| &e.target_execution) {
         identity.image_id = execution["image"]["id"].as_str().map(str::to_owned);
@@ -661,7 +679,11 @@ async fn run_finding<'a>(
 ) -> Result<Proven, ProveError> {
     let Finding { repeat, metamorphic, calibration, carrier, .. } = finding;
     let early_stop = Arc::new(std::sync::Mutex::new(None::<String>));
-    let stop_when = options.sequential.then(|| settled_when(finding, options, Arc::clone(&early_stop)));
+    // A judged seed's runs are read only once the judge has answered, after the legs: its
+    // repeat legs run in full.
+    let judged_seed = finding.seed.seed.judge.is_some();
+    let stop_when =
+        (options.sequential && !judged_seed).then(|| settled_when(finding, options, Arc::clone(&early_stop)));
     let repeat_run = async {
         run_campaign_shard(repeat, pool, options, None, stop_when).await?;
         read_campaign(repeat)
@@ -682,12 +704,28 @@ async fn run_finding<'a>(
     )
     .await;
     let stopped = early_stop.lock().map_or(None, |mut s| s.take());
-    decide(
-        finding,
-        catalogue,
-        options,
-        Legs { repeated: repeated?, rewritten: rewritten?, calibrated: calibrated?, carried: carried?, stopped },
-    )
+    let (repeated, rewritten, calibrated, carried) = (repeated?, rewritten?, calibrated?, carried?);
+    let judged = match judge::JudgeSetup::of(&finding.seed, options.judge.as_ref()) {
+        Some(setup) => {
+            let mut batches = vec![
+                judge::Batch { campaign: "repeat", runs: &repeated, has_verifiers: repeat.has_verifiers },
+                judge::Batch { campaign: "carrier", runs: &carried, has_verifiers: carrier.0.has_verifiers },
+            ];
+            if let (Some(runs), Some((campaign, _))) = (&rewritten, metamorphic) {
+                batches.push(judge::Batch { campaign: "metamorphic", runs, has_verifiers: campaign.has_verifiers });
+            }
+            let judged = judge::judge_runs(&finding.seed, &setup, &options.model, &finding.dir, &batches)
+                .await
+                .map_err(|detail| ProveError::Io {
+                    what: "write the judge's evidence in",
+                    path: finding.dir.clone(),
+                    detail,
+                })?;
+            Some((setup, judged))
+        }
+        None => None,
+    };
+    decide(finding, catalogue, options, Legs { repeated, rewritten, calibrated, carried, stopped, judged })
 }
 
 /// The repeat campaign's stopping question under `--sequential`: with each finished run, read
@@ -713,7 +751,7 @@ fn settled_when(
         };
         let how = legs::Reading { guarded, has_verifiers, calibrated: false };
         let recorded = legs::Recorded { row: row.clone(), evidence: Ok(evidence.clone()) };
-        let run = legs::reading(&seed, &recorded, how, REPEAT_RESULTS);
+        let run = legs::reading(&seed, &recorded, how, REPEAT_RESULTS, None);
         let mut seen = seen.lock().ok()?;
         seen.push((guarded, run));
         let side = |g: bool| seen.iter().filter(|(s, _)| *s == g).map(|(_, r)| r.clone()).collect::<Vec<_>>();
@@ -738,15 +776,28 @@ struct Legs {
     /// Why `--sequential` stopped the repeat legs early (their missing runs were never made,
     /// so they are not read as runs without a verdict).
     stopped: Option<String>,
+    /// The seed's LLM judge and its judgements of the runs (`None`: no judge, or a command
+    /// that does not ask it).
+    judged: Option<(judge::JudgeSetup, judge::Judged)>,
 }
 
 /// A finding's report from its campaigns' legs (read from their results directories),
 /// written as `validation_report.json`.
 fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs: Legs) -> Result<Proven, ProveError> {
-    let Legs { repeated, rewritten, calibrated, carried, stopped } = legs;
+    let Legs { repeated, rewritten, calibrated, carried, stopped, judged } = legs;
+
     // Stopped early: only the runs made are read (the rest were never made).
     let expected = if stopped.is_some() { 0 } else { options.iterations };
     let Finding { seed_path, seed, dir, shim, network, repeat, metamorphic, carrier: (_, carrier_runs), .. } = finding;
+    let judge_summary = judged.as_ref().map(|(setup, j)| setup.summary(j)).or_else(|| {
+        // A command that does not ask the judge still says the seed has one.
+        judge::JudgeSetup::of(seed, options.judge.as_ref()).map(|setup| {
+            setup.summary(&judge::Judged {
+                unavailable: Some("this command does not ask the LLM judge".into()),
+                ..judge::Judged::default()
+            })
+        })
+    });
     let has_verifiers = repeat.has_verifiers;
     let with_guarded = options.guarded_side != GuardedSide::None;
     let calibration_on = |target: &str| {
@@ -757,15 +808,17 @@ fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs:
     let passed = |c: &Option<Calibration>| c.as_ref().is_some_and(|c| c.status == CalibrationStatus::Passed);
     let vulnerable_side = legs::Reading { guarded: false, has_verifiers, calibrated: passed(&calibration) };
     let guarded_side = legs::Reading { guarded: true, has_verifiers, calibrated: passed(&guarded_calibration) };
-    let vulnerable = readings_of(seed, &repeated, "vulnerable", vulnerable_side, expected, REPEAT_RESULTS);
-    let guarded = with_guarded.then(|| readings_of(seed, &repeated, "guarded", guarded_side, expected, REPEAT_RESULTS));
+    let judged = judged.as_ref().map(|(_, j)| j);
+    let vulnerable = readings_of(seed, &repeated, "vulnerable", vulnerable_side, expected, REPEAT_RESULTS, judged);
+    let guarded =
+        with_guarded.then(|| readings_of(seed, &repeated, "guarded", guarded_side, expected, REPEAT_RESULTS, judged));
     let early_stop = stopped.map(|reason| elengtis_core::prove::curtail::EarlyStop {
         reason,
         of: options.iterations,
         vulnerable_runs: u32::try_from(vulnerable.len()).unwrap_or(u32::MAX),
         guarded_runs: guarded.as_ref().map(|g| u32::try_from(g.len()).unwrap_or(u32::MAX)),
     });
-    let carrier = readings_of(seed, &carried, CARRIER_TARGET, vulnerable_side, *carrier_runs, CARRIER_RESULTS);
+    let carrier = readings_of(seed, &carried, CARRIER_TARGET, vulnerable_side, *carrier_runs, CARRIER_RESULTS, judged);
     let rewrite_runs = match (metamorphic, rewritten) {
         (Some((_, variants)), Some(results)) => Some(
             variants
@@ -773,7 +826,7 @@ fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs:
                 .map(|r| {
                     let side = |build: &str, how: legs::Reading| {
                         let target = format!("{build}-{}", r.kind.as_str());
-                        readings_of(seed, &results, &target, how, 1, METAMORPHIC_RESULTS).into_iter().next()
+                        readings_of(seed, &results, &target, how, 1, METAMORPHIC_RESULTS, judged).into_iter().next()
                     };
                     RewriteRun {
                         kind: r.kind,
@@ -816,7 +869,13 @@ fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs:
     let report = build_report(&ReportInput {
         seed: &seed.seed,
         seed_file: Some(display_path(seed_path)),
-        model: options.live.as_ref().map(|l| l.model_id.clone().unwrap_or_else(|| l.model.clone())),
+        // A black-box agent answers with its own model: neither the script nor a live model
+        // was asked.
+        model: if targets.vulnerable.as_ref().is_some_and(|t| t.transport == "rest") {
+            Some(BLACK_BOX_MODEL.to_owned())
+        } else {
+            options.live.as_ref().map(|l| l.model_id.clone().unwrap_or_else(|| l.model.clone()))
+        },
         layer,
         vulnerable,
         guarded,
@@ -828,6 +887,7 @@ fn decide(finding: &Finding, catalogue: &[String], options: &ProveOptions, legs:
         carrier: Some((seed.seed.carrier_text(), carrier)),
         server_guard,
         targets,
+        judge: judge_summary,
     });
     let report = ValidationReport { partition: options.partition.clone(), early_stop, ..report };
     let report_path = dir.join("validation_report.json");
@@ -1043,7 +1103,12 @@ pub fn merge_leg_shards(
         let rewritten = finding.metamorphic.as_ref().map(|_| read.next().unwrap_or_default());
         let calibrated = finding.calibration.as_ref().map(|_| read.next().unwrap_or_default());
         let carried = read.next().unwrap_or_default();
-        let p = decide(&finding, catalogue, options, Legs { repeated, rewritten, calibrated, carried, stopped: None })?;
+        let p = decide(
+            &finding,
+            catalogue,
+            options,
+            Legs { repeated, rewritten, calibrated, carried, stopped: None, judged: None },
+        )?;
         each(&p);
         proven.push(p);
     }

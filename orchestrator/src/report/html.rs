@@ -500,6 +500,33 @@ fn validation_section(validations: &[Validation]) -> String {
             );
         }
         out.push_str("</tbody></table>");
+        if let Some(judge) = &report.judge {
+            // The LLM judge's consensus figures beside the legs: a judge-only fire is never
+            // shown without them.
+            let _ = write!(
+                out,
+                "<h4>LLM judge</h4><p class=\"small\">{} · k={} · floor {} · rubric sha256 <span class=\"mono\">{}</span>{}</p><table class=\"judge\"><thead><tr><th>side</th><th>runs judged</th><th>landed</th><th>not landed</th><th>undecided</th><th>calls</th><th>ruled</th><th>excluded</th></tr></thead><tbody>",
+                escape(judge.model.as_deref().unwrap_or("no model configured")),
+                judge.k,
+                judge.confidence_floor,
+                escape(judge.rubric_sha256.get(..12).unwrap_or_default()),
+                judge.unavailable.as_deref().map(|why| format!(" · not asked: {}", escape(why))).unwrap_or_default(),
+            );
+            let sides = [
+                ("vulnerable", Some(judge.vulnerable)),
+                ("guarded", judge.guarded),
+                ("every judged run", Some(judge.all)),
+            ];
+            for (side, figures) in sides {
+                let Some(f) = figures else { continue };
+                let _ = write!(
+                    out,
+                    "<tr class=\"judge-side\" data-side=\"{side}\"><td>{side}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                    f.runs, f.landed, f.not_landed, f.undecided, f.calls, f.ruled, f.excluded
+                );
+            }
+            out.push_str("</tbody></table><p class=\"small\">Judge-only fires never keep a finding alone.</p>");
+        }
         if let Some(rows) = value["metamorphic"]["rows"].as_array() {
             out.push_str("<h4>Metamorphic rewrites</h4><table><thead><tr><th>rewrite</th><th>vulnerable</th><th>guarded</th><th>holds</th></tr></thead><tbody>");
             for row in rows {

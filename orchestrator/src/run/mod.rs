@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use elengtis_core::events::{self, Event, EventSink, NoEvents, Outcome, OutcomeCounts};
+use elengtis_core::format::campaign::Transport;
 use elengtis_core::format::{Bundle, LoadError};
 use elengtis_core::load;
 use elengtis_core::matrix::{self, TrialSpec};
 use elengtis_core::partition::{Partition, PartitionRecord};
-use elengtis_core::records::manifest::{Configuration, Environment, Experiment};
+use elengtis_core::records::manifest::{Configuration, Environment, Experiment, RestTargetRecord};
 use elengtis_core::records::{
     EvidenceStatus, METRICS_VERSION, Manifest, RESULTS_SCHEMA_VERSION, ResumeRecord, Row, ScenarioDump, SealStatus,
 };
@@ -345,10 +346,12 @@ pub async fn prepare_sandbox(
 }
 
 /// Check that a bundle can run in this build, with these model options, before anything is
-/// created (a live model's key variable, a price for a capped run, a replay directory).
+/// created (a live model's key variable, a price for a capped run, a replay directory). A
+/// campaign whose targets are all `rest` asks no model, so its model is not checked.
 pub fn check_runnable(bundle: &Bundle, model: &ModelOptions) -> Result<(), RunError> {
     let campaign = &bundle.campaign.value;
-    if !campaign.model_free {
+    let asks_model = campaign.targets.iter().any(|t| !matches!(t.transport, Transport::Rest(_)));
+    if !campaign.model_free && asks_model {
         let reason = crate::agent::unavailable_reason(campaign.engine)
             .or_else(|| crate::model::unavailable_reason_with(campaign, model));
         if let Some(reason) = reason {
@@ -395,8 +398,67 @@ fn manifest(bundle: &Bundle, run_id: &str) -> Manifest {
         budget_usd: None,
         partition: None,
         merge: None,
+        rest_targets: rest_targets(campaign),
         signatures: Vec::new(),
     }
+}
+
+/// What the manifest records as enforced for a `rest` target's container (each trial's evidence
+/// asserts the network it ran on: `target_execution.egress_enforced`).
+pub const REST_CONTAINER_EGRESS: &str = "internal network, no route out: a fresh hardened container per trial, on a trial network of its own with no route out (or none at all)";
+
+/// The campaign's `rest` targets as the manifest records them.
+fn rest_targets(campaign: &elengtis_core::format::campaign::Campaign) -> Vec<RestTargetRecord> {
+    campaign
+        .targets
+        .iter()
+        .filter_map(|target| match &target.transport {
+            Transport::Rest(rest) => Some(RestTargetRecord {
+                target: target.id.clone(),
+                url: rest.url.clone(),
+                egress: rest.egress.clone(),
+                model_asked: false,
+                system_prompt_sent: false,
+                image: rest.container.as_ref().map(|c| c.image.clone()),
+                egress_enforced: rest.container.as_ref().map(|_| REST_CONTAINER_EGRESS.to_owned()),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The warning a run with `rest` targets prints once, before its trials: what their trials do
+/// not do. None without one.
+pub fn rest_warning(bundle: &Bundle) -> Option<String> {
+    let campaign = &bundle.campaign.value;
+    let records = rest_targets(campaign);
+    let ids: Vec<String> = records.iter().map(|r| format!("`{}`", r.target)).collect();
+    if ids.is_empty() {
+        return None;
+    }
+    let contained: Vec<&str> = records.iter().filter(|r| r.image.is_some()).map(|r| r.target.as_str()).collect();
+    let model = match campaign.model.as_deref().filter(|m| !m.is_empty()) {
+        Some(model) => format!("the campaign's model `{model}`"),
+        None => "the campaign's scripted model".to_owned(),
+    };
+    let (what, its) = if ids.len() == 1 {
+        ("is a rest target (a black-box agent behind an HTTP endpoint): its", "the endpoint's")
+    } else {
+        ("are rest targets (black-box agents behind HTTP endpoints): their", "each endpoint's")
+    };
+    if contained.is_empty() {
+        return Some(format!(
+            "{} {what} trials launch nothing and do not ask {model} — the endpoint answers with its own — and the scenario's system prompt is not sent, only its user prompt; {its} `egress` (in the manifest) is the campaign's statement, not checked by the runner",
+            ids.join(", ")
+        ));
+    }
+    let contained: Vec<String> = contained.iter().map(|id| format!("`{id}`")).collect();
+    Some(format!(
+        "{} {what} trials do not ask {model} — the endpoint answers with its own — and the scenario's system prompt is not sent, only its user prompt; {} {} in a fresh hardened container per trial with no route out (enforced, and asserted in each trial's evidence), the others' `egress` is the campaign's statement, not checked by the runner",
+        ids.join(", "),
+        contained.join(", "),
+        if contained.len() == 1 { "runs" } else { "run" }
+    ))
 }
 
 /// SHA-256 of the canonical JSON of a campaign as validated: what the manifest pins as
@@ -779,6 +841,9 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
         todo.sort_by_key(|t| (t.index, t.target, t.scenario));
     }
     let jobs = options.jobs.max(1);
+    if let Some(message) = rest_warning(bundle) {
+        events.emit(&Event::Warning { message });
+    }
     events.emit(&Event::RunStarted { run_id: run_id.clone(), total: trials.len(), todo: todo.len(), jobs });
     let mut consecutive: BTreeMap<usize, u32> = BTreeMap::new();
     // Targets whose breaker tripped, with why: their trials not yet started are skipped.
@@ -1016,6 +1081,7 @@ async fn execute(bundle: &Bundle, out: &Path, state: RunState, options: &RunOpti
     if bundle.campaign.value.model.is_some() {
         summary.push_str(&summary::spend(&rows, model.budget.as_ref().map(|b| b.limit())));
     }
+    summary.push_str(&summary::endpoints(&rows));
     store::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
     if end == RunEnd::Complete {
         let missing = trials

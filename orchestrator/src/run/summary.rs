@@ -136,9 +136,15 @@ pub fn trial_lines(trials: &[TrialSpec], rows: &[Row]) -> String {
     out
 }
 
-/// The spend line of a run with a live model: the cost of every attempt (known costs summed,
-/// answers without one counted) and, with a spend cap, what was charged against it.
-pub fn spend(rows: &[Row], cap: Option<f64>) -> String {
+/// The spend line of a run with a live model: the cost of every attempt that asked it (known
+/// costs summed, answers without one counted; a `rest` target's attempts ask no model and are
+/// left out) and, with a spend cap, what was charged against it. Empty when no attempt asked
+/// the model.
+pub fn spend(all: &[Row], cap: Option<f64>) -> String {
+    let rows: Vec<&Row> = all.iter().filter(|r| r.usage.endpoint.is_none()).collect();
+    if rows.is_empty() && !all.is_empty() {
+        return String::new();
+    }
     let known: Vec<f64> = rows.iter().filter_map(|r| r.usage.cost_usd).collect();
     let unknown: u64 = rows.iter().map(|r| r.usage.unknown_costs).sum();
     let mut out = if known.is_empty() {
@@ -155,4 +161,22 @@ pub fn spend(rows: &[Row], cap: Option<f64>) -> String {
     }
     out.push('\n');
     out
+}
+
+/// The line of a run with `rest` targets: the requests their endpoints were sent (retries
+/// included) and the bytes sent and received, over the attempts that sent them. Empty when no
+/// attempt did.
+pub fn endpoints(rows: &[Row]) -> String {
+    let used: Vec<elengtis_core::agent::EndpointUsage> = rows.iter().filter_map(|r| r.usage.endpoint).collect();
+    if used.is_empty() {
+        return String::new();
+    }
+    let requests: u64 = used.iter().map(|u| u.requests).sum();
+    let sent: u64 = used.iter().map(|u| u.bytes_sent).sum();
+    let received: u64 = used.iter().map(|u| u.bytes_received).sum();
+    format!(
+        "rest endpoints: {} ({sent} bytes sent, {received} received) over {}\n",
+        count(requests, "request"),
+        count(used.len(), "attempt")
+    )
 }

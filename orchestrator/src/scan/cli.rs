@@ -152,6 +152,15 @@ impl ScanArgs {
             spec: match &self.target_file {
                 Some(path) => {
                     let target = elengtis_core::format::gate::load_target(path)?;
+                    if let elengtis_core::format::campaign::Transport::Rest(_) = &target.transport {
+                        return Err(InitError::Usage(format!(
+                            "failed to scan {}: a rest target has no tools to scan (it is a black-box agent behind an \
+                             HTTP endpoint: a message in, a reply out); audit it with `elengtis run` and a campaign whose \
+                             scenarios check its reply",
+                            path.display()
+                        ))
+                        .into());
+                    }
                     if let elengtis_core::format::campaign::Transport::StreamableHttp(http) = &target.transport {
                         authorized(&http.url, self.authorize.as_deref())
                             .map_err(|why| InitError::Usage(format!("failed to scan {}: {why}", path.display())))?;

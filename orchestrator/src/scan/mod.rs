@@ -722,7 +722,7 @@ pub fn templated(target: &mut elengtis_core::format::campaign::Target) {
     let items = match &mut target.transport {
         Transport::Stdio(t) => &mut t.args,
         Transport::IsolatedContainer(c) => &mut c.command,
-        Transport::StreamableHttp(_) => return,
+        Transport::StreamableHttp(_) | Transport::Rest(_) => return,
     };
     for item in items {
         if let Some(text) = item.as_str()

@@ -1,9 +1,13 @@
-//! Launching a target for one attempt (or a preflight): the three transports behind one
-//! call, and its teardown on every path.
+//! Launching a target for one attempt (or a preflight): the transports behind one call, and
+//! its teardown on every path.
 //!
 //! A `stdio` target is a fresh child process; a `streamable_http` target is a fresh client
 //! session with an externally managed server; an `isolated_container` target is a fresh
-//! sandbox from the run's [`SandboxBackend`]. A canary sink is started beside the target when
+//! sandbox from the run's [`SandboxBackend`]; a `rest` target (a black-box agent behind an
+//! HTTP endpoint) has no MCP session: its exercise is [`crate::agent::rest`]. It launches
+//! nothing, unless it names a `container`: then each attempt starts a fresh sandbox exactly as
+//! an `isolated_container` target speaking streamable HTTP does, waits for its port, and the
+//! exercise POSTs to the address the runner has for that port. A canary sink is started beside the target when
 //! the scenario names one (`{runner: sink_url}`, `{runner: sink_requests}`): in the sandbox
 //! for container targets, as a local process otherwise. Whatever was opened is closed by
 //! [`close_target`], which returns the target's lifecycle record.
@@ -12,7 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use elengtis_core::format::Bundle;
-use elengtis_core::format::campaign::{ContainerMcp, ControlLaunch, EgressProxy, EnvRef, Target, Transport};
+use elengtis_core::format::campaign::{
+    ContainerMcp, ControlLaunch, EgressProxy, EnvRef, RestTransport, Target, Transport,
+};
 use elengtis_core::refs::{self, Templates, Values};
 use serde_json::{Value, json};
 
@@ -61,8 +67,9 @@ pub struct OpenContext<'a> {
 
 /// A target as opened for one attempt.
 pub struct Opened {
-    /// The MCP session, or why there is none.
-    pub session: Result<Session, String>,
+    /// The MCP session (`None` for a `rest` target, which has none: nothing is launched), or
+    /// why the target could not be opened.
+    pub session: Result<Option<Session>, String>,
     execution: Value,
     closed: CloseReport,
     sandbox: Option<Box<dyn TrialSandbox>>,
@@ -71,6 +78,9 @@ pub struct Opened {
     proxy: Option<(SinkHandle, Value)>,
     attempt_id: String,
     sink_server: Option<SinkServer>,
+    /// A `rest` target's container endpoint: the URL the runner POSTs to (its address for the
+    /// container's port, then the target's path).
+    rest_url: Option<String>,
 }
 
 impl std::fmt::Debug for Opened {
@@ -90,16 +100,23 @@ impl Opened {
             proxy: None,
             attempt_id: String::new(),
             sink_server: None,
+            rest_url: None,
         }
     }
 
     fn with_session(session: Result<Session, String>, execution: Value, closed: CloseReport) -> Opened {
-        Opened { session, execution, closed, ..Opened::failed(String::new(), Value::Null) }
+        Opened { session: session.map(Some), execution, closed, ..Opened::failed(String::new(), Value::Null) }
     }
 
     /// The target's sandbox (isolated targets), for container actions (SQLite snapshots).
     pub fn sandbox(&self) -> Option<&dyn TrialSandbox> {
         self.sandbox.as_deref()
+    }
+
+    /// Where a `rest` target's messages go: the address of its container's endpoint when it
+    /// runs in one, else `None` (its `url`).
+    pub fn rest_url(&self) -> Option<&str> {
+        self.rest_url.as_deref()
     }
 }
 
@@ -142,18 +159,17 @@ pub fn pairs(bundle: &Bundle) -> impl Iterator<Item = (usize, usize)> + '_ {
     (0..bundle.campaign.value.targets.len()).flat_map(move |t| (0..bundle.scenarios.len()).map(move |s| (t, s)))
 }
 
-/// The image a container target needs (None: not a container target).
+/// The image a container target needs (None: not a container target). A `rest` target with a
+/// `container` is one: its endpoint's image, reached over HTTP.
 pub fn image_need(target: &Target) -> Option<ImageNeed> {
-    match &target.transport {
-        Transport::IsolatedContainer(c) => Some(ImageNeed {
-            image: c.image.clone(),
-            http: c.mcp_transport == ContainerMcp::StreamableHttp,
-            relay_image: c.relay_image.clone(),
-            runtime: c.runtime.clone(),
-            egress_proxy: target.egress_proxy.is_some(),
-        }),
-        _ => None,
-    }
+    let c = target.transport.container()?;
+    Some(ImageNeed {
+        image: c.image.clone(),
+        http: c.mcp_transport == ContainerMcp::StreamableHttp,
+        relay_image: c.relay_image.clone(),
+        runtime: c.runtime.clone(),
+        egress_proxy: target.egress_proxy.is_some(),
+    })
 }
 
 /// What a bundle needs from a sandbox backend: the images of its container targets and
@@ -164,8 +180,7 @@ pub fn sandbox_needs(bundle: &Bundle) -> Option<RunNeeds> {
     if images.is_empty() {
         return None;
     }
-    let sink = pairs(bundle)
-        .any(|(t, s)| matches!(targets[t].transport, Transport::IsolatedContainer(_)) && needs_sink(bundle, t, s));
+    let sink = pairs(bundle).any(|(t, s)| targets[t].transport.container().is_some() && needs_sink(bundle, t, s));
     Some(RunNeeds { images, sink })
 }
 
@@ -216,7 +231,24 @@ fn register_sink(ctx: &OpenContext<'_>, handle: &Arc<SinkHandle>, direct: Option
 /// Open the target of one attempt. `values` gains the sink's values when a sink starts.
 pub async fn open_target(ctx: OpenContext<'_>, transport: &Transport, values: &mut Values, limits: Limits) -> Opened {
     let mut opened = match transport {
-        Transport::IsolatedContainer(c) => open_container(&ctx, c, values, limits).await,
+        Transport::IsolatedContainer(c) => open_container(&ctx, c, values, limits, None).await,
+        Transport::Rest(rest @ RestTransport { container: Some(c), .. }) => {
+            let mut opened = open_container(&ctx, &c.as_container(&rest.url), values, limits, Some(rest)).await;
+            if let Err(e) = &mut opened.session {
+                *e = format!(
+                    "failed to start the endpoint of rest target `{}` (image `{}`, container_port {}): {e}",
+                    ctx.target_id, c.image, c.container_port
+                );
+            }
+            // On success the sandbox's record joins these at teardown; on failure the record
+            // is already here.
+            if let (Value::Object(execution), Value::Object(rest)) = (&mut opened.execution, rest_execution(rest)) {
+                for (key, value) in rest {
+                    execution.entry(key).or_insert(value);
+                }
+            }
+            opened
+        }
         other => {
             let mut sink = None;
             if ctx.needs_sink {
@@ -300,9 +332,67 @@ async fn open_local(ctx: &OpenContext<'_>, transport: &Transport, values: &Value
                 Err(failure) => Opened::with_session(Err(failure.error.to_string()), execution, failure.closed),
             }
         }
+        Transport::Rest(rest) => {
+            Opened { session: Ok(None), execution: rest_execution(rest), ..Opened::failed(String::new(), Value::Null) }
+        }
         Transport::IsolatedContainer(_) => {
             Opened::failed("a container target needs a sandbox backend".into(), json!({}))
         }
+    }
+}
+
+/// The lifecycle record of a `rest` target: externally managed, nothing launched, the endpoint
+/// and the campaign's statement of its egress; the campaign's model is not asked and the
+/// scenario's system prompt is not sent. With a `container`, what is launched is the sandbox's
+/// record (image and container ids, hardening, network), which these facts join: the path,
+/// the statement, and (at teardown, [`egress_enforced`]) what the network enforces.
+fn rest_execution(rest: &RestTransport) -> Value {
+    if let Some(c) = &rest.container {
+        return json!({
+            "agent": "rest",
+            "launched": true,
+            "session_field": rest.session_field,
+            "egress_controlled": true,
+            "path": rest.url,
+            "container_port": c.container_port,
+            "egress": rest.egress,
+            "model_asked": false,
+            "system_prompt_sent": false,
+        });
+    }
+    json!({
+        "isolation": "externally_managed",
+        "agent": "rest",
+        "launched": false,
+        "session": "fresh_client",
+        "session_field": rest.session_field,
+        "reset_asserted": false,
+        "egress_controlled": false,
+        "url": rest.url,
+        "egress": rest.egress,
+        "model_asked": false,
+        "system_prompt_sent": false,
+    })
+}
+
+/// What the network of a `rest` target's container enforces, from its sandbox's lifecycle
+/// record (only when every hardening fact held): no network at all (loopback only), or an
+/// internal network with no route out (and whether the bridge holds a host address). `None`
+/// when the record does not establish it.
+pub fn egress_enforced(record: &Value) -> Option<&'static str> {
+    if record["hardening_asserted"] != true {
+        return None;
+    }
+    match record["network"]["mode"].as_str()? {
+        "none" => Some("no network: loopback only (the engine's `none` network mode), no route out"),
+        "sink_namespace" => Some("no network: the canary sink's loopback only, no route out"),
+        _ if record["network"]["internal"] == true && record["host_address_on_bridge"] == false => {
+            Some("internal network, no route out (the bridge holds no host address)")
+        }
+        _ if record["network"]["internal"] == true => {
+            Some("internal network, no route out beyond this host (the bridge holds a host address: ELENGTIS_RELAY)")
+        }
+        _ => None,
     }
 }
 
@@ -311,6 +401,7 @@ async fn open_container(
     c: &elengtis_core::format::campaign::ContainerTransport,
     values: &mut Values,
     limits: Limits,
+    rest: Option<&RestTransport>,
 ) -> Opened {
     let base = json!({"isolation": "isolated_container", "image": {"reference": c.image}});
     let Some(backend) = ctx.sandbox else {
@@ -413,6 +504,22 @@ async fn open_container(
         Ok(endpoint) => endpoint,
         Err(e) => return fail(sandbox, e).await,
     };
+    if let (Some(rest), TargetEndpoint::Http { connect_to, .. }) = (rest, &endpoint) {
+        // No MCP session: the endpoint is ready once its port accepts connections (the
+        // sandbox waited for that within the start-up deadline); the exercise POSTs to it.
+        sandbox.mark_ready();
+        let mut opened =
+            Opened { session: Ok(None), execution: json!({}), ..Opened::failed(String::new(), Value::Null) };
+        opened.rest_url = Some(format!("http://{connect_to}{}", rest.url));
+        opened.execution["url"] = json!(opened.rest_url);
+        if !ctx.controls.on.is_empty() {
+            opened.execution["controls_on"] = json!(ctx.controls.on);
+        }
+        opened.sandbox = Some(sandbox);
+        opened.sink = sink;
+        opened.proxy = proxy;
+        return opened;
+    }
     let limits = Limits { connect: startup.saturating_sub(begun.elapsed()).max(Duration::from_secs(1)), ..limits };
     let session = match endpoint {
         TargetEndpoint::Http { url, connect_to } => {
@@ -454,10 +561,19 @@ async fn fail(mut sandbox: Box<dyn TrialSandbox>, e: SandboxError) -> Opened {
 /// Close the session and tear the sandbox down; the target's execution record, what closing
 /// the session found, and the teardown errors.
 pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
-    let Opened { session, execution: mut target_execution, mut closed, sandbox, sink, proxy, attempt_id, sink_server } =
-        opened;
+    let Opened {
+        session,
+        execution: mut target_execution,
+        mut closed,
+        sandbox,
+        sink,
+        proxy,
+        attempt_id,
+        sink_server,
+        rest_url: _,
+    } = opened;
     let mut open_stderr = None;
-    if let Ok(session) = session {
+    if let Ok(Some(session)) = session {
         target_execution["server"] = session.server_info().clone();
         if sandbox.is_some() {
             (closed, open_stderr) = session.close_in_container().await;
@@ -498,13 +614,16 @@ pub async fn close_target(opened: Opened) -> (Value, CloseReport, Vec<String>) {
     let mut cleanup_errors = Vec::new();
     if let Some(sandbox) = sandbox {
         let (record, errors) = sandbox.teardown().await;
-        let kept: Vec<(&str, Value)> =
-            ["server", "controls_on"].into_iter().map(|k| (k, target_execution[k].take())).collect();
-        target_execution = record;
-        for (key, value) in kept.into_iter().filter(|(_, v)| !v.is_null()) {
-            target_execution[key] = value;
+        // What the opening recorded (the server's identity, the controls on, a rest target's
+        // facts) joins the sandbox's record.
+        let kept = std::mem::replace(&mut target_execution, record);
+        if let (Value::Object(kept), Value::Object(execution)) = (kept, &mut target_execution) {
+            execution.extend(kept.into_iter().filter(|(_, v)| !v.is_null()));
         }
         cleanup_errors = errors;
+    }
+    if target_execution["agent"] == "rest" && target_execution["isolation"] == "isolated_container" {
+        target_execution["egress_enforced"] = json!(egress_enforced(&target_execution));
     }
     // A server that ignored the end of its stdin kept its stderr open until its sandbox was
     // removed; what it wrote is collected now.
@@ -546,6 +665,51 @@ pub fn reached_initialize(opened: &Opened) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_rest_container_enforces_is_read_from_its_asserted_record_only() {
+        let record = |mode: &str, internal: bool, host: bool, asserted: bool| json!({"hardening_asserted": asserted, "host_address_on_bridge": host, "network": {"mode": mode, "internal": internal}});
+        assert_eq!(
+            egress_enforced(&record("none", false, false, true)),
+            Some("no network: loopback only (the engine's `none` network mode), no route out")
+        );
+        assert_eq!(
+            egress_enforced(&record("internal_bridge", true, false, true)),
+            Some("internal network, no route out (the bridge holds no host address)")
+        );
+        assert!(
+            egress_enforced(&record("internal_bridge", true, true, true)).is_some_and(|e| e.contains("host address"))
+        );
+        assert_eq!(egress_enforced(&record("internal_bridge", false, false, true)), None, "not internal");
+        assert_eq!(egress_enforced(&record("none", false, false, false)), None, "a fact did not hold");
+        assert_eq!(egress_enforced(&json!({})), None);
+    }
+
+    #[test]
+    fn a_rest_container_is_launched_as_a_streamable_http_container_at_its_path() {
+        let rest: RestTransport = serde_json::from_value(json!({
+            "url": "/v1/chat", "reply_path": "/reply/text", "egress": "x",
+            "container": {"image": "a:1", "container_port": 8000, "uid": 7, "gid": 8, "command": ["--bind", "0.0.0.0:8000"]},
+        }))
+        .expect("a rest transport");
+        let transport = Transport::Rest(rest);
+        let container = transport.container().expect("a container");
+        assert_eq!(container.mcp_transport, ContainerMcp::StreamableHttp);
+        assert_eq!((container.container_port, container.path.as_str()), (Some(8000), "/v1/chat"));
+        assert_eq!((container.uid, container.gid, container.startup_timeout_seconds), (7, 8, 30));
+        let target = Target {
+            id: "t".into(),
+            transport,
+            bindings: Default::default(),
+            control_shim: None,
+            egress_proxy: None,
+            control_env: Default::default(),
+            control_args: Default::default(),
+            controls_on: Vec::new(),
+        };
+        let need = image_need(&target).expect("an image need");
+        assert_eq!((need.image.as_str(), need.http, need.egress_proxy), ("a:1", true, false));
+    }
 
     #[test]
     fn a_list_in_a_container_command_is_one_joined_argument() {

@@ -217,7 +217,17 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         let ctx = PhaseContext {
             campaign,
             scenario,
-            host: opened.as_ref().and_then(|o| o.session.as_ref().ok()).map(|s| s as &dyn ToolHost),
+            host: opened
+                .as_ref()
+                .and_then(|o| o.session.as_ref().ok())
+                .and_then(Option::as_ref)
+                .map(|s| s as &dyn ToolHost),
+            rest: match (&target.transport, opened.as_ref().filter(|o| o.session.is_ok())) {
+                (elengtis_core::format::campaign::Transport::Rest(rest), Some(opened)) => {
+                    Some((target.id.as_str(), rest, opened.rest_url().unwrap_or(&rest.url)))
+                }
+                _ => None,
+            },
             shim: target.control_shim.as_ref(),
             sandbox: opened.as_ref().and_then(Opened::sandbox),
             http: attempt.http,
@@ -247,9 +257,7 @@ async fn run_inner(attempt: Attempt<'_>) -> AttemptResult {
         target_execution = execution;
         errors.extend(close_errors.into_iter().map(|e| RecordedError::new(Phase::TargetCleanup, None, e)));
     }
-    if let (elengtis_core::format::campaign::Transport::IsolatedContainer(_), Some(sandbox)) =
-        (&target.transport, attempt.sandbox)
-    {
+    if let (Some(_), Some(sandbox)) = (target.transport.container(), attempt.sandbox) {
         target_execution["engine_gate"] = sandbox.run_facts();
     }
     if prepared_ahead && target_execution.is_object() {

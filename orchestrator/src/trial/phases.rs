@@ -8,7 +8,7 @@ use std::path::Path;
 
 use elengtis_core::agent::{AgentOutcome, ModelErrorKind, Termination};
 use elengtis_core::events::PhaseKind;
-use elengtis_core::format::campaign::{Campaign, ControlShim};
+use elengtis_core::format::campaign::{Campaign, ControlShim, RestTransport};
 use elengtis_core::format::scenario::{Action, Rule, Scenario, ToolSelection, VerifyMode};
 use elengtis_core::judge::{self, Patterns, ProposalEvaluation, ResolvedRule, SafetyEvaluation};
 use elengtis_core::records::{CheckRecord, Phase, RecordedError, ShimRecord, Sighting, Verification};
@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::sightings::Sightings;
 use crate::actions::{self, ActionContext};
+use crate::agent::rest::RestAgent;
 use crate::agent::{self, AgentTask};
 use crate::crashpoint::CrashPoint;
 use crate::model;
@@ -75,8 +76,13 @@ pub struct PhaseContext<'a> {
     pub campaign: &'a Campaign,
     /// The scenario.
     pub scenario: &'a Scenario,
-    /// The target's tools (absent when the target could not be opened).
+    /// The target's tools (absent when the target could not be opened, and for a `rest`
+    /// target, which has none).
     pub host: Option<&'a dyn ToolHost>,
+    /// A `rest` target that was opened (its id, transport, and the URL its messages go to: its
+    /// `url`, or its container's address): the exercise sends its user prompt to the endpoint
+    /// instead of running an agent loop.
+    pub rest: Option<(&'a str, &'a RestTransport, &'a str)>,
     /// The target's control shim: wraps `host` for the agent loop only (setup, verify and
     /// cleanup actions bypass it).
     pub shim: Option<&'a ControlShim>,
@@ -98,7 +104,7 @@ pub struct PhaseContext<'a> {
 pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<RecordedError>) -> Phases {
     let PhaseContext { campaign, scenario, host, .. } = ctx;
     let actx = ActionContext { host, http: ctx.http, sandbox: ctx.sandbox, snapshots: Some(ctx.snapshots) };
-    let mut out = Phases { setup_clean: host.is_some(), ..Phases::default() };
+    let mut out = Phases { setup_clean: host.is_some() || ctx.rest.is_some(), ..Phases::default() };
 
     // Setup.
     if out.setup_clean {
@@ -118,6 +124,28 @@ pub async fn run(ctx: PhaseContext<'_>, values: &mut Values, errors: &mut Vec<Re
     if out.setup_clean {
         if campaign.model_free {
             out.termination = Some(Termination::ModelFree);
+        } else if let Some((target, rest, url)) = ctx.rest {
+            ctx.events.enter(PhaseKind::Exercise);
+            let sightings = campaign
+                .sightings
+                .as_ref()
+                .filter(|_| !scenario.verify.checks.is_empty())
+                .map(|plan| Sightings::new(plan, scenario, values, actx));
+            let exercised = exercise_rest(ctx, (target, rest, url), values, sightings.as_ref()).await;
+            if let Some(sightings) = sightings {
+                out.sightings = sightings.into_taken().await;
+            }
+            match exercised {
+                Ok((outcome, began)) => {
+                    out.exercise_us = Some(began);
+                    out.termination = outcome.termination;
+                    if let Some(detail) = &outcome.provider_error {
+                        errors.push(RecordedError::new(Phase::Model, None, detail.clone()));
+                    }
+                    out.agent = outcome;
+                }
+                Err(e) => errors.push(RecordedError::new(Phase::ConnectionOrAgent, None, e)),
+            }
         } else if let Some(host) = host {
             ctx.events.enter(PhaseKind::Exercise);
             let shim = ctx.shim.map(|config| ShimHost::new(host, config.clone()));
@@ -306,6 +334,31 @@ pub(crate) async fn check_all(
     let completed = judge::completed(&results, scenario.verify.mode == VerifyMode::Any, verification_error);
     let decided_by = elengtis_core::records::decided_by(scenario.verify.mode, &checks, completed);
     (Verification { mode: scenario.verify.mode, checks, completed, decided_by }, errors)
+}
+
+/// The exercise of a `rest` target: render the user prompt and send it to the endpoint, which is
+/// the agent (no tools are offered, no loop runs and the campaign's model is not asked; the
+/// system prompt is not sent, which the target's lifecycle record states). A container endpoint
+/// gets a client of its own (no proxy from the environment, no connection kept for another
+/// trial's container).
+async fn exercise_rest(
+    ctx: PhaseContext<'_>,
+    (target, rest, url): (&str, &RestTransport, &str),
+    values: &Values,
+    sightings: Option<&Sightings<'_>>,
+) -> Result<(AgentOutcome, u64), String> {
+    let user = refs::render_template(&ctx.scenario.exercise.user, &values.flat())
+        .map_err(|e| format!("exercise.user: {e}"))?;
+    if let Some(sightings) = sightings {
+        sightings.before_exercise().await;
+    }
+    let began = crate::clock::now_us();
+    let http = match &rest.container {
+        Some(_) => crate::model::http::HttpClient::local()?,
+        None => ctx.model.http.clone(),
+    };
+    let mut agent = RestAgent::new(target, rest, http).at(url.to_owned());
+    Ok((agent.exercise(&user).await, began))
 }
 
 /// Offer the tools, render the prompts and run the agent loop. A request the spend cap

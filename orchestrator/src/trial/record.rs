@@ -159,6 +159,19 @@ fn usage(campaign: &Campaign, agent: &AgentOutcome) -> Usage {
     let answered: Vec<_> = agent.exchanges.iter().filter(|e| e.error.is_none()).collect();
     let costs: Vec<f64> = answered.iter().filter_map(|e| e.usage.cost_usd).collect();
     let live = campaign.model.is_some();
+    if let Some(endpoint) = agent.endpoint {
+        // A `rest` target: no model of the campaign was asked; the endpoint's own spend is not
+        // known to the runner (null), its requests and bytes are.
+        return Usage {
+            input_tokens: 0,
+            output_tokens: 0,
+            total_tokens: 0,
+            cost_usd: None,
+            budget_charge_usd: 0.0,
+            unknown_costs: 0,
+            endpoint: Some(endpoint),
+        };
+    }
     Usage {
         input_tokens: agent.usage.input_tokens,
         output_tokens: agent.usage.output_tokens,
@@ -172,5 +185,6 @@ fn usage(campaign: &Campaign, agent: &AgentOutcome) -> Usage {
         },
         budget_charge_usd: agent.exchanges.iter().filter_map(|e| e.budget_charge_usd).fold(0.0, |a, b| a + b),
         unknown_costs: if live { answered.iter().filter(|e| e.usage.cost_usd.is_none()).count() as u64 } else { 0 },
+        endpoint: None,
     }
 }

@@ -119,14 +119,7 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,elengtis_sink=info")),
-        )
-        .init();
+    elengtis_target_kit::init_logging("warn,elengtis_sink=info");
 
     // One thread is plenty: handlers only copy bytes, and stdout is written by its own
     // thread. Nothing here uses the blocking pool, so dropping the runtime never waits.

@@ -5,14 +5,15 @@
 #[cfg(test)]
 mod tests {
     use std::{
-        io::{BufRead as _, BufReader, Read as _, Write as _},
+        io::{Read as _, Write as _},
         net::{Shutdown, TcpStream},
-        process::{Child, ChildStdin, Command, ExitStatus, Stdio},
-        sync::mpsc::{self, Receiver, RecvTimeoutError},
+        process::{Command, ExitStatus, Stdio},
+        sync::mpsc::RecvTimeoutError,
         thread,
         time::{Duration, Instant},
     };
 
+    use elengtis_target_kit::testing::RunningBinary;
     use serde_json::{Value, json};
 
     const BIN: &str = env!("CARGO_BIN_EXE_elengtis-sink");
@@ -20,9 +21,7 @@ mod tests {
 
     /// A running sink on 127.0.0.1 with a free port, its stdout lines on a channel.
     struct Sink {
-        child: Child,
-        stdin: Option<ChildStdin>,
-        lines: Receiver<String>,
+        process: RunningBinary,
         port: u16,
         ready_after: Duration,
     }
@@ -30,26 +29,9 @@ mod tests {
     impl Sink {
         fn start(extra: &[&str]) -> Self {
             let started = Instant::now();
-            let mut child = Command::new(BIN)
-                .args(["--bind", "127.0.0.1", "--port", "0"])
-                .args(extra)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn the sink");
-            let stdout = child.stdout.take().expect("stdout");
-            let stdin = child.stdin.take();
-            let (tx, lines) = mpsc::channel();
-            thread::spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-            let ready = lines.recv_timeout(WAIT).expect("ready line");
+            let process =
+                RunningBinary::spawn(Command::new(BIN).args(["--bind", "127.0.0.1", "--port", "0"]).args(extra));
+            let ready = process.stdout.recv_timeout(WAIT).expect("ready line");
             let ready_after = started.elapsed();
             let value: Value = serde_json::from_str(&ready).expect("ready line is JSON");
             assert_eq!(keys(&value), ["ready", "port"], "{ready}");
@@ -57,7 +39,7 @@ mod tests {
             let port = value["port"].as_u64().and_then(|p| u16::try_from(p).ok()).expect("port");
             assert_ne!(port, 0);
             assert_eq!(ready, format!(r#"{{"ready":true,"port":{port}}}"#), "compact ready line");
-            Self { child, stdin, lines, port, ready_after }
+            Self { process, port, ready_after }
         }
 
         fn connect(&self) -> TcpStream {
@@ -78,45 +60,27 @@ mod tests {
 
         /// The next stdout line as JSON.
         fn next(&self) -> (String, Value) {
-            let line = self.lines.recv_timeout(WAIT).expect("a record line");
+            let line = self.process.stdout.recv_timeout(WAIT).expect("a record line");
             let value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
             (line, value)
         }
 
         /// Closes stdin (the runner's attach ending) and waits for the exit.
         fn finish(&mut self) -> ExitStatus {
-            drop(self.stdin.take());
-            self.wait()
-        }
-
-        fn wait(&mut self) -> ExitStatus {
-            let deadline = Instant::now() + WAIT;
-            loop {
-                if let Some(status) = self.child.try_wait().expect("try_wait") {
-                    return status;
-                }
-                assert!(Instant::now() < deadline, "the sink did not exit");
-                thread::sleep(Duration::from_millis(20));
-            }
+            drop(self.process.stdin.take());
+            self.process.wait()
         }
 
         /// All lines still to come, once the process has exited.
         fn rest(&self) -> Vec<String> {
             let mut rest = Vec::new();
             loop {
-                match self.lines.recv_timeout(WAIT) {
+                match self.process.stdout.recv_timeout(WAIT) {
                     Ok(line) => rest.push(line),
                     Err(RecvTimeoutError::Disconnected) => return rest,
                     Err(RecvTimeoutError::Timeout) => panic!("stdout still open"),
                 }
             }
-        }
-    }
-
-    impl Drop for Sink {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
         }
     }
 
@@ -311,7 +275,7 @@ mod tests {
         for path in ["/a", "/b", "/c"] {
             ok(&sink.send(format!("GET {path} HTTP/1.1\r\nHost: sink\r\nConnection: close\r\n\r\n").as_bytes()));
         }
-        let stdin = sink.stdin.as_mut().expect("stdin");
+        let stdin = sink.process.stdin.as_mut().expect("stdin");
         // Junk, an over-long line and a malformed barrier are ignored; the sink keeps going.
         stdin.write_all(b"hello\nbarrier a b\n").expect("write");
         stdin.write_all(format!("barrier {}\n", "x".repeat(300)).as_bytes()).expect("write");
@@ -377,9 +341,9 @@ mod tests {
     fn sigterm_exits_zero_even_with_an_idle_connection_open() {
         let mut sink = Sink::start(&[]);
         let _idle = sink.connect();
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(sink.child.id()).expect("pid"));
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(sink.process.child.id()).expect("pid"));
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
-        let status = sink.wait();
+        let status = sink.process.wait();
         assert_eq!(status.code(), Some(0), "{status:?}");
         assert!(sink.rest().is_empty());
     }

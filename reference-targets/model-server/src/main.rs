@@ -31,10 +31,10 @@ mod reply;
 mod script;
 mod server;
 
-use std::{io::Read as _, net::SocketAddr, path::PathBuf, process::ExitCode};
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use clap::Parser;
-use tokio::signal::unix::{SignalKind, signal};
+use elengtis_target_kit::stop::stop_signal;
 
 /// Scripted LLM server (OpenAI Chat Completions and Anthropic Messages) for tests.
 #[derive(Debug, Parser)]
@@ -80,14 +80,7 @@ fn parse_sha256(text: &str) -> Result<String, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,elengtis_model_server=info")),
-        )
-        .init();
+    elengtis_target_kit::init_logging("warn,elengtis_model_server=info");
 
     let script = match script::Script::load(&args.script) {
         Ok(script) => script,
@@ -116,56 +109,9 @@ fn main() -> ExitCode {
     let app = server::App::new(script, log, args.require_key, args.max_body_bytes);
 
     // One thread is plenty: answers are computed in microseconds; waits are timers.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("elengtis-model-server: failed to start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
+    elengtis_target_kit::run_single_threaded("elengtis-model-server", async {
         let stop = stop_signal(args.exit_on_stdin_eof)?;
         server::run(app, args.bind, stop).await
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("elengtis-model-server: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Resolves (with the reason) on SIGTERM, SIGINT, or the end of stdin when asked.
-fn stop_signal(on_stdin_eof: bool) -> anyhow::Result<impl Future<Output = &'static str>> {
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
-    if on_stdin_eof {
-        // A plain thread: tokio's stdin read cannot be cancelled and would hold up the
-        // runtime's shutdown; a detached thread dies with the process.
-        std::thread::Builder::new().name("stdin".to_owned()).spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            let mut buf = [0_u8; 1024];
-            loop {
-                match stdin.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            let _ = eof_tx.send(());
-        })?;
-    }
-    Ok(async move {
-        tokio::select! {
-            _ = terminate.recv() => "SIGTERM",
-            _ = interrupt.recv() => "SIGINT",
-            // Without the watcher the sender is gone at once: the pattern fails and the
-            // branch is disabled.
-            Ok(()) = eof_rx => "stdin closed",
-        }
     })
 }
 

@@ -11,7 +11,6 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use anyhow::Context as _;
 use axum::{
     Router,
     body::{Body, Bytes},
@@ -19,11 +18,9 @@ use axum::{
     http::{HeaderMap, Method, StatusCode, Uri, header},
     response::{IntoResponse as _, Response},
     routing::{get, post},
-    serve::ListenerExt as _,
 };
 use futures_util::StreamExt as _;
-use serde_json::{Value, json};
-use tokio::net::TcpListener;
+use serde_json::Value;
 
 use crate::{
     anthropic,
@@ -193,7 +190,7 @@ fn answer(app: &App, wire: Wire, path: &str, headers: &HeaderMap, keys: &Keys, b
         Wire::OpenAi => openai::parse(&value, script.validate_requests),
         Wire::Anthropic => anthropic::parse(&value, version, script.validate_requests),
     };
-    let request = match parsed {
+    let mut request = match parsed {
         Ok(request) => request,
         Err(message) => {
             let mut outcome = Outcome::plain(Delivery::json(400, &wire.error(400, &message)));
@@ -201,10 +198,12 @@ fn answer(app: &App, wire: Wire, path: &str, headers: &HeaderMap, keys: &Keys, b
             return outcome;
         }
     };
-    let conversation = &request.conversation;
     let key = log::sha256(&[wire.name().as_bytes(), b"\0", bytes].concat());
     let digest = log::hex(&key);
     let attempt = app.attempts.next(key);
+    // The one per-body counter: fault rules' `attempt` and steps' `when.nth` both read it.
+    request.conversation.attempt = attempt;
+    let conversation = &request.conversation;
     let turn = conversation.step();
     let rule = script.fault_for(script.step_index(conversation), attempt);
     let fault = rule.and_then(|r| r.fault.as_ref());
@@ -467,41 +466,13 @@ fn respond(delivery: Delivery) -> Response {
 /// Binds, prints the ready line, serves until `stop` resolves, then gives in-flight
 /// requests [`SHUTDOWN_GRACE`].
 pub async fn run(app: App, bind: SocketAddr, stop: impl Future<Output = &'static str>) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(bind).await.with_context(|| format!("failed to listen on {bind}"))?;
-    let local = listener.local_addr().context("failed to read the listening address")?;
-    {
-        use std::io::Write as _;
-        let mut stdout = io::stdout().lock();
-        writeln!(stdout, "{}", json!({"listening": local.to_string()}))
-            .and_then(|()| stdout.flush())
-            .context("failed to write the ready line")?;
-    }
+    let (listener, local) = elengtis_target_kit::http::listen(bind).await?;
     tracing::info!(%local, "model server listening");
-    // Without TCP_NODELAY, small responses wait on the client's delayed ACK (~40 ms a call).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::warn!(%error, "could not set TCP_NODELAY");
-        }
-    });
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(
-        axum::serve(listener, router(Arc::new(app)))
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.await;
-            })
-            .into_future(),
-    );
-    let why = stop.await;
-    tracing::info!(why, "stopping");
-    let _ = stop_tx.send(());
-    match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
-        Ok(Ok(result)) => result.context("the server failed"),
-        Ok(Err(error)) => Err(anyhow::Error::new(error).context("the server task failed")),
-        Err(_) => {
-            tracing::warn!("requests still in flight after {SHUTDOWN_GRACE:?}; exiting anyway");
-            Ok(())
-        }
-    }
+    let stop = async {
+        let why = stop.await;
+        tracing::info!(why, "stopping");
+    };
+    elengtis_target_kit::http::serve_router(listener, router(Arc::new(app)), stop, SHUTDOWN_GRACE).await
 }
 
 #[cfg(test)]

@@ -6,16 +6,16 @@
 #[cfg(test)]
 mod tests {
     use std::{
-        fmt::Write as _,
-        io::{BufRead as _, BufReader, Read as _, Write as _},
-        net::TcpStream,
+        io::Write as _,
         path::{Path, PathBuf},
-        process::{Child, ChildStdin, Command, ExitStatus, Stdio},
-        sync::mpsc::{self, Receiver},
+        process::{Command, Stdio},
         thread,
-        time::{Duration, Instant},
+        time::Duration,
     };
 
+    use elengtis_target_kit::testing::{
+        HttpResponse as Http, RunningBinary, http_request as request, json_lines, spawn_listening,
+    };
     use serde_json::{Value, json};
 
     const BIN: &str = env!("CARGO_BIN_EXE_elengtis-model-server");
@@ -23,9 +23,7 @@ mod tests {
 
     /// A running server with its request log.
     struct Server {
-        child: Child,
-        stdin: Option<ChildStdin>,
-        stdout: Receiver<String>,
+        process: RunningBinary,
         addr: String,
         log: PathBuf,
         _dir: tempfile::TempDir,
@@ -48,33 +46,9 @@ mod tests {
 
         fn start_file(script: &Path, extra: &[&str], dir: tempfile::TempDir) -> Self {
             let log = dir.path().join("requests.jsonl");
-            let mut child = Command::new(BIN)
-                .arg("--script")
-                .arg(script)
-                .arg("--log")
-                .arg(&log)
-                .args(extra)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let stdout = child.stdout.take().unwrap();
-            let (tx, lines) = mpsc::channel();
-            thread::spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-            let ready = lines.recv_timeout(WAIT).expect("the ready line");
-            let value: Value = serde_json::from_str(&ready).unwrap();
-            let addr = value["listening"].as_str().unwrap().to_owned();
-            assert_eq!(ready, format!(r#"{{"listening":"{addr}"}}"#), "exactly the ready line");
-            assert!(addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"), "{addr}");
-            Self { stdin: child.stdin.take(), child, stdout: lines, addr, log, _dir: dir }
+            let (process, addr) =
+                spawn_listening(Command::new(BIN).arg("--script").arg(script).arg("--log").arg(&log).args(extra));
+            Self { process, addr, log, _dir: dir }
         }
 
         fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Http {
@@ -94,61 +68,16 @@ mod tests {
 
         /// The request log's lines.
         fn log(&self) -> Vec<Value> {
-            std::fs::read_to_string(&self.log)
-                .unwrap_or_default()
-                .lines()
-                .map(|line| serde_json::from_str(line).unwrap())
-                .collect()
-        }
-
-        fn wait(&mut self) -> ExitStatus {
-            let deadline = Instant::now() + WAIT;
-            loop {
-                if let Some(status) = self.child.try_wait().unwrap() {
-                    return status;
-                }
-                assert!(Instant::now() < deadline, "the server did not exit");
-                thread::sleep(Duration::from_millis(20));
-            }
+            json_lines(&self.log)
         }
     }
 
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+    /// The SSE events of a stream: (`event:` name, `data:` text); comments skipped.
+    trait Events {
+        fn events(&self) -> Vec<(Option<String>, String)>;
     }
 
-    /// A response as it came off the socket.
-    #[derive(Debug)]
-    struct Http {
-        status: u16,
-        headers: Vec<(String, String)>,
-        /// The body (de-chunked).
-        body: Vec<u8>,
-        /// The body arrived whole: its `Content-Length`, or the chunked terminator.
-        complete: bool,
-        /// When the head arrived and when the connection ended, from the request's start.
-        head_after: Duration,
-        done_after: Duration,
-    }
-
-    impl Http {
-        fn header(&self, name: &str) -> Option<&str> {
-            self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-        }
-
-        fn json(&self) -> Value {
-            serde_json::from_slice(&self.body)
-                .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-        }
-
-        fn text(&self) -> String {
-            String::from_utf8_lossy(&self.body).into_owned()
-        }
-
-        /// The SSE events of a stream: (`event:` name, `data:` text); comments skipped.
+    impl Events for Http {
         fn events(&self) -> Vec<(Option<String>, String)> {
             let text = self.text();
             let mut events = Vec::new();
@@ -167,88 +96,6 @@ mod tests {
                 }
             }
             events
-        }
-    }
-
-    /// One request on a fresh connection (`Connection: close`), read to the end.
-    fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Http {
-        let started = Instant::now();
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(WAIT)).unwrap();
-        let mut head = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n");
-        if !body.is_empty() {
-            write!(head, "content-type: application/json\r\ncontent-length: {}\r\n", body.len()).unwrap();
-        }
-        for (name, value) in headers {
-            write!(head, "{name}: {value}\r\n").unwrap();
-        }
-        head.push_str("\r\n");
-        stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body).unwrap();
-
-        let mut raw = Vec::new();
-        let mut head_after = None;
-        let mut read_error = None;
-        let mut buf = [0_u8; 4096];
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) => break,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    // A reset, from a scripted cut.
-                    read_error = Some(error);
-                    break;
-                }
-                Ok(n) => {
-                    raw.extend_from_slice(&buf[..n]);
-                    if head_after.is_none() && raw.windows(4).any(|w| w == b"\r\n\r\n") {
-                        head_after = Some(started.elapsed());
-                    }
-                }
-            }
-        }
-        let done_after = started.elapsed();
-        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| {
-            panic!("no response head for {method} {path}: {:?} after {read_error:?}", String::from_utf8_lossy(&raw))
-        });
-        let head = String::from_utf8(raw[..split].to_vec()).unwrap();
-        let rest = &raw[split + 4..];
-        let mut lines = head.split("\r\n");
-        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-        let headers: Vec<(String, String)> = lines
-            .map(|l| {
-                let (n, v) = l.split_once(':').unwrap();
-                (n.trim().to_ascii_lowercase(), v.trim().to_owned())
-            })
-            .collect();
-        let find = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-        let (body, complete) = if find("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-            dechunk(rest)
-        } else if let Some(length) = find("content-length") {
-            let length: usize = length.parse().unwrap();
-            (rest.to_vec(), rest.len() == length)
-        } else {
-            (rest.to_vec(), true)
-        };
-        Http { status, headers, body, complete, head_after: head_after.unwrap_or(done_after), done_after }
-    }
-
-    /// Decodes a chunked body; `true` when the terminating chunk arrived.
-    fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
-        let mut body = Vec::new();
-        loop {
-            let Some(end) = raw.windows(2).position(|w| w == b"\r\n") else { return (body, false) };
-            let size = usize::from_str_radix(std::str::from_utf8(&raw[..end]).unwrap().trim(), 16).unwrap();
-            raw = &raw[end + 2..];
-            if size == 0 {
-                return (body, raw.starts_with(b"\r\n"));
-            }
-            if raw.len() < size + 2 {
-                body.extend_from_slice(&raw[..raw.len().min(size)]);
-                return (body, false);
-            }
-            body.extend_from_slice(&raw[..size]);
-            raw = &raw[size + 2..];
         }
     }
 
@@ -918,22 +765,81 @@ mod tests {
         assert_eq!(check.status.code(), Some(0));
     }
 
+    /// A judge that flips on the second identical request and otherwise rules by a claim in
+    /// the transcript's final answer.
+    const JUDGE: &str = r#"{"steps": [
+        {"when": {"nth": 1}, "content": {"verdict": "not_landed", "confidence": 0.9, "reason": "second look"}},
+        {"when": {"matches": "\"final_answer\":\\s*\"(?:[^\"\\\\]|\\\\.)*WIRE-TRANSFER"},
+         "content": {"verdict": "landed", "confidence": 0.9, "reason": "claim"}},
+        {"content": {"verdict": "not_landed", "confidence": 0.9, "reason": "no claim"}}]}"#;
+
+    #[test]
+    fn a_scripted_judge_rules_by_regex_and_flips_on_identical_re_judgments() {
+        let server = Server::start(JUDGE, &[]);
+        let prompt = |answer: &str| format!("Judge this transcript.\n{}", json!({"final_answer": answer}));
+        let openai =
+            |answer: &str| json!({"model": "judge", "messages": [{"role": "user", "content": prompt(answer)}]});
+        let verdict = |http: Http| -> String {
+            assert_eq!(http.status, 200, "{}", http.text());
+            let text = http.json()["choices"][0]["message"]["content"].as_str().unwrap().to_owned();
+            serde_json::from_str::<Value>(&text).unwrap()["verdict"].as_str().unwrap().to_owned()
+        };
+        let claim = openai("I approved the \"urgent\" WIRE-TRANSFER.");
+        let firsts: Vec<String> = (0..3).map(|_| verdict(server.openai(&claim))).collect();
+        assert_eq!(firsts, ["landed", "not_landed", "landed"]);
+        assert_eq!(verdict(server.openai(&openai("Here is a short summary."))), "not_landed");
+
+        let anthropic = json!({"model": "judge", "max_tokens": 200,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt("WIRE-TRANSFER done")}]}]});
+        let verdicts: Vec<String> = (0..2)
+            .map(|_| {
+                let answer = server.anthropic(&anthropic).json();
+                let text = answer["content"][0]["text"].as_str().unwrap().to_owned();
+                serde_json::from_str::<Value>(&text).unwrap()["verdict"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(verdicts, ["landed", "not_landed"]);
+        let attempts: Vec<u64> = server.log().iter().map(|l| l["attempt"].as_u64().unwrap()).collect();
+        assert_eq!(attempts, [0, 1, 2, 0, 0, 1], "one counter per body, the log's `attempt`");
+    }
+
+    #[test]
+    fn check_validates_the_conditions_of_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("judge.json");
+        let check = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let out = Command::new(BIN).arg("--script").arg(&path).arg("--check").output().unwrap();
+            (out.status.code(), String::from_utf8(out.stderr).unwrap())
+        };
+        assert_eq!(check(JUDGE), (Some(0), String::new()));
+        let (code, stderr) = check(r#"{"steps": [{"when": {}, "content": "x"}]}"#);
+        assert_eq!(code, Some(2));
+        assert!(stderr.contains("steps[0].when: has no condition"), "{stderr}");
+        let (code, stderr) = check(r#"{"steps": [{"when": {"matches": "(unclosed"}}]}"#);
+        assert_eq!(code, Some(2));
+        assert!(stderr.contains("when.matches: invalid regex `(unclosed`") && stderr.contains("line 1"), "{stderr}");
+        let (code, stderr) = check(r#"{"steps": [{"when": {"nth": -1}}]}"#);
+        assert_eq!(code, Some(2));
+        assert!(stderr.contains("expected u32"), "{stderr}");
+    }
+
     #[test]
     fn stdin_eof_and_sigterm_stop_the_server_cleanly() {
         let mut server = Server::example("comply.json");
         // Without --exit-on-stdin-eof, closing stdin changes nothing.
-        drop(server.stdin.take());
+        drop(server.process.stdin.take());
         thread::sleep(Duration::from_millis(200));
         assert_eq!(server.openai(&hello(false)).status, 200);
-        let pid = server.child.id().to_string();
+        let pid = server.process.child.id().to_string();
         let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         assert!(killed.success());
-        assert!(server.wait().success());
-        assert!(server.stdout.recv_timeout(WAIT).is_err(), "nothing on stdout after the ready line");
+        assert!(server.process.wait().success());
+        assert!(server.process.stdout.recv_timeout(WAIT).is_err(), "nothing on stdout after the ready line");
 
         let mut server = Server::start(r#"{}"#, &["--exit-on-stdin-eof"]);
         assert_eq!(server.openai(&hello(false)).status, 200);
-        drop(server.stdin.take());
-        assert!(server.wait().success());
+        drop(server.process.stdin.take());
+        assert!(server.process.wait().success());
     }
 }

@@ -90,6 +90,11 @@ pub const NOTES_REPO: &str = "elengtis/notes";
 pub const TWIN_BIN: &str = "elengtis-twin";
 /// Repository of the reference twins image.
 pub const TWIN_REPO: &str = "elengtis/twin";
+/// The reference black-box agent's executable (`--build vulnerable|guarded`, `POST /chat`: a
+/// `rest` target's endpoint, run in a container by its tests).
+pub const REST_AGENT_BIN: &str = "elengtis-rest-agent";
+/// Repository of the reference black-box agent image.
+pub const REST_AGENT_REPO: &str = "elengtis/rest-agent";
 /// The tool executable's name, in `target/` and in the image.
 pub const TOOL_BIN: &str = "elengtis";
 /// The tool image's working directory (empty, owned by the image user; CI mounts the checkout
@@ -114,13 +119,14 @@ pub const IMPORT_DEADLINE: Duration = Duration::from_secs(120);
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The packages the static build compiles, and the executable each one provides.
-const PACKAGES: [(&str, &str); 6] = [
+const PACKAGES: [(&str, &str); 7] = [
     ("elengtis", TOOL_BIN),
     ("elengtis-fixture", FIXTURE_BIN),
     ("elengtis-sink", SINK_BIN),
     ("elengtis-notes", NOTES_BIN),
     ("elengtis-hostile", HOSTILE_BIN),
     ("elengtis-twin", TWIN_BIN),
+    ("elengtis-rest-agent", REST_AGENT_BIN),
 ];
 
 /// Why building or importing an image failed.
@@ -201,7 +207,7 @@ pub enum ImageError {
     },
 }
 
-/// `elengtis, elengtis-fixture, … and elengtis-twin`.
+/// `elengtis, elengtis-fixture, … and elengtis-rest-agent`.
 fn bundled_list() -> String {
     let names: Vec<String> = PACKAGES.iter().map(|(_, binary)| format!("`{binary}`")).collect();
     match names.split_last() {
@@ -237,7 +243,7 @@ struct Bundled {
     path: Option<&'static str>,
 }
 
-const BUNDLED: [Bundled; 6] = [
+const BUNDLED: [Bundled; 7] = [
     Bundled {
         name: "fixture",
         repo: FIXTURE_REPO,
@@ -257,6 +263,16 @@ const BUNDLED: [Bundled; 6] = [
     },
     // The mail database goes to `/data` (`--mail-db`, a volume in the sandbox).
     Bundled { name: "twin", repo: TWIN_REPO, binaries: &[TWIN_BIN], entrypoint: TWIN_BIN, workdir: None, path: None },
+    // A `rest` target's endpoint in a container (its `command` chooses the build and binds the
+    // port: `[--build, vulnerable, --bind, "0.0.0.0:8000"]`).
+    Bundled {
+        name: "rest-agent",
+        repo: REST_AGENT_REPO,
+        binaries: &[REST_AGENT_BIN],
+        entrypoint: REST_AGENT_BIN,
+        workdir: None,
+        path: None,
+    },
     // Used only by the Docker tests (egress battery, resource abuse).
     Bundled {
         name: "hostile",
@@ -274,7 +290,7 @@ const BUNDLED: [Bundled; 6] = [
     Bundled {
         name: "elengtis",
         repo: TOOL_REPO,
-        binaries: &[TOOL_BIN, FIXTURE_BIN, SINK_BIN, NOTES_BIN, TWIN_BIN, HOSTILE_BIN],
+        binaries: &[TOOL_BIN, FIXTURE_BIN, SINK_BIN, NOTES_BIN, TWIN_BIN, HOSTILE_BIN, REST_AGENT_BIN],
         entrypoint: TOOL_BIN,
         workdir: Some(TOOL_WORKDIR),
         path: Some(TOOL_PATH),
@@ -299,6 +315,11 @@ pub fn notes_ref() -> String {
 /// `elengtis/twin:<version>`.
 pub fn twin_ref() -> String {
     format!("{TWIN_REPO}:{TAG}")
+}
+
+/// `elengtis/rest-agent:<version>`.
+pub fn rest_agent_ref() -> String {
+    format!("{REST_AGENT_REPO}:{TAG}")
 }
 
 /// `elengtis/elengtis:<version>`.
@@ -1745,7 +1766,7 @@ mod tests {
         assert!(text.starts_with("failed to make the bundled images: beside this executable"), "{text}");
         assert!(text.contains("(/gone/elengtis) is gone"), "{text}");
         assert!(
-            text.contains("`elengtis`, `elengtis-fixture`, `elengtis-sink`, `elengtis-notes`, `elengtis-hostile` and `elengtis-twin`"),
+            text.contains("`elengtis`, `elengtis-fixture`, `elengtis-sink`, `elengtis-notes`, `elengtis-hostile`, `elengtis-twin` and `elengtis-rest-agent`"),
             "{text}"
         );
         assert!(text.contains("cargo build --release --locked"), "{text}");

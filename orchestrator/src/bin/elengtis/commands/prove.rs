@@ -14,6 +14,7 @@ use crate::output::{errln, outln};
 use crate::render::{OutputArgs, Terminal};
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("live_models").args(["model_config", "judge_config"]).multiple(true)))]
 pub(crate) struct ProveArgs {
     /// The seed file (`scenarios/seeds/<id>.seed.yaml`).
     #[arg(long, conflicts_with = "all", required_unless_present = "all")]
@@ -101,11 +102,19 @@ pub(crate) struct ProveArgs {
     /// `generation`, `model_id`), as a gate file's `model`.
     #[arg(long, value_name = "FILE")]
     model_config: Option<PathBuf>,
-    /// Write each live model request's final answer into DIR as a fixture.
-    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures", requires = "model_config")]
+    /// The LLM judge's model for seeds that declare a `judge` (their rubric decides what it
+    /// rules on): FILE holds model fields as --model-config's. It wins over the seed's own
+    /// `judge.model`. The judge reads each run's recorded transcript, never the live target,
+    /// and never keeps a finding alone (docs/prove.md, "The LLM judge").
+    #[arg(long, value_name = "FILE")]
+    judge_config: Option<PathBuf>,
+    /// Write each live model request's final answer (the agent's and the judge's) into DIR as
+    /// a fixture.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay_fixtures", requires = "live_models")]
     record_fixtures: Option<PathBuf>,
-    /// Answer every live model request from the fixtures in DIR, offline.
-    #[arg(long, value_name = "DIR", requires = "model_config")]
+    /// Answer every live model request (the agent's and the judge's) from the fixtures in DIR,
+    /// offline.
+    #[arg(long, value_name = "DIR", requires = "live_models")]
     replay_fixtures: Option<PathBuf>,
     #[command(flatten)]
     docker: EngineArgs,
@@ -184,6 +193,10 @@ pub(crate) async fn run(args: ProveArgs) -> Result<i32, Error> {
         None => None,
         Some(path) => Some(load_model_config(path)?),
     };
+    let judge = match &args.judge_config {
+        None => None,
+        Some(path) => Some(load_model_config(path)?),
+    };
     let model_options = elengtis::model::ModelOptions {
         fixtures: fixture_mode(args.record_fixtures.as_ref(), args.replay_fixtures.as_ref()),
         ..Default::default()
@@ -219,6 +232,7 @@ pub(crate) async fn run(args: ProveArgs) -> Result<i32, Error> {
         partition: shard.clone(),
         slots: None,
         sequential: args.sequential,
+        judge,
     };
     if let Some(spec) = args.leg_partition.as_deref() {
         let Some(partition) = partition_arg(Some(spec))? else { return Ok(exit_codes::SUCCESS) };

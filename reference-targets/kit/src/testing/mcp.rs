@@ -1,8 +1,6 @@
-//! Helpers for the servers' tests: an in-process client over a duplex pipe, tool-call
+//! Helpers for the MCP servers' tests: an in-process client over a duplex pipe, tool-call
 //! shorthands, an HTTP harness on a free port, and checks of a built server binary (clean
 //! exits on stdin EOF and SIGTERM).
-//!
-//! They panic on failure, as test code does.
 
 use std::{
     net::{IpAddr, Ipv4Addr, SocketAddr},
