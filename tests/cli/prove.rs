@@ -482,7 +482,8 @@ fn leg_shards_of_two_seeds_merge_to_the_unsharded_verdicts_and_a_missing_shard_i
     }
     assert_eq!(ran, 2 * of, "the three shards together hold every leg of both seeds once");
     let merge = elengtis::merge::MergeOptions::default();
-    let merged: Vec<Summary> = prove::merge_leg_shards(&all, &roots, &catalogue, &opts("merged", 3), &merge, |_| {})
+    let merged: Vec<Summary> = runtime
+        .block_on(prove::merge_leg_shards(&all, &roots, &catalogue, &opts("merged", 3), &merge, |_| {}))
         .expect("the leg shards merge")
         .iter()
         .map(summary)
@@ -530,7 +531,8 @@ fn leg_shards_of_two_seeds_merge_to_the_unsharded_verdicts_and_a_missing_shard_i
     assert_eq!(labels, ["STABLE, NOT PROVEN", "REJECTED"]);
 
     // A shard missing: its legs read no verdict, so neither seed can be kept.
-    let partial = prove::merge_leg_shards(&all, &roots[..2], &catalogue, &opts("partial", 3), &merge, |_| {})
+    let partial = runtime
+        .block_on(prove::merge_leg_shards(&all, &roots[..2], &catalogue, &opts("partial", 3), &merge, |_| {}))
         .expect("a partial merge still decides");
     for p in &partial {
         assert_ne!(p.report.verdict, Verdict::Kept, "{}: {:?}", p.report.seed, p.report.reasons);
@@ -538,7 +540,8 @@ fn leg_shards_of_two_seeds_merge_to_the_unsharded_verdicts_and_a_missing_shard_i
     assert_eq!(partial[0].report.verdict, Verdict::NotTested, "{:?}", partial[0].report.reasons);
 
     // Flags other than the shards' (here --iterations) are refused, naming the campaign.
-    let error = prove::merge_leg_shards(&all, &roots, &catalogue, &opts("other", 4), &merge, |_| {})
+    let error = runtime
+        .block_on(prove::merge_leg_shards(&all, &roots, &catalogue, &opts("other", 4), &merge, |_| {}))
         .expect_err("other flags than the shards'");
     assert!(error.to_string().contains("differs from the campaign these flags write"), "{error}");
 }

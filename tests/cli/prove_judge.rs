@@ -414,3 +414,44 @@ fn the_report_page_shows_the_judges_figures_in_a_browser() {
     }
     assert!(dom.contains("every firing run rested on the LLM judge alone"), "the reason is on the page");
 }
+
+#[test]
+fn leg_shards_of_a_judged_seed_merge_to_the_unsharded_judgement() {
+    use elengtis_core::partition::{Partition, Scheme};
+    let dir = scratch();
+    let server = ModelServer::start(dir.path(), &rule_judge(), &[]);
+    let seed = reply_seed(dir.path(), |t| t);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let catalogue = vec!["reply-claim".to_owned()];
+    let opts = |name: &str| {
+        let base = dir.path().join(name);
+        options(&base, 2, true, Some(judge_model(&server)))
+    };
+    let whole = prove_with(&seed, &opts("whole"));
+    // Two leg shards, then the merge: the judge reads the merged runs.
+    let mut roots = Vec::new();
+    for shard in 1..=2 {
+        let partition = Partition { scheme: Scheme::Hash, shard, total: 2 };
+        let name = format!("legs-{shard}");
+        runtime
+            .block_on(prove::run_leg_shard(std::slice::from_ref(&seed), &opts(&name), partition))
+            .expect("a leg shard runs");
+        roots.push(dir.path().join(name).join("out"));
+    }
+    let merge = elengtis::merge::MergeOptions::default();
+    let merged = runtime
+        .block_on(prove::merge_leg_shards(
+            std::slice::from_ref(&seed),
+            &roots,
+            &catalogue,
+            &opts("merged"),
+            &merge,
+            |_| {},
+        ))
+        .expect("the leg shards merge");
+    let merged = &merged[0].report;
+    assert_eq!((merged.verdict, &merged.reasons), (whole.verdict, &whole.reasons));
+    let (m, w) = (merged.judge.as_ref().expect("judge"), whole.judge.as_ref().expect("judge"));
+    assert_eq!((m.vulnerable, m.guarded, m.all), (w.vulnerable, w.guarded, w.all));
+    assert!(m.unavailable.is_none(), "{m:?}");
+}

@@ -705,27 +705,34 @@ async fn run_finding<'a>(
     .await;
     let stopped = early_stop.lock().map_or(None, |mut s| s.take());
     let (repeated, rewritten, calibrated, carried) = (repeated?, rewritten?, calibrated?, carried?);
-    let judged = match judge::JudgeSetup::of(&finding.seed, options.judge.as_ref()) {
-        Some(setup) => {
-            let mut batches = vec![
-                judge::Batch { campaign: "repeat", runs: &repeated, has_verifiers: repeat.has_verifiers },
-                judge::Batch { campaign: "carrier", runs: &carried, has_verifiers: carrier.0.has_verifiers },
-            ];
-            if let (Some(runs), Some((campaign, _))) = (&rewritten, metamorphic) {
-                batches.push(judge::Batch { campaign: "metamorphic", runs, has_verifiers: campaign.has_verifiers });
-            }
-            let judged = judge::judge_runs(&finding.seed, &setup, &options.model, &finding.dir, &batches)
-                .await
-                .map_err(|detail| ProveError::Io {
-                    what: "write the judge's evidence in",
-                    path: finding.dir.clone(),
-                    detail,
-                })?;
-            Some((setup, judged))
-        }
-        None => None,
-    };
+    let judged = judge_finding(finding, options, &repeated, rewritten.as_ref(), &carried).await?;
     decide(finding, catalogue, options, Legs { repeated, rewritten, calibrated, carried, stopped, judged })
+}
+
+/// Ask a judged seed's LLM judge about its recorded runs (repeat, rewrites, carrier); `None`
+/// for a seed without a judge.
+async fn judge_finding(
+    finding: &Finding,
+    options: &ProveOptions,
+    repeated: &ByTarget,
+    rewritten: Option<&ByTarget>,
+    carried: &ByTarget,
+) -> Result<Option<(judge::JudgeSetup, judge::Judged)>, ProveError> {
+    let Some(setup) = judge::JudgeSetup::of(&finding.seed, options.judge.as_ref()) else {
+        return Ok(None);
+    };
+    let mut batches = vec![
+        judge::Batch { campaign: "repeat", runs: repeated, has_verifiers: finding.repeat.has_verifiers },
+        judge::Batch { campaign: "carrier", runs: carried, has_verifiers: finding.carrier.0.has_verifiers },
+    ];
+    if let (Some(runs), Some((campaign, _))) = (rewritten, &finding.metamorphic) {
+        batches.push(judge::Batch { campaign: "metamorphic", runs, has_verifiers: campaign.has_verifiers });
+    }
+    let judged =
+        judge::judge_runs(&finding.seed, &setup, &options.model, &finding.dir, &batches).await.map_err(|detail| {
+            ProveError::Io { what: "write the judge's evidence in", path: finding.dir.clone(), detail }
+        })?;
+    Ok(Some((setup, judged)))
 }
 
 /// The repeat campaign's stopping question under `--sequential`: with each finished run, read
@@ -1054,7 +1061,7 @@ pub async fn run_leg_shard(
 ///
 /// [`ProveError`] when a seed cannot be read, a shard's campaign differs, or a merge is
 /// refused.
-pub fn merge_leg_shards(
+pub async fn merge_leg_shards(
     seed_paths: &[PathBuf],
     shard_roots: &[PathBuf],
     catalogue: &[String],
@@ -1103,11 +1110,13 @@ pub fn merge_leg_shards(
         let rewritten = finding.metamorphic.as_ref().map(|_| read.next().unwrap_or_default());
         let calibrated = finding.calibration.as_ref().map(|_| read.next().unwrap_or_default());
         let carried = read.next().unwrap_or_default();
+        // A judged seed's judge reads the merged runs, as it reads an unsharded prove's.
+        let judged = judge_finding(&finding, options, &repeated, rewritten.as_ref(), &carried).await?;
         let p = decide(
             &finding,
             catalogue,
             options,
-            Legs { repeated, rewritten, calibrated, carried, stopped: None, judged: None },
+            Legs { repeated, rewritten, calibrated, carried, stopped: None, judged },
         )?;
         each(&p);
         proven.push(p);

@@ -262,7 +262,7 @@ pub(crate) async fn run(args: ProveArgs) -> Result<i32, Error> {
     };
     let result = if merging {
         let merge = elengtis::merge::MergeOptions::from_env(false).map_err(elengtis::run::RunError::Key)?;
-        prove::merge_leg_shards(&seeds, &args.merge_legs, &catalogue, &options, &merge, print)
+        prove::merge_leg_shards(&seeds, &args.merge_legs, &catalogue, &options, &merge, print).await
     } else {
         // Every leg of every seed draws from one pool of --jobs slots; each seed's panel is
         // printed as soon as it (and every seed before it) is done.
