@@ -67,6 +67,12 @@ pub struct LiveModel {
 }
 
 impl LiveModel {
+    /// `provider/model` (`openrouter/…` when no provider is named), as reports name it.
+    pub fn label(&self) -> String {
+        let provider = self.provider.as_ref().map_or("openrouter", |p| p.kind.as_str());
+        format!("{provider}/{}", self.model)
+    }
+
     /// The campaign fields this model sets.
     pub fn campaign_fields(&self) -> Map<String, Value> {
         match serde_json::to_value(self) {

@@ -142,15 +142,11 @@ pub fn stale(lock: &Lock, expected: &Expected<'_>) -> Vec<String> {
         (None, Some(_)) => found.push("the seed declares an LLM judge the recording never asked".into()),
         (Some(recorded), Some(now)) => {
             differs(&mut found, "the judge's rubric", &short(&recorded.rubric_sha256), &short(&now.rubric_sha256));
-            let name = |m: &LiveModel| {
-                let provider = m.provider.as_ref().map_or("openrouter", |p| p.kind.as_str());
-                format!("{provider}/{}", m.model)
-            };
             if recorded.model != now.model {
                 found.push(format!(
                     "the judge's model changed since the recording (recorded {}, now {})",
-                    name(&recorded.model),
-                    name(&now.model)
+                    recorded.model.label(),
+                    now.model.label()
                 ));
             }
             differs(&mut found, "the judge's calls per run (k)", &recorded.k.to_string(), &now.k.to_string());

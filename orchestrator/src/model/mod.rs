@@ -103,6 +103,50 @@ impl ModelContext {
     }
 }
 
+/// The campaign and provider config of a one-off live model (the scan's planner, a seed's LLM
+/// judge): a campaign with only its model fields. `whose` (`planner's`, `judge's`) names it in
+/// the errors.
+///
+/// # Errors
+///
+/// Unusable model fields, or fields that name no model.
+pub fn live_config(
+    model: &elengtis_core::format::gate::LiveModel,
+    whose: &str,
+) -> Result<(Campaign, ProviderConfig), String> {
+    let mut fields = model.campaign_fields();
+    fields.insert("schema_version".into(), serde_json::json!(1));
+    fields.insert("targets".into(), serde_json::json!([]));
+    fields.insert("scenarios".into(), serde_json::json!([]));
+    let campaign: Campaign = serde_json::from_value(serde_json::Value::Object(fields))
+        .map_err(|e| format!("failed to read the {whose} model fields: {e}"))?;
+    let config =
+        ProviderConfig::from_campaign(&campaign)?.ok_or_else(|| format!("the {whose} model config names no model"))?;
+    Ok((campaign, config))
+}
+
+/// Why a one-off live model ([`live_config`]) cannot be asked with `options` (checked before
+/// anything starts): unusable model fields, a key variable that is not set, a replay directory
+/// that does not exist.
+pub fn live_unavailable(
+    model: &elengtis_core::format::gate::LiveModel,
+    whose: &str,
+    options: &ModelOptions,
+) -> Option<String> {
+    match live_config(model, whose) {
+        Ok((campaign, _)) => unavailable_reason_with(&campaign, options),
+        Err(e) => Some(e),
+    }
+}
+
+/// One exchange as a one-off call's decision file keeps it (the planner's, the judge's).
+pub fn exchange_summary(e: &Exchange) -> serde_json::Value {
+    serde_json::json!({
+        "provider": e.provider, "model": e.model, "attempt": e.attempt, "status": e.status,
+        "latency_ms": e.latency_ms, "error": e.error, "fixture": e.fixture, "usage": e.usage,
+    })
+}
+
 /// Why the campaign's model cannot run live here (its key variable is not set, a generation
 /// setting is unusable), if it cannot; the scripted model always can.
 pub fn unavailable_reason(campaign: &Campaign) -> Option<String> {

@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use elengtis_core::format::campaign::Campaign;
 use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{LoadedSeed, SeedJudge};
 use elengtis_core::prove::consensus::{Consensus, JudgeCall, consensus};
@@ -55,10 +54,7 @@ impl JudgeSetup {
 
     /// `provider/model` of the judge's model.
     pub fn model_label(&self) -> Option<String> {
-        self.model.as_ref().map(|m| {
-            let provider = m.provider.as_ref().map_or("openrouter", |p| p.kind.as_str());
-            format!("{provider}/{}", m.model)
-        })
+        self.model.as_ref().map(LiveModel::label)
     }
 
     /// SHA-256 of the rubric's text.
@@ -91,25 +87,8 @@ impl JudgeSetup {
                 "the seed's judge names no model: give one in its `judge.model` or with --judge-config FILE".into(),
             );
         };
-        let campaign = match campaign_of(model) {
-            Ok(c) => c,
-            Err(e) => return Some(e),
-        };
-        match ProviderConfig::from_campaign(&campaign) {
-            Ok(Some(_)) => crate::model::unavailable_reason_with(&campaign, options),
-            Ok(None) => Some("the judge's model config names no model".into()),
-            Err(e) => Some(e),
-        }
+        crate::model::live_unavailable(model, "judge's", options)
     }
-}
-
-/// The campaign whose model fields are `model` (only its model is read).
-fn campaign_of(model: &LiveModel) -> Result<Campaign, String> {
-    let mut fields = model.campaign_fields();
-    fields.insert("schema_version".into(), json!(1));
-    fields.insert("targets".into(), json!([]));
-    fields.insert("scenarios".into(), json!([]));
-    serde_json::from_value(Value::Object(fields)).map_err(|e| format!("failed to read the judge's model fields: {e}"))
 }
 
 /// One campaign's runs to judge: its directory relative to the report's (`repeat`), its
@@ -211,15 +190,14 @@ pub async fn judge_runs(
         judged.unavailable = Some(why);
         return Ok(judged);
     }
-    let config = match setup.model.as_ref().ok_or_else(String::new).and_then(campaign_of).and_then(|c| {
-        ProviderConfig::from_campaign(&c)
-            .and_then(|c| c.ok_or_else(|| "the judge's model config names no model".into()))
-    }) {
-        Ok(config) => config,
-        Err(e) => {
+    let config = match setup.model.as_ref().map(|m| crate::model::live_config(m, "judge's")) {
+        Some(Ok((_, config))) => config,
+        Some(Err(e)) => {
             judged.unavailable = Some(e);
             return Ok(judged);
         }
+        // Checked above: `unavailable` says why a judge without a model is not asked.
+        None => return Ok(judged),
     };
     let ctx = ModelContext::new(options, 0.0).map_err(|e| format!("failed to set up the judge's model client: {e}"))?;
     let started = Instant::now();
@@ -294,14 +272,7 @@ async fn judge_one(
         let at = Instant::now();
         let result = provider.respond(&request).await;
         let latency_ms = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let exchanges: Vec<Value> = provider
-            .take_exchanges()
-            .iter()
-            .map(|e| {
-                json!({"provider": e.provider, "model": e.model, "attempt": e.attempt, "status": e.status,
-                       "latency_ms": e.latency_ms, "error": e.error, "fixture": e.fixture, "usage": e.usage})
-            })
-            .collect();
+        let exchanges: Vec<Value> = provider.take_exchanges().iter().map(crate::model::exchange_summary).collect();
         let (raw, read, input_tokens, output_tokens) = match result {
             Ok(turn) => {
                 let read = match turn.finish_reason.as_deref() {

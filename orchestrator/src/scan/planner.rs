@@ -23,7 +23,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use elengtis_core::agent::{Exchange, ModelRequest, ToolInfo};
-use elengtis_core::format::campaign::Campaign;
 use elengtis_core::format::gate::LiveModel;
 use elengtis_core::format::seed::{Delivery, Weakness};
 use schemars::JsonSchema;
@@ -33,7 +32,7 @@ use serde_json::{Value, json};
 use super::files::{ATTACKER_ADDRESS, ATTACKER_HOST, ATTACKER_TEXT, PLANT_ID};
 use super::roles::ToolRoles;
 use super::{Candidate, CandidateStatus, ScanError, Style, VerifierPlan};
-use crate::model::providers::{Provider, ProviderConfig};
+use crate::model::providers::Provider;
 use crate::model::{Model as _, ModelContext, ModelOptions};
 
 /// Variants asked for when `--planner-variants` is not given.
@@ -216,30 +215,12 @@ struct Variant {
     user_task: Option<String>,
 }
 
-/// The campaign whose model fields are `model` (no target, no scenario: only its model is
-/// read).
-fn campaign_of(model: &LiveModel) -> Result<Campaign, String> {
-    let mut fields = model.campaign_fields();
-    fields.insert("schema_version".into(), json!(1));
-    fields.insert("targets".into(), json!([]));
-    fields.insert("scenarios".into(), json!([]));
-    serde_json::from_value(Value::Object(fields)).map_err(|e| format!("failed to read the planner's model fields: {e}"))
-}
-
 impl PlannerSettings {
     /// Why the planner's model cannot be asked with `options` (checked before anything starts):
     /// unusable model fields, a key variable that is not set, a replay directory that does not
     /// exist.
     pub fn unavailable(&self, options: &ModelOptions) -> Option<String> {
-        let campaign = match campaign_of(&self.model) {
-            Ok(c) => c,
-            Err(e) => return Some(e),
-        };
-        match ProviderConfig::from_campaign(&campaign) {
-            Ok(Some(_)) => crate::model::unavailable_reason_with(&campaign, options),
-            Ok(None) => Some("the planner's model config names no model".into()),
-            Err(e) => Some(e),
-        }
+        crate::model::live_unavailable(&self.model, "planner's", options)
     }
 
     /// Ask the planner once for variants of the paths in `inventory`, keep the request, the
@@ -321,10 +302,7 @@ impl PlannerSettings {
                 "class": p.class, "plant": p.plant, "source": p.source, "sink": p.attack,
                 "marker": p.marker, "payload_must_carry": p.literal,
             })).collect::<Vec<_>>(),
-            "exchanges": exchanges.iter().map(|e| json!({
-                "provider": e.provider, "model": e.model, "attempt": e.attempt, "status": e.status,
-                "latency_ms": e.latency_ms, "error": e.error, "fixture": e.fixture, "usage": e.usage,
-            })).collect::<Vec<_>>(),
+            "exchanges": exchanges.iter().map(crate::model::exchange_summary).collect::<Vec<_>>(),
         });
         write(out, DECISION_FILE, &(serde_json::to_string_pretty(&decision).unwrap_or_default() + "\n"))?;
         Ok((record, planned))
@@ -336,11 +314,8 @@ impl PlannerSettings {
         options: &ModelOptions,
         request: &ModelRequest,
     ) -> (Value, Result<String, String>, Vec<Exchange>) {
-        let config = match campaign_of(&self.model).and_then(|c| {
-            ProviderConfig::from_campaign(&c)
-                .and_then(|config| config.ok_or_else(|| "the planner's model config names no model".to_owned()))
-        }) {
-            Ok(config) => config,
+        let config = match crate::model::live_config(&self.model, "planner's") {
+            Ok((_, config)) => config,
             Err(e) => return (Value::Null, Err(e), Vec::new()),
         };
         let body = config.body(request);
